@@ -1,0 +1,53 @@
+# Helpers shared by every src/ folder.
+
+# nyala_proto(<target> <file.proto>...): generates C++ for the protos (imports are
+# resolved from src/) and adds the sources to <target>.
+function(nyala_proto target)
+  foreach(proto ${ARGN})
+    get_filename_component(abs ${proto} ABSOLUTE)
+    file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR}/src ${abs})
+    string(REGEX REPLACE "\\.proto$" "" base ${rel})
+    set(out_cc ${CMAKE_BINARY_DIR}/src/${base}.pb.cc)
+    set(out_h ${CMAKE_BINARY_DIR}/src/${base}.pb.h)
+    add_custom_command(
+      OUTPUT ${out_cc} ${out_h}
+      COMMAND ${Protobuf_PROTOC_EXECUTABLE} --cpp_out=${CMAKE_BINARY_DIR}/src
+              -I ${CMAKE_SOURCE_DIR}/src ${abs}
+      DEPENDS ${abs} ${Protobuf_PROTOC_EXECUTABLE}
+      COMMENT "protoc ${rel}")
+    target_sources(${target} PRIVATE ${out_cc} ${out_h})
+  endforeach()
+endfunction()
+
+# nyala_library(<name> DEPS <libs>...): a library from every *.cc in the current
+# folder except tests (*-test.cc), mains (*_main.cc) and fuzzers (*_fuzz.cc), plus
+# every *.proto in the folder.
+function(nyala_library name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  list(FILTER srcs EXCLUDE REGEX "(-test|-itest|_main|_fuzz|test_util)\\.cc$")
+  file(GLOB protos CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.proto)
+  add_library(${name} STATIC ${srcs})
+  if(protos)
+    nyala_proto(${name} ${protos})
+  endif()
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# nyala_tests(DEPS <libs>... [LABELS <labels>...]): one gtest binary per *-test.cc
+# in the current folder, registered with CTest under its file name.
+function(nyala_tests)
+  cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*-test.cc
+       ${CMAKE_CURRENT_SOURCE_DIR}/*-itest.cc)
+  foreach(src ${tests})
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src})
+    target_link_libraries(${name} PRIVATE ${ARG_DEPS} nyala_test_util)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 600)
+    if(ARG_LABELS)
+      set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
+    endif()
+  endforeach()
+endfunction()
