@@ -19,14 +19,17 @@ function(nyala_proto target)
   endforeach()
 endfunction()
 
-# nyala_library(<name> DEPS <libs>...): a library from every *.cc in the current
-# folder except tests (*-test.cc), mains (*_main.cc) and fuzzers (*_fuzz.cc), plus
-# every *.proto in the folder.
+# nyala_library(<name> DEPS <libs>... [EXCLUDE <file names>...]): a library from
+# every *.cc in the current folder except tests (*-test.cc), mains (*_main.cc),
+# fuzzers (*_fuzz.cc) and test helpers (test_util.cc, rtest*), plus every *.proto in
+# the folder except rtest*.proto (test-only services).
 function(nyala_library name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   list(FILTER srcs EXCLUDE REGEX "(-test|-itest|_main|_fuzz|test_util)\\.cc$")
+  list(FILTER srcs EXCLUDE REGEX "/rtest[^/]*$")
   file(GLOB protos CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.proto)
+  list(FILTER protos EXCLUDE REGEX "/rtest[^/]*$")
   add_library(${name} STATIC ${srcs})
   if(protos)
     nyala_proto(${name} ${protos})

@@ -1,0 +1,131 @@
+// Metrics: counters, gauges and latency histograms, each identified by a name and
+// a set of labels, collected in a MetricRegistry that renders them as JSON (for
+// /metrics) or Prometheus text exposition format 0.0.4 (for /metrics_prometheus).
+//
+// Names and label names are compile-time constants in our code, so a malformed
+// one, or an existing name asked for as a different type, is a CHECK failure.
+// Label values are data (table names, ...) and may hold any bytes; they are
+// escaped on output.
+//
+// Thread-safety: Counter, Gauge and Histogram are updated with atomics from any
+// thread. MetricRegistry is thread-safe; the pointers it returns stay valid for
+// the registry's life (metrics are never removed, except function gauges).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/histogram.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
+
+namespace nyala {
+
+// Label name -> value. Order does not matter: {a,b} and {b,a} are the same series.
+using MetricLabels = std::vector<std::pair<std::string, std::string>>;
+
+// A monotonically increasing count.
+class Counter {
+ public:
+  Counter() = default;
+  Counter(const Counter&) = delete;
+  Counter& operator=(const Counter&) = delete;
+
+  void Increment(int64_t n = 1);  // n >= 0
+  int64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> value_{0};
+};
+
+// A value that goes up and down.
+class Gauge {
+ public:
+  Gauge() = default;
+  Gauge(const Gauge&) = delete;
+  Gauge& operator=(const Gauge&) = delete;
+
+  void Set(int64_t v) { value_.store(v, std::memory_order_relaxed); }
+  void Increment(int64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  int64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> value_{0};
+};
+
+class MetricRegistry {
+ public:
+  MetricRegistry();
+  ~MetricRegistry();
+  MetricRegistry(const MetricRegistry&) = delete;
+  MetricRegistry& operator=(const MetricRegistry&) = delete;
+
+  // Returns the series `name`{`labels`}, creating it (and its family, with `help`)
+  // if needed. A family keeps the help text it was created with.
+  Counter* FindOrCreateCounter(std::string_view name, std::string_view help,
+                               const MetricLabels& labels = {});
+  Gauge* FindOrCreateGauge(std::string_view name, std::string_view help,
+                           const MetricLabels& labels = {});
+  // Histograms are exported as Prometheus summaries, so they may not have a
+  // "quantile" label, and no other metric may be called <name>_sum or <name>_count.
+  Histogram* FindOrCreateHistogram(std::string_view name, std::string_view help,
+                                   const MetricLabels& labels = {});
+
+  // A gauge whose value is computed on each render (e.g. RocksDB properties,
+  // queue length). `fn` must be thread-safe and must outlive the registry or be
+  // removed with RemoveFunctionGauges(owner_tag). Registering the same name and
+  // labels again replaces the function and its owner tag. It may share a name
+  // with plain gauges, but not name and labels.
+  //
+  // `fn` runs on the rendering thread without the registry's lock, so it may take
+  // its own locks and may call FindOrCreate*(), but not RegisterFunctionGauge()
+  // or RemoveFunctionGauges(). Replacing or removing a function gauge waits for a
+  // render that is running it, so do not do either while holding a lock that the
+  // function takes.
+  void RegisterFunctionGauge(std::string_view name, std::string_view help,
+                             const MetricLabels& labels, std::function<int64_t()> fn,
+                             const void* owner_tag = nullptr);
+  // Removes every function gauge registered with `owner_tag`. On return none of
+  // their functions is running or will run again.
+  void RemoveFunctionGauges(const void* owner_tag);
+
+  // {"metrics":[{"name":..,"type":"counter"|"gauge"|"histogram","help":..,
+  //              "labels":{..},"value":N}, ...]}
+  // Histograms carry "count","sum","mean","min","max","p50","p75","p95","p99",
+  // "p999","p9999" in place of "value". Only metrics whose name contains
+  // `name_filter` (empty = all). Sorted by name, then labels.
+  std::string ToJson(std::string_view name_filter = {}) const;
+  // Prometheus text format 0.0.4. Histograms are summaries with quantiles
+  // 0.5, 0.75, 0.95, 0.99, 0.999 (NaN while empty) plus <name>_sum and <name>_count.
+  std::string ToPrometheusText() const;
+
+  // Number of series (name + labels) registered.
+  size_t NumMetrics() const;
+
+ private:
+  enum class Type { kCounter, kGauge, kHistogram };
+  struct FunctionGauge;
+  struct Series;
+  struct Family;
+  struct Sample;
+
+  // Returns the series `name`{`labels`}, creating the family and series as
+  // needed. CHECKs the name, the labels and that the family has type `type`.
+  Series* FindOrCreateSeries(std::string_view name, std::string_view help, Type type,
+                             const MetricLabels& labels) REQUIRES(mu_);
+  // Reads every series whose name contains `name_filter`, sorted by name then
+  // labels. Function gauges are called after mu_ is released.
+  std::vector<Sample> Collect(std::string_view name_filter) const EXCLUDES(mu_);
+
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Family>, std::less<>> families_ GUARDED_BY(mu_);
+};
+
+}  // namespace nyala

@@ -1,0 +1,433 @@
+#include "rpc/connection.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <glog/logging.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "rpc/messenger.h"
+#include "rpc/outbound_call.h"
+#include "rpc/reactor.h"
+#include "rpc/rpc_controller.h"
+#include "rpc/rpc_context.h"
+
+namespace nyala::rpc {
+
+namespace {
+constexpr size_t kInitialReadBuffer = 64 * 1024;
+constexpr int kMaxReadsPerEvent = 16;  // fairness between connections of one reactor
+constexpr int kMaxIovecs = 64;
+thread_local FlushScope* tls_flush_scope = nullptr;
+
+std::string ErrnoString(int err) {
+  char buf[128];
+  return strerror_r(err, buf, sizeof(buf));
+}
+}  // namespace
+
+// FlushScope -------------------------------------------------------------------
+
+FlushScope::FlushScope() : outer_(tls_flush_scope) { tls_flush_scope = this; }
+
+FlushScope::~FlushScope() {
+  FlushNow();
+  tls_flush_scope = outer_;
+}
+
+FlushScope* FlushScope::Current() { return tls_flush_scope; }
+
+void FlushScope::FlushNow() {
+  // A flush can run callbacks that touch more connections; loop until quiet.
+  while (!touched_.empty()) {
+    std::vector<std::shared_ptr<Connection>> conns;
+    conns.swap(touched_);
+    for (auto& c : conns) {
+      MutexLock l(c->out_mu_);
+      c->in_flush_scope_ = false;
+      if (!c->write_armed_ && !c->out_closed_) c->FlushLocked();
+    }
+  }
+}
+
+// Connection -------------------------------------------------------------------
+
+Connection::Connection(Reactor* reactor, Messenger* messenger, int fd, Sockaddr remote,
+                       Direction direction)
+    : reactor_(reactor),
+      messenger_(messenger),
+      fd_(fd),
+      remote_(std::move(remote)),
+      direction_(direction) {}
+
+Connection::~Connection() {
+  if (!closed_.load()) {
+    // Never started or never shut down (only in error paths before Start()).
+    if (read_event_) event_free(read_event_);
+    if (write_event_) event_free(write_event_);
+    close(fd_);
+  }
+}
+
+void Connection::Start() {
+  DCHECK(reactor_->IsCurrentThread());
+  read_event_ = event_new(reactor_->base(), fd_, EV_READ | EV_PERSIST, &Connection::OnReadable,
+                          this);
+  write_event_ = event_new(reactor_->base(), fd_, EV_WRITE, &Connection::OnWritable, this);
+  event_add(read_event_, nullptr);
+  if (direction_ == Direction::kClient) {
+    connecting_ = true;
+    OutboundFrame preamble;
+    preamble.head.assign(kPreamble, kPreambleLen);
+    MutexLock l(out_mu_);
+    outbox_.push_back(std::move(preamble));
+    write_armed_ = true;  // nothing leaves before the connect completes
+    event_add(write_event_, nullptr);
+  }
+}
+
+void Connection::Shutdown(const Status& reason) {
+  DCHECK(reactor_->IsCurrentThread());
+  if (closed_.exchange(true)) return;
+  {
+    MutexLock l(out_mu_);
+    out_closed_ = true;
+    outbox_.clear();
+    // Free the events under the lock: Send() only touches write_event_ while holding it
+    // and seeing !out_closed_.
+    if (read_event_) event_free(read_event_);
+    if (write_event_) event_free(write_event_);
+    read_event_ = write_event_ = nullptr;
+  }
+  // Drain what the peer already sent so close() sends FIN, not RST: an RST would make
+  // the peer's kernel discard a fatal error reply we just wrote.
+  char sink[4096];
+  for (int i = 0; i < 16 && read(fd_, sink, sizeof(sink)) > 0; i++) {
+  }
+  close(fd_);
+  VLOG(1) << "connection " << remote_.ToString() << " closed: " << reason.ToString();
+
+  auto calls = std::move(pending_calls_);
+  pending_calls_.clear();
+  for (auto& [id, call] : calls) {
+    call->CompleteWithError(reason.CloneAndPrepend(call->method() + " RPC to " +
+                                                   remote_.ToString()));
+  }
+  reactor_->RemoveConnection(this);
+}
+
+void Connection::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
+  DCHECK(reactor_->IsCurrentThread());
+  DCHECK(direction_ == Direction::kClient);
+  if (closed()) {
+    call->CompleteWithError(Status::NetworkError(call->method() + " RPC to " +
+                                                 remote_.ToString() + ": connection closed"));
+    return;
+  }
+  call->connection = this;
+  if (call->deadline() != MonoTime::Max()) {
+    call->timer = evtimer_new(reactor_->base(), &Connection::OnCallTimeout, call.get());
+    timeval tv = (call->deadline() - MonoTime::Now()).ToTimeVal();
+    evtimer_add(call->timer, &tv);
+  }
+  OutboundFrame frame = call->TakeFrame();
+  const int32_t id = call->call_id();
+  auto [it, inserted] = pending_calls_.emplace(id, std::move(call));
+  if (!inserted) {
+    // A call id still in flight after 2^31 calls: fail the new call, keep the old.
+    LOG(ERROR) << "duplicate call id " << id << " to " << remote_.ToString();
+    return;
+  }
+  Send(std::move(frame));
+}
+
+void Connection::OnCallTimeout(int, short, void* arg) {
+  auto* call = static_cast<OutboundCall*>(arg);
+  Connection* conn = call->connection;
+  auto it = conn->pending_calls_.find(call->call_id());
+  DCHECK(it != conn->pending_calls_.end());
+  std::unique_ptr<OutboundCall> owned = std::move(it->second);
+  conn->pending_calls_.erase(it);
+  const MonoDelta waited = MonoTime::Now() - owned->start_time();
+  FlushScope scope;
+  owned->CompleteWithError(Status::TimedOut(owned->method() + " RPC to " +
+                                            conn->remote_.ToString() + " timed out after " +
+                                            waited.ToString()));
+}
+
+void Connection::Send(OutboundFrame frame) {
+  MutexLock l(out_mu_);
+  if (out_closed_) return;
+  outbox_.push_back(std::move(frame));
+  if (write_armed_ || in_flush_scope_) return;  // someone will write it soon
+  if (FlushScope* scope = FlushScope::Current()) {
+    in_flush_scope_ = true;
+    scope->touched_.push_back(shared_from_this());
+    return;
+  }
+  FlushLocked();
+}
+
+void Connection::SendFatalAndClose(OutboundFrame frame, const Status& reason) {
+  {
+    MutexLock l(out_mu_);
+    if (out_closed_) return;
+    outbox_.push_back(std::move(frame));
+    if (!write_armed_) FlushLocked();  // best effort: the connection closes right after
+  }
+  if (reactor_->IsCurrentThread()) {
+    Shutdown(reason);
+  } else {
+    reactor_->Post([self = shared_from_this(), reason] { self->Shutdown(reason); });
+  }
+}
+
+void Connection::FlushLocked() {
+  while (!outbox_.empty()) {
+    iovec iov[kMaxIovecs];
+    int n = 0;
+    size_t want = 0;
+    size_t skip = out_offset_;
+    for (auto it = outbox_.begin(); it != outbox_.end() && n < kMaxIovecs; ++it) {
+      auto add = [&](const std::string& s) {
+        if (n >= kMaxIovecs) return;
+        if (skip >= s.size()) {
+          skip -= s.size();
+          return;
+        }
+        iov[n].iov_base = const_cast<char*>(s.data()) + skip;
+        iov[n].iov_len = s.size() - skip;
+        want += iov[n].iov_len;
+        skip = 0;
+        n++;
+      };
+      add(it->head);
+      for (const auto& sc : it->sidecars) add(sc);
+    }
+    ssize_t w = writev(fd_, iov, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      FailWrite(Status::NetworkError("write to " + remote_.ToString() + " failed",
+                                     ErrnoString(errno), errno));
+      return;
+    }
+    messenger_->RecordBytesSent(w);
+    size_t left = size_t(w);
+    while (left > 0) {
+      const size_t rest = outbox_.front().size() - out_offset_;
+      if (left >= rest) {
+        left -= rest;
+        outbox_.pop_front();
+        out_offset_ = 0;
+      } else {
+        out_offset_ += left;
+        left = 0;
+      }
+    }
+    if (size_t(w) < want) break;  // the socket buffer is full
+  }
+  if (!outbox_.empty() && !write_armed_) {
+    write_armed_ = true;
+    event_add(write_event_, nullptr);
+  }
+}
+
+void Connection::FailWrite(const Status& s) {
+  out_closed_ = true;
+  outbox_.clear();
+  reactor_->Post([self = shared_from_this(), s] { self->Shutdown(s); });
+}
+
+void Connection::OnWritable(int fd, short, void* arg) {
+  auto* conn = static_cast<Connection*>(arg);
+  auto self = conn->shared_from_this();
+  if (conn->connecting_) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      conn->Shutdown(Status::NetworkError("connect to " + conn->remote_.ToString() + " failed",
+                                          ErrnoString(err), err));
+      return;
+    }
+    conn->connecting_ = false;
+  }
+  MutexLock l(conn->out_mu_);
+  conn->write_armed_ = false;
+  if (!conn->out_closed_) conn->FlushLocked();
+}
+
+void Connection::OnReadable(int, short, void* arg) {
+  auto* conn = static_cast<Connection*>(arg);
+  auto self = conn->shared_from_this();
+  FlushScope scope;
+  conn->HandleRead();
+}
+
+void Connection::HandleRead() {
+  for (int i = 0; i < kMaxReadsPerEvent && !closed(); i++) {
+    if (in_buf_.size() - in_len_ < 4096) {
+      in_buf_.resize(std::max(kInitialReadBuffer, in_buf_.size() * 2));
+    }
+    const size_t space = in_buf_.size() - in_len_;
+    ssize_t n = read(fd_, in_buf_.data() + in_len_, space);
+    if (n == 0) {
+      Shutdown(Status::NetworkError("connection closed by " + remote_.ToString()));
+      return;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      Shutdown(Status::NetworkError("read from " + remote_.ToString() + " failed",
+                                    ErrnoString(errno), errno));
+      return;
+    }
+    messenger_->RecordBytesReceived(n);
+    in_len_ += size_t(n);
+    if (!ProcessBuffer()) return;
+    if (size_t(n) < space) return;  // drained the socket
+  }
+}
+
+bool Connection::ProcessBuffer() {
+  size_t pos = 0;
+  const auto* buf = reinterpret_cast<const uint8_t*>(in_buf_.data());
+  if (direction_ == Direction::kServer && !preamble_seen_) {
+    const size_t have = std::min<size_t>(in_len_, kPreambleLen);
+    if (memcmp(buf, kPreamble, std::min<size_t>(have, kPreambleMagicLen)) != 0) {
+      FatalError(ErrorStatusPB::FATAL_INVALID_HEADER,
+                 Status::InvalidArgument("bad connection preamble: not an nyrpc client"), -1);
+      return false;
+    }
+    if (have < size_t(kPreambleLen)) return true;
+    if (buf[kPreambleMagicLen] != kProtocolVersion) {
+      FatalError(ErrorStatusPB::FATAL_VERSION_MISMATCH,
+                 Status::NotSupported("unsupported nyrpc protocol version " +
+                                      std::to_string(buf[kPreambleMagicLen]) + ", expected " +
+                                      std::to_string(kProtocolVersion)),
+                 -1);
+      return false;
+    }
+    preamble_seen_ = true;
+    pos = kPreambleLen;
+  }
+  const uint32_t max_size = messenger_->max_message_size();
+  while (true) {
+    Slice rest(buf + pos, in_len_ - pos);
+    size_t frame_len;
+    Status s = PeekFrameLength(rest, max_size, &frame_len);
+    if (s.IsIncomplete()) break;
+    if (!s.ok()) {
+      if (direction_ == Direction::kServer) {
+        FatalError(ErrorStatusPB::FATAL_INVALID_HEADER, s, -1);
+      } else {
+        Shutdown(s.CloneAndPrepend("response from " + remote_.ToString()));
+      }
+      return false;
+    }
+    if (rest.size() < frame_len) {
+      // Make room for the whole frame so the next reads can complete it.
+      if (in_buf_.size() < frame_len) {
+        memmove(in_buf_.data(), buf + pos, rest.size());
+        in_len_ = rest.size();
+        in_buf_.resize(frame_len);
+        return true;
+      }
+      break;
+    }
+    Slice payload(rest.data() + kFrameLengthBytes, frame_len - kFrameLengthBytes);
+    const bool ok = direction_ == Direction::kServer ? HandleRequestFrame(payload)
+                                                     : HandleResponseFrame(payload);
+    if (!ok || closed()) return false;
+    pos += frame_len;
+  }
+  if (pos > 0) {
+    memmove(in_buf_.data(), buf + pos, in_len_ - pos);
+    in_len_ -= pos;
+  }
+  if (in_len_ == 0 && in_buf_.size() > 4 * kInitialReadBuffer) {
+    in_buf_.resize(kInitialReadBuffer);
+    in_buf_.shrink_to_fit();
+  }
+  return true;
+}
+
+bool Connection::HandleRequestFrame(Slice payload) {
+  FrameParts parts;
+  Status s = SplitFrame(payload, &parts);
+  if (!s.ok()) {
+    FatalError(ErrorStatusPB::FATAL_DESERIALIZING_REQUEST, s, -1);
+    return false;
+  }
+  RequestHeaderPB header;
+  if (!header.ParsePartialFromArray(parts.header.data(), int(parts.header.size()))) {
+    FatalError(ErrorStatusPB::FATAL_DESERIALIZING_REQUEST,
+               Status::Corruption("unparseable request header"), -1);
+    return false;
+  }
+  if (!header.IsInitialized()) {
+    FatalError(ErrorStatusPB::FATAL_INVALID_HEADER,
+               Status::InvalidArgument("request header lacks required fields",
+                                       header.InitializationErrorString()),
+               header.has_call_id() ? header.call_id() : -1);
+    return false;
+  }
+  auto ctx = std::make_unique<RpcContext>(shared_from_this(), std::move(header),
+                                          payload.ToString(), MonoTime::Now());
+  messenger_->DispatchInboundCall(std::move(ctx));
+  return true;
+}
+
+bool Connection::HandleResponseFrame(Slice payload) {
+  FrameParts parts;
+  ResponseHeaderPB header;
+  Status s = SplitFrame(payload, &parts);
+  if (s.ok() && !header.ParseFromArray(parts.header.data(), int(parts.header.size()))) {
+    s = Status::Corruption("unparseable response header");
+  }
+  if (!s.ok()) {
+    Shutdown(s.CloneAndPrepend("response from " + remote_.ToString()));
+    return false;
+  }
+  auto it = pending_calls_.find(header.call_id());
+  if (it == pending_calls_.end()) {
+    if (header.call_id() < 0 && header.is_error()) {
+      // A fatal connection-level error from the server.
+      ErrorStatusPB err;
+      Status reason = err.ParseFromArray(parts.body.data(), int(parts.body.size()))
+                          ? ErrorToStatus(err)
+                          : Status::Corruption("unparseable fatal error from server");
+      Shutdown(reason);
+      return false;
+    }
+    VLOG(1) << "response for call " << header.call_id() << " from " << remote_.ToString()
+            << " arrived after the call completed (timed out?)";
+    return true;
+  }
+  std::unique_ptr<OutboundCall> call = std::move(it->second);
+  pending_calls_.erase(it);
+  call->CompleteWithResponse(header, parts.body, parts.sidecar_area);
+  return true;
+}
+
+void Connection::FatalError(ErrorStatusPB::RpcErrorCodePB code, const Status& s,
+                            int32_t call_id) {
+  LOG(WARNING) << "closing connection from " << remote_.ToString() << ": "
+               << ErrorStatusPB::RpcErrorCodePB_Name(code) << ": " << s.ToString();
+  ResponseHeaderPB header;
+  header.set_call_id(call_id);
+  header.set_is_error(true);
+  ErrorStatusPB err;
+  err.set_code(code);
+  err.set_message(s.ToString());
+  err.set_app_status_code(s.code());
+  OutboundFrame frame;
+  CHECK_OK(SerializeFrame(header, err, {}, UINT32_MAX, &frame));
+  SendFatalAndClose(std::move(frame), s);
+}
+
+}  // namespace nyala::rpc

@@ -1,0 +1,135 @@
+// Connection: one TCP connection, either accepted by a server (kServer: reads
+// requests, writes responses) or opened by a client (kClient: writes requests, reads
+// responses). It belongs to one reactor, which does all of its reading.
+//
+// Thread-safety: Send() may be called from any thread (a service thread answering a
+// call writes its response straight to the socket when nothing is queued ahead of
+// it). Everything else runs on the reactor thread.
+//
+// Writes are gathered: while a FlushScope is open on a thread, Send() on that thread
+// only queues, and the scope's end writes each touched connection with one writev.
+// Reactor callbacks and service-thread batches open one.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/monotime.h"
+#include "common/mutex.h"
+#include "common/status.h"
+#include "rpc/rpc_header.pb.h"
+#include "rpc/serialization.h"
+#include "rpc/sockaddr.h"
+
+struct event;
+
+namespace nyala::rpc {
+
+class Messenger;
+class OutboundCall;
+class Reactor;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  enum class Direction { kClient, kServer };
+
+  // Takes ownership of `fd` (non-blocking). `messenger` must outlive the connection's
+  // activity (the messenger shuts every connection down before it goes away).
+  Connection(Reactor* reactor, Messenger* messenger, int fd, Sockaddr remote,
+             Direction direction);
+  ~Connection();
+
+  // Reactor thread: starts watching the socket. A client connection has its connect()
+  // in progress and sends the preamble first.
+  void Start();
+
+  // Reactor thread: stops watching the socket, closes it and fails every pending
+  // outbound call with `reason`. Idempotent.
+  void Shutdown(const Status& reason);
+
+  // Reactor thread (client): registers `call`, arms its timeout and sends it.
+  void QueueOutboundCall(std::unique_ptr<OutboundCall> call);
+
+  // Any thread: queues `frame` and writes it now, or at the end of this thread's
+  // FlushScope. Dropped silently if the connection has closed.
+  void Send(OutboundFrame frame);
+
+  // Any thread: sends `frame` as a fatal error, then closes the connection.
+  void SendFatalAndClose(OutboundFrame frame, const Status& reason);
+
+  Direction direction() const { return direction_; }
+  const Sockaddr& remote() const { return remote_; }
+  Reactor* reactor() const { return reactor_; }
+  Messenger* messenger() const { return messenger_; }
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  size_t NumPendingCallsForTests() const { return pending_calls_.size(); }
+
+ private:
+  friend class FlushScope;
+
+  static void OnReadable(int fd, short events, void* arg);
+  static void OnWritable(int fd, short events, void* arg);
+  static void OnCallTimeout(int fd, short events, void* arg);
+
+  void HandleRead();
+  // Parses every complete frame in the buffer. Returns false if the connection closed.
+  bool ProcessBuffer();
+  bool HandleRequestFrame(Slice payload);
+  bool HandleResponseFrame(Slice payload);
+  // Sends a fatal ErrorStatusPB and closes (server side).
+  void FatalError(ErrorStatusPB::RpcErrorCodePB code, const Status& s, int32_t call_id);
+
+  // Writes as much of the outbox as the socket takes; arms EV_WRITE for the rest.
+  void FlushLocked() REQUIRES(out_mu_);
+  void FailWrite(const Status& s) REQUIRES(out_mu_);
+
+  Reactor* const reactor_;
+  Messenger* const messenger_;
+  const int fd_;
+  const Sockaddr remote_;
+  const Direction direction_;
+  event* read_event_ = nullptr;
+  event* write_event_ = nullptr;
+  std::atomic<bool> closed_{false};
+
+  // Reactor thread only.
+  std::string in_buf_;
+  size_t in_len_ = 0;
+  bool preamble_seen_ = false;
+  bool connecting_ = false;
+  std::unordered_map<int32_t, std::unique_ptr<OutboundCall>> pending_calls_;
+
+  Mutex out_mu_;
+  std::deque<OutboundFrame> outbox_ GUARDED_BY(out_mu_);
+  size_t out_offset_ GUARDED_BY(out_mu_) = 0;   // bytes of outbox_.front() already written
+  bool write_armed_ GUARDED_BY(out_mu_) = false;
+  bool in_flush_scope_ GUARDED_BY(out_mu_) = false;
+  bool out_closed_ GUARDED_BY(out_mu_) = false;
+};
+
+// Gathers the writes made on this thread until it ends (see Connection). Nests.
+class FlushScope {
+ public:
+  FlushScope();
+  ~FlushScope();
+  FlushScope(const FlushScope&) = delete;
+  FlushScope& operator=(const FlushScope&) = delete;
+
+  // Flushes the connections touched so far (e.g. before blocking).
+  void FlushNow();
+  // The innermost open scope of this thread, or nullptr.
+  static FlushScope* Current();
+
+ private:
+  friend class Connection;
+  std::vector<std::shared_ptr<Connection>> touched_;
+  FlushScope* outer_;
+};
+
+}  // namespace nyala::rpc

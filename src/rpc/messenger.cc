@@ -1,0 +1,316 @@
+#include "rpc/messenger.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/metrics.h"
+#include "rpc/connection.h"
+#include "rpc/outbound_call.h"
+#include "rpc/reactor.h"
+#include "rpc/rpc_context.h"
+#include "rpc/service_if.h"
+#include "rpc/service_pool.h"
+
+DEFINE_int32(num_reactor_threads, 4,
+             "Number of libevent reactor threads each messenger runs for network I/O.");
+DEFINE_int32(rpc_num_service_threads, 10,
+             "Number of threads that run each RPC service's handlers.");
+DEFINE_int32(rpc_service_queue_length, 50,
+             "Calls each RPC service queues before answering SERVER_TOO_BUSY.");
+DEFINE_int32(rpc_max_message_size, 50 * 1024 * 1024,
+             "Largest RPC frame, in bytes, accepted or sent. Checked on the length prefix, "
+             "before the frame is read.");
+DEFINE_validator(num_reactor_threads, [](const char*, int32_t v) { return v > 0 && v <= 256; });
+DEFINE_validator(rpc_num_service_threads, [](const char*, int32_t v) { return v > 0; });
+DEFINE_validator(rpc_service_queue_length, [](const char*, int32_t v) { return v > 0; });
+DEFINE_validator(rpc_max_message_size, [](const char*, int32_t v) { return v >= 1024; });
+
+namespace nyala::rpc {
+
+namespace {
+void SetNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+}  // namespace
+
+struct Messenger::Listener {
+  Messenger* messenger;
+  int fd;
+  Sockaddr addr;
+  event* ev = nullptr;
+  Reactor* reactor;
+};
+
+Result<std::shared_ptr<Messenger>> Messenger::Create(MessengerOptions options) {
+  if (options.num_reactors < 0) options.num_reactors = FLAGS_num_reactor_threads;
+  if (options.max_message_size == 0) options.max_message_size = FLAGS_rpc_max_message_size;
+  if (options.num_reactors < 1) return Status::InvalidArgument("a messenger needs a reactor");
+  std::shared_ptr<Messenger> m(new Messenger(std::move(options)));
+  for (auto& r : m->reactors_) r->Start();
+  return m;
+}
+
+Messenger::Messenger(MessengerOptions options) : options_(std::move(options)) {
+  if (!options_.metrics) {
+    owned_metrics_ = std::make_unique<MetricRegistry>();
+    options_.metrics = owned_metrics_.get();
+  }
+  metrics_ = options_.metrics;
+  MetricLabels labels = {{"messenger", options_.name}};
+  bytes_sent_ = metrics_->FindOrCreateCounter("rpc_bytes_sent_total", "Bytes written to RPC sockets",
+                                              labels);
+  bytes_received_ = metrics_->FindOrCreateCounter("rpc_bytes_received_total",
+                                                  "Bytes read from RPC sockets", labels);
+  metrics_->RegisterFunctionGauge(
+      "rpc_connections", "Open RPC connections, inbound and outbound", labels,
+      [this] { return int64_t(num_connections()); }, this);
+  for (int i = 0; i < options_.num_reactors; i++) {
+    reactors_.push_back(std::make_unique<Reactor>(options_.name + "-r" + std::to_string(i)));
+  }
+}
+
+Messenger::~Messenger() {
+  Shutdown();
+  metrics_->RemoveFunctionGauges(this);
+}
+
+Status Messenger::AddListener(const Sockaddr& addr, Sockaddr* bound) {
+  if (closing()) return Status::ServiceUnavailable("messenger is shutting down");
+  int fd = socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::NetworkError("socket", strerror(errno), errno);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, addr.addr(), addr.addrlen()) != 0) {
+    int err = errno;
+    close(fd);
+    return Status::NetworkError("cannot bind " + addr.ToString(), strerror(err), err);
+  }
+  if (listen(fd, 1024) != 0) {
+    int err = errno;
+    close(fd);
+    return Status::NetworkError("cannot listen on " + addr.ToString(), strerror(err), err);
+  }
+  sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  auto l = std::make_unique<Listener>();
+  l->messenger = this;
+  l->fd = fd;
+  l->addr = Sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+  l->reactor = reactors_[0].get();
+  l->ev = event_new(l->reactor->base(), fd, EV_READ | EV_PERSIST, &Messenger::OnAccept, l.get());
+  event_add(l->ev, nullptr);
+  if (bound) *bound = l->addr;
+  LOG(INFO) << options_.name << ": listening on " << l->addr.ToString();
+  MutexLock lock(listeners_mu_);
+  listeners_.push_back(std::move(l));
+  return Status::OK();
+}
+
+void Messenger::OnAccept(int, short, void* arg) {
+  auto* l = static_cast<Listener*>(arg);
+  l->messenger->AcceptAll(l);
+}
+
+void Messenger::AcceptAll(Listener* l) {
+  for (int i = 0; i < 256; i++) {
+    sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd = accept4(l->fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of descriptors or memory: pause accepting so the loop is not spun.
+      LOG(WARNING) << options_.name << ": accept on " << l->addr.ToString()
+                   << " failed: " << strerror(errno) << "; pausing accepts for 100 ms";
+      event_del(l->ev);
+      l->reactor->RunAfter(MonoDelta::FromMilliseconds(100), [this, l] {
+        if (!closing()) event_add(l->ev, nullptr);
+      });
+      return;
+    }
+    SetNoDelay(fd);
+    Sockaddr remote(reinterpret_cast<sockaddr*>(&ss), len);
+    Reactor* r = reactors_[next_reactor_.fetch_add(1, std::memory_order_relaxed) %
+                           reactors_.size()].get();
+    auto start = [this, r, fd, remote] {
+      auto conn = std::make_shared<Connection>(r, this, fd, remote, Connection::Direction::kServer);
+      if (closing()) return;  // the connection's destructor closes fd
+      conn->Start();
+      r->AddServerConnection(std::move(conn));
+    };
+    if (r->IsCurrentThread()) {
+      start();
+    } else {
+      r->Post(std::move(start));
+    }
+  }
+}
+
+Status Messenger::RegisterService(std::unique_ptr<ServiceIf> service, int num_threads,
+                                  int queue_length) {
+  if (num_threads < 0) num_threads = FLAGS_rpc_num_service_threads;
+  if (queue_length < 0) queue_length = FLAGS_rpc_service_queue_length;
+  const std::string name = service->service_name();
+  auto pool = std::make_unique<ServicePool>(std::move(service), num_threads, queue_length,
+                                            metrics_);
+  std::unique_lock l(services_mu_);
+  if (services_.count(name)) return Status::AlreadyPresent("service already registered", name);
+  pool->Start();
+  services_.emplace(name, std::move(pool));
+  return Status::OK();
+}
+
+void Messenger::DispatchInboundCall(std::unique_ptr<RpcContext> ctx) {
+  ServicePool* pool = nullptr;
+  {
+    std::shared_lock l(services_mu_);
+    auto it = services_.find(ctx->service_name());
+    if (it != services_.end()) pool = it->second.get();
+  }
+  if (!pool) {
+    LOG(WARNING) << "call to unknown service from " << ctx->remote_address().ToString() << ": "
+                 << ctx->service_name() << "." << ctx->method_name();
+    RespondAndRelease(std::move(ctx), 
+        ErrorStatusPB::ERROR_NO_SUCH_SERVICE,
+        Status::NotFound("no service " + ctx->service_name() + " on this server"));
+    return;
+  }
+  RpcMethodInfo* method = pool->service()->FindMethod(ctx->method_name());
+  if (!method) {
+    LOG(WARNING) << "call to unknown method from " << ctx->remote_address().ToString() << ": "
+                 << ctx->service_name() << "." << ctx->method_name();
+    RespondAndRelease(std::move(ctx), 
+        ErrorStatusPB::ERROR_NO_SUCH_METHOD,
+        Status::NotFound("service " + ctx->service_name() + " has no method " +
+                         ctx->method_name()));
+    return;
+  }
+  ctx->set_method(method);
+  if (method->runs_on_reactor) {
+    ServicePool::RunCall(std::move(ctx));
+  } else {
+    pool->QueueInboundCall(std::move(ctx));
+  }
+}
+
+Reactor* Messenger::ReactorFor(const Sockaddr& remote) const {
+  return reactors_[remote.Hash() % reactors_.size()].get();
+}
+
+int32_t Messenger::NextCallId() {
+  return next_call_id_.fetch_add(1, std::memory_order_relaxed) & 0x7fffffff;
+}
+
+void Messenger::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
+  if (closing()) {
+    call->CompleteWithError(Status::ServiceUnavailable("client messenger is shutting down"));
+    return;
+  }
+  Reactor* r = ReactorFor(call->remote());
+  auto send = [this, r](std::unique_ptr<OutboundCall> call) {
+    if (r->closing()) {
+      call->CompleteWithError(Status::ServiceUnavailable("client messenger is shutting down"));
+      return;
+    }
+    std::shared_ptr<Connection> conn = r->FindClientConnection(call->remote());
+    if (!conn) {
+      const Sockaddr& remote = call->remote();
+      int fd = socket(remote.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (fd < 0) {
+        call->CompleteWithError(Status::NetworkError("socket", strerror(errno), errno));
+        return;
+      }
+      SetNoDelay(fd);
+      if (connect(fd, remote.addr(), remote.addrlen()) != 0 && errno != EINPROGRESS) {
+        int err = errno;
+        close(fd);
+        call->CompleteWithError(Status::NetworkError(
+            call->method() + " RPC to " + remote.ToString() + ": connect failed", strerror(err),
+            err));
+        return;
+      }
+      conn = std::make_shared<Connection>(r, this, fd, remote, Connection::Direction::kClient);
+      conn->Start();
+      r->AddClientConnection(conn);
+    }
+    conn->QueueOutboundCall(std::move(call));
+  };
+  if (r->IsCurrentThread()) {
+    send(std::move(call));
+  } else {
+    // std::function needs a copyable callable. If the reactor drops the task (it is
+    // shutting down), the holder still completes the call.
+    struct Holder {
+      std::unique_ptr<OutboundCall> call;
+      ~Holder() {
+        if (call) call->CompleteWithError(Status::ServiceUnavailable("messenger shut down"));
+      }
+    };
+    auto holder = std::make_shared<Holder>();
+    holder->call = std::move(call);
+    r->Post([send, holder] { send(std::move(holder->call)); });
+  }
+}
+
+void Messenger::Shutdown() {
+  if (closing_.exchange(true)) return;
+  {
+    MutexLock l(listeners_mu_);
+    for (auto& lst : listeners_) {
+      Listener* raw = lst.get();
+      // The accept event belongs to reactor 0; delete it there.
+      raw->reactor->Post([raw] {
+        event_free(raw->ev);
+        raw->ev = nullptr;
+      });
+    }
+  }
+  {
+    std::unique_lock l(services_mu_);
+    for (auto& [name, pool] : services_) pool->Shutdown();
+  }
+  const Status reason = Status::ServiceUnavailable("messenger " + options_.name + " shut down");
+  for (auto& r : reactors_) {
+    Reactor* raw = r.get();
+    raw->Post([raw, reason] { raw->ShutdownConnections(reason); });
+    raw->Shutdown();
+  }
+  MutexLock l(listeners_mu_);
+  for (auto& lst : listeners_) {
+    if (lst->ev) event_free(lst->ev);
+    close(lst->fd);
+  }
+  listeners_.clear();
+}
+
+size_t Messenger::num_connections() const {
+  size_t n = 0;
+  for (auto& r : reactors_) n += r->num_connections();
+  return n;
+}
+
+void Messenger::RecordBytesSent(int64_t n) { bytes_sent_->Increment(n); }
+void Messenger::RecordBytesReceived(int64_t n) { bytes_received_->Increment(n); }
+
+std::vector<std::string> Messenger::DumpRunningCalls() const {
+  // Calls are tracked by their connections on the reactor threads; a full listing
+  // would need a round trip through every reactor. Report queue depths meanwhile.
+  std::vector<std::string> out;
+  std::shared_lock l(services_mu_);
+  for (auto& [name, pool] : services_) {
+    out.push_back(name + ": " + std::to_string(pool->queue_size()) + " calls queued");
+  }
+  return out;
+}
+
+}  // namespace nyala::rpc

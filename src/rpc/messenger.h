@@ -1,0 +1,107 @@
+// Messenger: the RPC endpoint of a process. It owns the reactor threads, the
+// listening sockets, the registered services with their service pools, and the
+// outbound connections (one per remote address, shared by every Proxy to it).
+//
+// Thread-safety: every public method may be called from any thread. Shutdown() must
+// be called before the last reference goes away; afterwards new calls fail at once
+// with ServiceUnavailable.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/result.h"
+#include "rpc/sockaddr.h"
+
+struct event;
+
+namespace nyala {
+class MetricRegistry;
+class Counter;
+}  // namespace nyala
+
+namespace nyala::rpc {
+
+class OutboundCall;
+class Reactor;
+class RpcContext;
+class ServiceIf;
+class ServicePool;
+
+struct MessengerOptions {
+  std::string name = "rpc";
+  int num_reactors = -1;        // -1: --num_reactor_threads
+  uint32_t max_message_size = 0;  // 0: --rpc_max_message_size
+  // Where the per-method and per-messenger metrics go. nullptr: a registry of the
+  // messenger's own. Must outlive the messenger.
+  MetricRegistry* metrics = nullptr;
+};
+
+class Messenger {
+ public:
+  static Result<std::shared_ptr<Messenger>> Create(MessengerOptions options);
+  ~Messenger();
+
+  // Binds and listens on `addr` (port 0 picks one); `bound`, if given, gets the
+  // address actually bound. Connections are served as soon as this returns.
+  Status AddListener(const Sockaddr& addr, Sockaddr* bound = nullptr);
+
+  // Serves `service` with its own pool: `num_threads` service threads (-1:
+  // --rpc_num_service_threads) and a queue of `queue_length` (-1:
+  // --rpc_service_queue_length). AlreadyPresent if the name is taken.
+  Status RegisterService(std::unique_ptr<ServiceIf> service, int num_threads = -1,
+                         int queue_length = -1);
+
+  // Stops accepting, answers what is queued, fails every pending outbound call with
+  // ServiceUnavailable, closes every connection and joins all threads. Idempotent.
+  void Shutdown();
+
+  // Sends `call` on the connection to its remote address (opening it if needed).
+  void QueueOutboundCall(std::unique_ptr<OutboundCall> call);
+  int32_t NextCallId();
+
+  const std::string& name() const { return options_.name; }
+  uint32_t max_message_size() const { return options_.max_message_size; }
+  MetricRegistry* metrics() const { return metrics_; }
+  bool closing() const { return closing_.load(std::memory_order_acquire); }
+  size_t num_connections() const;
+  int num_reactors() const { return int(reactors_.size()); }
+  // One line per call being handled right now (for /rpcz).
+  std::vector<std::string> DumpRunningCalls() const;
+
+  // Framework internals ----------------------------------------------------------
+  // Reactor thread: routes a parsed call to its service (or answers it).
+  void DispatchInboundCall(std::unique_ptr<RpcContext> ctx);
+  void RecordBytesSent(int64_t n);
+  void RecordBytesReceived(int64_t n);
+
+ private:
+  struct Listener;
+  explicit Messenger(MessengerOptions options);
+  static void OnAccept(int fd, short events, void* arg);
+  void AcceptAll(Listener* l);
+  Reactor* ReactorFor(const Sockaddr& remote) const;
+
+  MessengerOptions options_;
+  std::unique_ptr<MetricRegistry> owned_metrics_;
+  MetricRegistry* metrics_;
+  Counter* bytes_sent_;
+  Counter* bytes_received_;
+  std::vector<std::unique_ptr<Reactor>> reactors_;
+  std::atomic<bool> closing_{false};
+  std::atomic<int32_t> next_call_id_{0};
+  std::atomic<uint32_t> next_reactor_{0};
+
+  Mutex listeners_mu_;
+  std::vector<std::unique_ptr<Listener>> listeners_ GUARDED_BY(listeners_mu_);
+
+  mutable std::shared_mutex services_mu_;
+  std::unordered_map<std::string, std::unique_ptr<ServicePool>> services_;
+};
+
+}  // namespace nyala::rpc

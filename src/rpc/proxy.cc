@@ -1,0 +1,46 @@
+#include "rpc/proxy.h"
+
+#include <condition_variable>
+#include <mutex>
+
+#include "rpc/messenger.h"
+#include "rpc/outbound_call.h"
+#include "rpc/rpc_controller.h"
+
+namespace nyala::rpc {
+
+Proxy::Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string service_name)
+    : messenger_(std::move(messenger)),
+      remote_(std::move(remote)),
+      service_name_(std::move(service_name)) {}
+
+void Proxy::AsyncRequest(std::string_view method, const google::protobuf::Message& request,
+                         google::protobuf::Message* response, RpcController* controller,
+                         std::function<void()> callback) const {
+  auto call = std::make_unique<OutboundCall>(remote_, service_name_, method, response, controller,
+                                             std::move(callback));
+  Status s = call->Serialize(messenger_->NextCallId(), request, messenger_->max_message_size());
+  if (!s.ok()) {
+    call->CompleteWithError(s.CloneAndPrepend(std::string(method) + " RPC to " +
+                                              remote_.ToString()));
+    return;
+  }
+  messenger_->QueueOutboundCall(std::move(call));
+}
+
+Status Proxy::SyncRequest(std::string_view method, const google::protobuf::Message& request,
+                          google::protobuf::Message* response, RpcController* controller) const {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  AsyncRequest(method, request, response, controller, [&] {
+    std::lock_guard<std::mutex> l(mu);
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return done; });
+  return controller->status();
+}
+
+}  // namespace nyala::rpc

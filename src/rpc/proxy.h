@@ -1,0 +1,51 @@
+// Proxy: the client side of one remote service. Cheap to copy; holds no connection
+// itself (the messenger keeps one per remote address, shared by every proxy).
+//
+//   Proxy proxy(messenger, addr, "nyala.tserver.TabletServerService");
+//   RpcController rpc;
+//   rpc.set_timeout(MonoDelta::FromSeconds(10));
+//   RETURN_NOT_OK(proxy.SyncRequest("Get", req, &resp, &rpc));
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "rpc/sockaddr.h"
+
+namespace nyala::rpc {
+
+class Messenger;
+class RpcController;
+
+class Proxy {
+ public:
+  Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string service_name);
+
+  // Sends `request` and calls `callback` exactly once when the call completed (see
+  // controller->status()). `response` and `controller` must stay valid until then.
+  // The callback runs on a reactor thread: it must not block; it may issue more calls.
+  void AsyncRequest(std::string_view method, const google::protobuf::Message& request,
+                    google::protobuf::Message* response, RpcController* controller,
+                    std::function<void()> callback) const;
+
+  // Sends `request` and waits for the answer. Returns controller->status().
+  // Must not be called from a reactor thread.
+  Status SyncRequest(std::string_view method, const google::protobuf::Message& request,
+                     google::protobuf::Message* response, RpcController* controller) const;
+
+  const Sockaddr& remote() const { return remote_; }
+  const std::string& service_name() const { return service_name_; }
+
+ private:
+  std::shared_ptr<Messenger> messenger_;
+  Sockaddr remote_;
+  std::string service_name_;
+};
+
+}  // namespace nyala::rpc

@@ -1,0 +1,390 @@
+// End-to-end tests of the RPC framework over real loopback sockets: a server
+// messenger with the test CalculatorService and client messengers calling it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/metrics.h"
+#include "common/test_util.h"
+#include "rpc/messenger.h"
+#include "rpc/proxy.h"
+#include "rpc/rpc_controller.h"
+#include "rpc/rtest.pb.h"
+#include "rpc/rtest_service.h"
+
+namespace nyala::rpc {
+namespace {
+
+using rpc_test::AddRequestPB;
+using rpc_test::AddResponsePB;
+using rpc_test::EchoRequestPB;
+using rpc_test::EchoResponsePB;
+using rpc_test::SleepRequestPB;
+using rpc_test::SleepResponsePB;
+
+class RpcTest : public NyalaTest {
+ protected:
+  void StartServer(int threads = 2, int queue = 50) {
+    MessengerOptions opts;
+    opts.name = "server";
+    opts.num_reactors = 2;
+    opts.metrics = &server_metrics_;
+    auto m = Messenger::Create(opts);
+    ASSERT_OK(m.status());
+    server_ = *m;
+    ASSERT_OK(server_->RegisterService(std::make_unique<CalculatorService>(), threads, queue));
+    ASSERT_OK(server_->AddListener(Sockaddr::Loopback(0), &addr_));
+  }
+  std::shared_ptr<Messenger> NewClient(int reactors = 1) {
+    MessengerOptions opts;
+    opts.name = "client";
+    opts.num_reactors = reactors;
+    auto m = Messenger::Create(opts);
+    CHECK(m.ok()) << m.status().ToString();
+    return *m;
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    NyalaTest::TearDown();
+  }
+
+  MetricRegistry server_metrics_;
+  std::shared_ptr<Messenger> server_;
+  Sockaddr addr_;
+};
+
+TEST_F(RpcTest, SyncCallReturnsSum) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  for (int i = 0; i < 100; i++) {
+    AddRequestPB req;
+    req.set_x(i);
+    req.set_y(1000);
+    AddResponsePB resp;
+    RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    ASSERT_OK(proxy.SyncRequest(i % 2 ? "Add" : "AddInline", req, &resp, &rpc));
+    ASSERT_EQ(resp.result(), i + 1000);
+  }
+  // One connection reused for every call.
+  EXPECT_EQ(client->num_connections(), 1u);
+  Counter* calls = server_metrics_.FindOrCreateCounter(
+      "rpc_calls_total", "", {{"service", CalculatorService::kName}, {"method", "Add"}});
+  EXPECT_EQ(calls->value(), 50);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, ManyAsyncCallsInFlightOnOneConnection) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(2, 5000));
+  auto client = NewClient(2);
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  constexpr int kCalls = 2000;
+  struct Call {
+    AddRequestPB req;
+    AddResponsePB resp;
+    RpcController rpc;
+  };
+  std::vector<Call> calls(kCalls);
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  for (int i = 0; i < kCalls; i++) {
+    calls[i].req.set_x(i);
+    calls[i].req.set_y(-3);
+    calls[i].rpc.set_timeout(MonoDelta::FromSeconds(30));
+    proxy.AsyncRequest("Add", calls[i].req, &calls[i].resp, &calls[i].rpc, [&] {
+      std::lock_guard<std::mutex> l(mu);
+      done++;
+      cv.notify_one();
+    });
+  }
+  std::unique_lock<std::mutex> l(mu);
+  ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(60), [&] { return done == kCalls; }));
+  for (int i = 0; i < kCalls; i++) {
+    ASSERT_OK(calls[i].rpc.status());
+    ASSERT_EQ(calls[i].resp.result(), i - 3);  // each answer matched to its own call id
+  }
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, SidecarsTravelBothWays) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  EchoRequestPB req;
+  req.set_data("body");
+  EchoResponsePB resp;
+  RpcController rpc;
+  std::string big(3 * 1024 * 1024, 'x');
+  big[12345] = '\0';
+  rpc.AddOutboundSidecar("first");
+  rpc.AddOutboundSidecar("");
+  rpc.AddOutboundSidecar(big);
+  ASSERT_OK(proxy.SyncRequest("Echo", req, &resp, &rpc));
+  EXPECT_EQ(resp.data(), "body");
+  ASSERT_EQ(rpc.num_inbound_sidecars(), 3);
+  Slice s;
+  ASSERT_OK(rpc.GetInboundSidecar(0, &s));
+  EXPECT_EQ(s.ToString(), "first");
+  ASSERT_OK(rpc.GetInboundSidecar(1, &s));
+  EXPECT_TRUE(s.empty());
+  ASSERT_OK(rpc.GetInboundSidecar(2, &s));
+  EXPECT_TRUE(s == Slice(big));
+  EXPECT_TRUE(rpc.GetInboundSidecar(3, &s).IsInvalidArgument());
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, ApplicationErrorKeepsItsCode) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(2);
+  AddResponsePB resp;
+  RpcController rpc;
+  Status s = proxy.SyncRequest("Fail", req, &resp, &rpc);
+  EXPECT_TRUE(s.IsIllegalState()) << s.ToString();
+  EXPECT_EQ(s.message(), "this method always fails");
+  ASSERT_NE(rpc.error_response(), nullptr);
+  EXPECT_EQ(rpc.error_response()->code(), ErrorStatusPB::ERROR_APPLICATION);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, TimeoutFiresWhenHandlerIsSlow) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  SleepRequestPB req;
+  req.set_sleep_ms(1000);
+  SleepResponsePB resp;
+  RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromMilliseconds(200));
+  MonoTime start = MonoTime::Now();
+  Status s = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+  MonoDelta took = MonoTime::Now() - start;
+  EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
+  EXPECT_LT(took, MonoDelta::FromMilliseconds(400));  // within twice the timeout
+  EXPECT_GE(took, MonoDelta::FromMilliseconds(195));
+  // The connection is still good for the next call.
+  AddRequestPB add;
+  add.set_x(2);
+  add.set_y(3);
+  AddResponsePB sum;
+  RpcController rpc2;
+  ASSERT_OK(proxy.SyncRequest("Add", add, &sum, &rpc2));
+  EXPECT_EQ(sum.result(), 5);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, FullQueueAnswersServerTooBusy) {
+  // One service thread, a queue of one: a sleeping call plus one queued fill it.
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 1));
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  struct Call {
+    SleepRequestPB req;
+    SleepResponsePB resp;
+    RpcController rpc;
+  };
+  std::vector<Call> calls(6);
+  std::atomic<int> done{0};
+  calls[0].req.set_sleep_ms(500);
+  proxy.AsyncRequest("Sleep", calls[0].req, &calls[0].resp, &calls[0].rpc, [&] { done++; });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  for (size_t i = 1; i < calls.size(); i++) {
+    calls[i].req.set_sleep_ms(1);
+    proxy.AsyncRequest("Sleep", calls[i].req, &calls[i].resp, &calls[i].rpc, [&] { done++; });
+  }
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 6); });
+  int ok = 0, busy = 0;
+  for (auto& c : calls) {
+    if (c.rpc.status().ok()) ok++;
+    if (c.rpc.server_too_busy()) {
+      busy++;
+      EXPECT_TRUE(c.rpc.status().IsServiceUnavailable()) << c.rpc.status().ToString();
+    }
+  }
+  EXPECT_EQ(ok, 2);    // the sleeper and the one queued behind it
+  EXPECT_EQ(busy, 4);  // the rest were turned away at once
+  Counter* too_busy = server_metrics_.FindOrCreateCounter(
+      "rpc_too_busy_total", "", {{"service", CalculatorService::kName}, {"method", "Sleep"}});
+  EXPECT_EQ(too_busy->value(), 4);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, CallExpiredInQueueIsNotRun) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 10));
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  SleepRequestPB slow;
+  slow.set_sleep_ms(400);
+  SleepResponsePB slow_resp;
+  RpcController slow_rpc;
+  std::atomic<bool> slow_done{false};
+  proxy.AsyncRequest("Sleep", slow, &slow_resp, &slow_rpc, [&] { slow_done = true; });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  // Queued behind the sleeper with a 50 ms deadline: expires in the queue.
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(1);
+  AddResponsePB resp;
+  RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromMilliseconds(50));
+  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_TRUE(slow_done.load()); });
+  ASSERT_OK(slow_rpc.status());
+  Counter* calls = server_metrics_.FindOrCreateCounter(
+      "rpc_calls_total", "", {{"service", CalculatorService::kName}, {"method", "Add"}});
+  // The expired call was answered but its handler never ran.
+  Histogram* latency = server_metrics_.FindOrCreateHistogram(
+      "rpc_handler_latency_us", "", {{"service", CalculatorService::kName}, {"method", "Add"}});
+  EXPECT_EQ(latency->TotalCount(), 0);
+  (void)calls;
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, ConnectionRefusedFailsCallAndReconnectsLater) {
+  // Find a free port, then nothing listens on it.
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  Sockaddr addr = addr_;
+  server_->Shutdown();
+  server_.reset();
+  auto client = NewClient();
+  Proxy proxy(client, addr, CalculatorService::kName);
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(2);
+  AddResponsePB resp;
+  RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromSeconds(5));
+  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  EXPECT_TRUE(s.IsNetworkError()) << s.ToString();
+
+  // A server comes up on the same port: the next call connects afresh.
+  MessengerOptions opts;
+  opts.num_reactors = 1;
+  auto m = Messenger::Create(opts);
+  ASSERT_OK(m.status());
+  server_ = *m;
+  ASSERT_OK(server_->RegisterService(std::make_unique<CalculatorService>()));
+  ASSERT_OK(server_->AddListener(addr));
+  RpcController rpc2;
+  rpc2.set_timeout(MonoDelta::FromSeconds(5));
+  ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &rpc2));
+  EXPECT_EQ(resp.result(), 3);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, ServerShutdownFailsPendingCalls) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  SleepRequestPB req;
+  req.set_sleep_ms(300);
+  SleepResponsePB resp;
+  RpcController rpc;  // no timeout: only the connection failure can end it
+  std::atomic<bool> done{false};
+  proxy.AsyncRequest("Sleep", req, &resp, &rpc, [&] { done = true; });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  // Kill the client side: every pending call fails with a clear status.
+  client->Shutdown();
+  ASSERT_TRUE(done.load());
+  EXPECT_TRUE(rpc.status().IsServiceUnavailable()) << rpc.status().ToString();
+  // Calls after shutdown fail at once.
+  RpcController rpc2;
+  Status s = proxy.SyncRequest("Sleep", req, &resp, &rpc2);
+  EXPECT_TRUE(s.IsServiceUnavailable()) << s.ToString();
+}
+
+TEST_F(RpcTest, ConnectionDropFailsPendingCalls) {
+  // A "server" that accepts, reads the request and hangs up without answering.
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  Sockaddr any = Sockaddr::Loopback(0);
+  ASSERT_EQ(bind(lfd, any.addr(), any.addrlen()), 0);
+  ASSERT_EQ(listen(lfd, 1), 0);
+  sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&ss), &len);
+  Sockaddr addr(reinterpret_cast<sockaddr*>(&ss), len);
+  std::thread hangup([lfd] {
+    int fd = accept(lfd, nullptr, nullptr);
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof(buf));  // the preamble and (part of) the call
+    (void)n;
+    close(fd);
+  });
+  auto client = NewClient();
+  Proxy proxy(client, addr, CalculatorService::kName);
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(2);
+  AddResponsePB resp;
+  RpcController rpc;  // no timeout: only the connection failure can end the call
+  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  EXPECT_TRUE(s.IsNetworkError()) << s.ToString();
+  hangup.join();
+  close(lfd);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, UnknownServiceAndMethodKeepConnection) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(2);
+  AddResponsePB resp;
+  {
+    Proxy bad(client, addr_, "nyala.NoSuchService");
+    RpcController rpc;
+    Status s = bad.SyncRequest("Add", req, &resp, &rpc);
+    ASSERT_NE(rpc.error_response(), nullptr) << s.ToString();
+    EXPECT_EQ(rpc.error_response()->code(), ErrorStatusPB::ERROR_NO_SUCH_SERVICE);
+  }
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  {
+    RpcController rpc;
+    Status s = proxy.SyncRequest("NoSuchMethod", req, &resp, &rpc);
+    ASSERT_NE(rpc.error_response(), nullptr) << s.ToString();
+    EXPECT_EQ(rpc.error_response()->code(), ErrorStatusPB::ERROR_NO_SUCH_METHOD);
+  }
+  RpcController rpc;
+  ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &rpc));
+  EXPECT_EQ(resp.result(), 3);
+  EXPECT_EQ(client->num_connections(), 1u);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, OversizedRequestFailsLocally) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  MessengerOptions opts;
+  opts.num_reactors = 1;
+  opts.max_message_size = 64 * 1024;
+  auto client = *Messenger::Create(opts);
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(2);
+  req.set_payload(std::string(100 * 1024, 'p'));
+  AddResponsePB resp;
+  RpcController rpc;
+  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  client->Shutdown();
+}
+
+}  // namespace
+}  // namespace nyala::rpc

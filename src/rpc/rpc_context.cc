@@ -1,0 +1,118 @@
+#include "rpc/rpc_context.h"
+
+#include <glog/logging.h>
+
+#include "common/histogram.h"
+#include "common/metrics.h"
+#include "rpc/connection.h"
+#include "rpc/messenger.h"
+#include "rpc/service_if.h"
+
+namespace nyala::rpc {
+
+RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
+                       std::string payload, MonoTime arrival)
+    : conn_(std::move(conn)),
+      header_(std::move(header)),
+      payload_(std::move(payload)),
+      remote_(conn_->remote()),
+      arrival_(arrival) {
+  deadline_ = header_.has_timeout_ms() && header_.timeout_ms() > 0
+                  ? arrival_ + MonoDelta::FromMilliseconds(header_.timeout_ms())
+                  : MonoTime::Max();
+}
+
+RpcContext::~RpcContext() = default;
+
+Status RpcContext::ParseRequest() {
+  DCHECK(method_);
+  FrameParts parts;
+  RETURN_NOT_OK(SplitFrame(Slice(payload_), &parts));  // checked once already; cannot fail
+  request_.reset(method_->request_prototype->New());
+  if (!request_->ParsePartialFromArray(parts.body.data(), int(parts.body.size()))) {
+    return Status::InvalidArgument("unparseable " + request_->GetTypeName() + " for " +
+                                   service_name() + "." + method_name());
+  }
+  if (!request_->IsInitialized()) {
+    return Status::InvalidArgument("invalid " + request_->GetTypeName() + ": missing " +
+                                   request_->InitializationErrorString());
+  }
+  RETURN_NOT_OK_PREPEND(
+      SplitSidecars(header_.sidecar_offsets(), parts.sidecar_area, &inbound_sidecars_),
+      "request sidecars");
+  response_.reset(method_->response_prototype->New());
+  return Status::OK();
+}
+
+void RpcContext::RunHandler() {
+  handler_start_ = MonoTime::Now();
+  if (method_->queue_time_us) {
+    method_->queue_time_us->Increment((handler_start_ - arrival_).ToMicroseconds());
+  }
+  method_->handler(request_.get(), response_.get(), this);
+}
+
+int RpcContext::AddOutboundSidecar(std::string data) {
+  outbound_sidecars_.push_back(std::move(data));
+  return int(outbound_sidecars_.size()) - 1;
+}
+
+Status RpcContext::GetInboundSidecar(int idx, Slice* out) const {
+  if (idx < 0 || idx >= int(inbound_sidecars_.size())) {
+    return Status::InvalidArgument("no request sidecar " + std::to_string(idx));
+  }
+  *out = inbound_sidecars_[idx];
+  return Status::OK();
+}
+
+void RpcContext::RespondSuccess() { SendResponse(false, *response_); }
+
+void RpcContext::RespondFailure(const Status& status) {
+  RespondRpcFailure(ErrorStatusPB::ERROR_APPLICATION, status);
+}
+
+void RpcContext::RespondRpcFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status) {
+  ErrorStatusPB err;
+  err.set_code(code);
+  err.set_message(status.message());
+  err.set_app_status_code(status.code());
+  outbound_sidecars_.clear();
+  SendResponse(true, err);
+}
+
+void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite& body) {
+  ResponseHeaderPB header;
+  header.set_call_id(header_.call_id());
+  if (is_error) header.set_is_error(true);
+  for (uint32_t off : SidecarOffsets(outbound_sidecars_)) header.add_sidecar_offsets(off);
+  OutboundFrame frame;
+  const uint32_t max_size = conn_->messenger()->max_message_size();
+  Status s = SerializeFrame(header, body, std::move(outbound_sidecars_), max_size, &frame);
+  if (!s.ok()) {
+    LOG(WARNING) << service_name() << "." << method_name() << " response to "
+                 << remote_.ToString() << " dropped: " << s.ToString();
+    ErrorStatusPB err;
+    err.set_code(ErrorStatusPB::ERROR_APPLICATION);
+    err.set_message("response too large: " + s.message());
+    err.set_app_status_code(Status::kInvalidArgument);
+    header.set_is_error(true);
+    header.clear_sidecar_offsets();
+    CHECK_OK(SerializeFrame(header, err, {}, UINT32_MAX, &frame));
+  }
+  conn_->Send(std::move(frame));
+  if (method_) {
+    if (method_->calls) method_->calls->Increment();
+    if (method_->handler_latency_us && handler_start_.Initialized()) {
+      method_->handler_latency_us->Increment((MonoTime::Now() - handler_start_).ToMicroseconds());
+    }
+  }
+  delete this;
+}
+
+std::string RpcContext::ToString() const {
+  return service_name() + "." + method_name() + " from " + remote_.ToString() + ", call " +
+         std::to_string(header_.call_id()) + ", running for " +
+         std::to_string((MonoTime::Now() - arrival_).ToMilliseconds()) + " ms";
+}
+
+}  // namespace nyala::rpc

@@ -1,0 +1,95 @@
+// RpcContext: one received call on the server, from the frame that carried it to
+// the single response. The framework creates it on a reactor thread and hands it to
+// the method's handler; the handler (or whoever it passes the context to, on any
+// thread) answers exactly once with RespondSuccess / RespondFailure /
+// RespondRpcFailure, after which the context deletes itself, with the request and
+// response it owns.
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/monotime.h"
+#include "common/slice.h"
+#include "common/status.h"
+#include "rpc/rpc_header.pb.h"
+#include "rpc/sockaddr.h"
+
+namespace nyala::rpc {
+
+class Connection;
+struct RpcMethodInfo;
+
+class RpcContext {
+ public:
+  // Sends the response message; the call succeeded.
+  void RespondSuccess();
+  // The call failed in the application: ERROR_APPLICATION carrying `status`' code.
+  void RespondFailure(const Status& status);
+  // An RPC-level error (e.g. ERROR_SERVER_TOO_BUSY) carrying `status`.
+  void RespondRpcFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status);
+
+  // Attaches bytes to the response without copying them into the body; returns the index.
+  int AddOutboundSidecar(std::string data);
+  int num_inbound_sidecars() const { return int(inbound_sidecars_.size()); }
+  Status GetInboundSidecar(int idx, Slice* out) const;
+
+  const RequestHeaderPB& header() const { return header_; }
+  const RequestIdPB* request_id() const {
+    return header_.has_request_id() ? &header_.request_id() : nullptr;
+  }
+  const Sockaddr& remote_address() const { return remote_; }
+  // When the caller stops waiting (MonoTime::Max() if it gave no timeout).
+  MonoTime deadline() const { return deadline_; }
+  MonoTime arrival_time() const { return arrival_; }
+  const std::string& method_name() const { return header_.method_name(); }
+  const std::string& service_name() const { return header_.service_name(); }
+
+  const google::protobuf::Message* request() const { return request_.get(); }
+  google::protobuf::Message* response() { return response_.get(); }
+
+  // Framework side ------------------------------------------------------------
+
+  // Takes the frame's payload (everything after the length prefix), already checked
+  // by SplitFrame, and its parsed header.
+  RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header, std::string payload,
+             MonoTime arrival);
+  ~RpcContext();
+
+  void set_method(RpcMethodInfo* method) { method_ = method; }
+  RpcMethodInfo* method() const { return method_; }
+  // Parses the body and sidecars into a new request message and prepares the
+  // response; on failure the caller answers ERROR_INVALID_REQUEST.
+  Status ParseRequest();
+  // Runs the handler (records queue time and, on response, handler latency).
+  void RunHandler();
+  // For /rpcz: "service.method from addr, running for N ms".
+  std::string ToString() const;
+
+ private:
+  void SendResponse(bool is_error, const google::protobuf::MessageLite& body);
+
+  std::shared_ptr<Connection> conn_;
+  const RequestHeaderPB header_;
+  const std::string payload_;
+  std::vector<Slice> inbound_sidecars_;
+  std::vector<std::string> outbound_sidecars_;
+  const Sockaddr remote_;
+  const MonoTime arrival_;
+  MonoTime deadline_;
+  MonoTime handler_start_;
+  RpcMethodInfo* method_ = nullptr;
+  std::unique_ptr<google::protobuf::Message> request_;
+  std::unique_ptr<google::protobuf::Message> response_;
+};
+
+// Answers `ctx` with an RPC error (the context deletes itself).
+inline void RespondAndRelease(std::unique_ptr<RpcContext>&& ctx, ErrorStatusPB::RpcErrorCodePB code,
+                              const Status& status) {
+  ctx.release()->RespondRpcFailure(code, status);
+}
+
+}  // namespace nyala::rpc

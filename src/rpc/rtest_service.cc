@@ -1,0 +1,43 @@
+#include "rpc/rtest_service.h"
+
+#include "common/monotime.h"
+#include "rpc/rpc_context.h"
+#include "rpc/rtest.pb.h"
+
+namespace nyala::rpc {
+
+using namespace nyala::rpc_test;  // NOLINT(build/namespaces)
+
+std::atomic<int> CalculatorService::sleeping{0};
+
+CalculatorService::CalculatorService() : ServiceIf(kName) {
+  auto add = [](const AddRequestPB* req, AddResponsePB* resp, RpcContext* ctx) {
+    resp->set_result(req->x() + req->y());
+    ctx->RespondSuccess();
+  };
+  RegisterMethod<AddRequestPB, AddResponsePB>("Add", add);
+  RegisterMethod<AddRequestPB, AddResponsePB>("AddInline", add, MethodCost::kCheap);
+  RegisterMethod<SleepRequestPB, SleepResponsePB>(
+      "Sleep", [](const SleepRequestPB* req, SleepResponsePB*, RpcContext* ctx) {
+        sleeping++;
+        SleepFor(MonoDelta::FromMilliseconds(req->sleep_ms()));
+        sleeping--;
+        ctx->RespondSuccess();
+      });
+  RegisterMethod<EchoRequestPB, EchoResponsePB>(
+      "Echo", [](const EchoRequestPB* req, EchoResponsePB* resp, RpcContext* ctx) {
+        resp->set_data(req->data());
+        for (int i = 0; i < ctx->num_inbound_sidecars(); i++) {
+          Slice s;
+          (void)ctx->GetInboundSidecar(i, &s);
+          ctx->AddOutboundSidecar(s.ToString());
+        }
+        ctx->RespondSuccess();
+      });
+  RegisterMethod<AddRequestPB, AddResponsePB>(
+      "Fail", [](const AddRequestPB*, AddResponsePB*, RpcContext* ctx) {
+        ctx->RespondFailure(Status::IllegalState("this method always fails"));
+      });
+}
+
+}  // namespace nyala::rpc

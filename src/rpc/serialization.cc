@@ -1,0 +1,121 @@
+#include "rpc/serialization.h"
+
+#include <glog/logging.h>
+
+#include <cstring>
+
+#include "common/coding.h"
+#include "rpc/rpc_header.pb.h"
+
+namespace nyala::rpc {
+
+size_t OutboundFrame::size() const {
+  size_t n = head.size();
+  for (const auto& s : sidecars) n += s.size();
+  return n;
+}
+
+std::vector<uint32_t> SidecarOffsets(const std::vector<std::string>& sidecars) {
+  std::vector<uint32_t> out;
+  out.reserve(sidecars.size());
+  uint32_t off = 0;
+  for (const auto& s : sidecars) {
+    out.push_back(off);
+    off += s.size();
+  }
+  return out;
+}
+
+Status SerializeFrame(const google::protobuf::MessageLite& header,
+                      const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
+                      uint32_t max_message_size, OutboundFrame* out) {
+  const size_t hlen = header.ByteSizeLong();
+  const size_t blen = body.ByteSizeLong();
+  size_t sidecar_bytes = 0;
+  for (const auto& s : sidecars) sidecar_bytes += s.size();
+  const size_t payload = VarintLength(hlen) + hlen + VarintLength(blen) + blen + sidecar_bytes;
+  if (payload + kFrameLengthBytes > max_message_size) {
+    return Status::InvalidArgument("RPC message too large",
+                                   std::to_string(payload + kFrameLengthBytes) + " bytes, limit " +
+                                       std::to_string(max_message_size));
+  }
+  std::string& buf = out->head;
+  const size_t head_len = kFrameLengthBytes + payload - sidecar_bytes;
+  buf.resize(head_len);
+  auto* p = reinterpret_cast<uint8_t*>(buf.data());
+  EncodeFixed32BE(p, uint32_t(payload));
+  p += kFrameLengthBytes;
+  p = EncodeVarint64(p, hlen);
+  p = header.SerializeWithCachedSizesToArray(p);
+  p = EncodeVarint64(p, blen);
+  p = body.SerializeWithCachedSizesToArray(p);
+  DCHECK_EQ(size_t(p - reinterpret_cast<uint8_t*>(buf.data())), head_len);
+  out->sidecars = std::move(sidecars);
+  return Status::OK();
+}
+
+Status PeekFrameLength(Slice buf, uint32_t max_message_size, size_t* frame_len) {
+  if (buf.size() < kFrameLengthBytes) return Status::Incomplete("need length prefix");
+  const uint64_t len = uint64_t(DecodeFixed32BE(buf.data())) + kFrameLengthBytes;
+  if (len > max_message_size) {
+    return Status::InvalidArgument("frame of " + std::to_string(len) +
+                                   " bytes exceeds --rpc_max_message_size of " +
+                                   std::to_string(max_message_size));
+  }
+  *frame_len = len;
+  return Status::OK();
+}
+
+Status SplitFrame(Slice payload, FrameParts* parts) {
+  if (!GetLengthPrefixed(&payload, &parts->header)) {
+    return Status::Corruption("malformed header length in frame");
+  }
+  if (!GetLengthPrefixed(&payload, &parts->body)) {
+    return Status::Corruption("malformed body length in frame");
+  }
+  parts->sidecar_area = payload;
+  return Status::OK();
+}
+
+Status SplitSidecars(const google::protobuf::RepeatedField<uint32_t>& offsets, Slice area,
+                     std::vector<Slice>* sidecars) {
+  sidecars->clear();
+  if (offsets.empty()) {
+    if (!area.empty()) return Status::Corruption("trailing bytes after body without sidecars");
+    return Status::OK();
+  }
+  if (offsets[0] != 0) return Status::Corruption("first sidecar offset is not 0");
+  for (int i = 0; i < offsets.size(); i++) {
+    const uint32_t begin = offsets[i];
+    const uint32_t end = i + 1 < offsets.size() ? offsets[i + 1] : uint32_t(area.size());
+    if (end < begin || end > area.size()) {
+      return Status::Corruption("sidecar offset out of range", std::to_string(begin));
+    }
+    sidecars->emplace_back(area.data() + begin, end - begin);
+  }
+  return Status::OK();
+}
+
+Status ParseFrameForFuzz(Slice data, uint32_t max_message_size) {
+  if (data.size() < kPreambleLen) return Status::Incomplete("short preamble");
+  if (memcmp(data.data(), kPreamble, kPreambleLen) != 0) return Status::InvalidArgument("preamble");
+  data.remove_prefix(kPreambleLen);
+  while (!data.empty()) {
+    size_t frame_len;
+    RETURN_NOT_OK(PeekFrameLength(data, max_message_size, &frame_len));
+    if (data.size() < frame_len) return Status::Incomplete("partial frame");
+    FrameParts parts;
+    RETURN_NOT_OK(SplitFrame(Slice(data.data() + kFrameLengthBytes, frame_len - kFrameLengthBytes),
+                             &parts));
+    RequestHeaderPB header;
+    if (!header.ParseFromArray(parts.header.data(), int(parts.header.size()))) {
+      return Status::Corruption("header");
+    }
+    std::vector<Slice> sidecars;
+    RETURN_NOT_OK(SplitSidecars(header.sidecar_offsets(), parts.sidecar_area, &sidecars));
+    data.remove_prefix(frame_len);
+  }
+  return Status::OK();
+}
+
+}  // namespace nyala::rpc

@@ -1,0 +1,71 @@
+// Frame encoding and decoding for the RPC wire format (docs/wire-format.md):
+//
+//   connection := preamble frame*
+//   preamble   := "nyrpc" 0x01
+//   frame      := u32be(len) varint(hlen) header[hlen] varint(blen) body[blen] sidecars
+//
+// where `len` counts every byte after itself and the header lists the sidecar offsets
+// relative to the first sidecar byte. Pure functions; thread-safe. The fuzz target
+// (serialization_fuzz.cc) drives ParseFrameForFuzz with arbitrary bytes.
+#pragma once
+
+#include <google/protobuf/message_lite.h>
+#include <google/protobuf/repeated_field.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/slice.h"
+#include "common/status.h"
+
+namespace nyala::rpc {
+
+constexpr char kPreamble[] = {'n', 'y', 'r', 'p', 'c', 1};
+constexpr int kPreambleLen = 6;
+constexpr int kPreambleMagicLen = 5;  // "nyrpc" without the version byte
+constexpr uint8_t kProtocolVersion = 1;
+constexpr int kFrameLengthBytes = 4;
+
+// One frame ready to send: `head` holds the length prefix, header and body; the
+// sidecars follow it on the wire without being copied into it.
+struct OutboundFrame {
+  std::string head;
+  std::vector<std::string> sidecars;
+  size_t size() const;
+};
+
+// Builds a frame. `header` must already list `sidecars`' offsets (see SidecarOffsets).
+// Fails (InvalidArgument) only if the frame would exceed `max_message_size`.
+Status SerializeFrame(const google::protobuf::MessageLite& header,
+                      const google::protobuf::MessageLite& body,
+                      std::vector<std::string> sidecars, uint32_t max_message_size,
+                      OutboundFrame* out);
+
+// The offsets to put in a header for these sidecars.
+std::vector<uint32_t> SidecarOffsets(const std::vector<std::string>& sidecars);
+
+// Reads the length prefix at the start of `buf`. Returns Incomplete if fewer than four
+// bytes are there, InvalidArgument if the frame is larger than `max_message_size`,
+// else OK with *frame_len = the whole frame's size including the prefix.
+Status PeekFrameLength(Slice buf, uint32_t max_message_size, size_t* frame_len);
+
+// The parts of one complete frame (the bytes after its length prefix).
+struct FrameParts {
+  Slice header;
+  Slice body;
+  Slice sidecar_area;
+};
+// Corruption if the varint lengths are malformed or overrun the frame.
+Status SplitFrame(Slice payload, FrameParts* parts);
+
+// Cuts `area` at `offsets`. Corruption if the offsets are not ascending from 0 or
+// point past the end.
+Status SplitSidecars(const google::protobuf::RepeatedField<uint32_t>& offsets, Slice area,
+                     std::vector<Slice>* sidecars);
+
+// Parses as much of `data` as a server connection would: preamble, then frames and
+// their request headers. Returns the first error, or OK at a clean end. For fuzzing.
+Status ParseFrameForFuzz(Slice data, uint32_t max_message_size);
+
+}  // namespace nyala::rpc

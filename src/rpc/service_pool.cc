@@ -1,0 +1,168 @@
+#include "rpc/service_pool.h"
+
+#include <glog/logging.h>
+#include <pthread.h>
+
+#include "common/histogram.h"
+#include "common/metrics.h"
+#include "rpc/connection.h"
+
+namespace nyala::rpc {
+
+namespace {
+// Calls one service thread runs between two flushes of the responses it queued.
+constexpr int kMaxCallsPerBatch = 32;
+}  // namespace
+
+ServicePool::ServicePool(std::unique_ptr<ServiceIf> service, int num_threads, int queue_length,
+                         MetricRegistry* metrics)
+    : service_(std::move(service)),
+      num_threads_(num_threads),
+      queue_length_(queue_length),
+      metrics_(metrics) {
+  CHECK_GT(num_threads_, 0);
+  CHECK_GT(queue_length_, 0);
+  for (auto& [name, method] : service_->methods()) {
+    MetricLabels labels = {{"service", service_->service_name()}, {"method", name}};
+    method->calls = metrics->FindOrCreateCounter("rpc_calls_total", "RPC calls answered", labels);
+    method->handler_latency_us = metrics->FindOrCreateHistogram(
+        "rpc_handler_latency_us", "Time from the start of the handler to its response (us)",
+        labels);
+    method->queue_time_us = metrics->FindOrCreateHistogram(
+        "rpc_queue_time_us", "Time a call waited in the service queue (us)", labels);
+    method->too_busy = metrics->FindOrCreateCounter(
+        "rpc_too_busy_total", "Calls rejected with SERVER_TOO_BUSY because the queue was full",
+        labels);
+  }
+  metrics->RegisterFunctionGauge(
+      "rpc_service_queue_size", "Calls waiting in the service queue",
+      {{"service", service_->service_name()}}, [this] { return int64_t(queue_size()); }, this);
+}
+
+ServicePool::~ServicePool() {
+  Shutdown();
+  metrics_->RemoveFunctionGauges(this);
+}
+
+void ServicePool::Start() {
+  for (int i = 0; i < num_threads_; i++) {
+    threads_.emplace_back([this, i] {
+      std::string name = "svc-" + service_->service_name().substr(
+                                      service_->service_name().rfind('.') + 1);
+      name = name.substr(0, 12) + "-" + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      RunThread();
+    });
+  }
+}
+
+void ServicePool::Shutdown() {
+  std::deque<std::unique_ptr<RpcContext>> left;
+  {
+    MutexLock l(mu_);
+    if (shutdown_) return;
+    shutdown_ = true;
+    left.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  for (auto& ctx : left) {
+    RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_UNAVAILABLE,
+                                     Status::ServiceUnavailable("server is shutting down"));
+  }
+}
+
+size_t ServicePool::queue_size() const {
+  MutexLock l(mu_);
+  return queue_.size();
+}
+
+void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
+  bool wake = false;
+  bool shutting_down;
+  {
+    MutexLock l(mu_);
+    shutting_down = shutdown_;
+    if (!shutdown_ && queue_.size() < size_t(queue_length_)) {
+      queue_.push_back(std::move(ctx));
+      // Wake one idle thread; it wakes the next if more work is waiting. Never wake all
+      // of them for one call.
+      if (idle_threads_ > 0 && wakeups_pending_ == 0) {
+        wakeups_pending_++;
+        wake = true;
+      }
+    }
+  }
+  if (wake) cv_.notify_one();
+  if (!ctx) return;
+  if (shutting_down) {
+    RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_UNAVAILABLE,
+                                     Status::ServiceUnavailable("server is shutting down"));
+    return;
+  }
+  RpcMethodInfo* method = ctx->method();
+  if (method->too_busy) method->too_busy->Increment();
+  LOG_EVERY_N(WARNING, 100) << "rejecting " << ctx->ToString() << ": service queue full ("
+                            << queue_length_ << " calls; --rpc_service_queue_length)";
+  RespondAndRelease(std::move(ctx), 
+      ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+      Status::ServiceUnavailable("the service queue of " + service_->service_name() +
+                                 " is full (" + std::to_string(queue_length_) +
+                                 " calls); retry later"));
+}
+
+void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
+  const MonoTime now = MonoTime::Now();
+  if (now > ctx->deadline()) {
+    LOG_EVERY_N(WARNING, 100) << "not running " << ctx->ToString()
+                              << ": its deadline passed while it was queued";
+    RespondAndRelease(std::move(ctx), 
+        ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+        Status::TimedOut("call waited " + std::to_string((now - ctx->arrival_time()).ToMilliseconds()) +
+                         " ms in the service queue, past its deadline"));
+    return;
+  }
+  Status s = ctx->ParseRequest();
+  if (!s.ok()) {
+    LOG(WARNING) << "invalid request " << ctx->ToString() << ": " << s.ToString();
+    RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_INVALID_REQUEST, s);
+    return;
+  }
+  ctx.release()->RunHandler();  // the handler owns the call now
+}
+
+void ServicePool::RunThread() {
+  while (true) {
+    {
+      std::unique_lock<Mutex> l(mu_);
+      while (queue_.empty() && !shutdown_) {
+        idle_threads_++;
+        cv_.wait(l);
+        idle_threads_--;
+        if (wakeups_pending_ > 0) wakeups_pending_--;
+      }
+      if (shutdown_) return;
+    }
+    // Run a batch of calls; the responses they queue leave together at the end.
+    FlushScope scope;
+    for (int n = 0; n < kMaxCallsPerBatch; n++) {
+      std::unique_ptr<RpcContext> ctx;
+      bool wake = false;
+      {
+        MutexLock l(mu_);
+        if (queue_.empty() || shutdown_) break;
+        ctx = std::move(queue_.front());
+        queue_.pop_front();
+        if (!queue_.empty() && idle_threads_ > 0 && wakeups_pending_ == 0) {
+          wakeups_pending_++;
+          wake = true;
+        }
+      }
+      if (wake) cv_.notify_one();
+      RunCall(std::move(ctx));
+    }
+  }
+}
+
+}  // namespace nyala::rpc

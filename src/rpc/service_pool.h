@@ -1,0 +1,64 @@
+// ServicePool: runs one service's handlers on `num_threads` service threads fed by a
+// bounded queue. A call that finds the queue full is answered SERVER_TOO_BUSY at
+// once; a call whose caller's deadline passed while it waited is answered TimedOut
+// without running. Per-method metrics (calls, handler latency, queue time, too-busy
+// count) are registered in the messenger's registry.
+//
+// Thread-safety: QueueInboundCall() from reactor threads; Shutdown() from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/mutex.h"
+#include "rpc/rpc_context.h"
+#include "rpc/service_if.h"
+
+namespace nyala {
+class MetricRegistry;
+}
+
+namespace nyala::rpc {
+
+class ServicePool {
+ public:
+  ServicePool(std::unique_ptr<ServiceIf> service, int num_threads, int queue_length,
+              MetricRegistry* metrics);
+  ~ServicePool();
+
+  void Start();
+  // Stops the threads after their current call; calls still queued are answered
+  // ERROR_UNAVAILABLE. Idempotent.
+  void Shutdown();
+
+  // Takes `ctx` (whose method is set) into the queue, or answers it SERVER_TOO_BUSY.
+  void QueueInboundCall(std::unique_ptr<RpcContext> ctx);
+  // Parses the request and runs the handler on this thread, answering the call if it
+  // expired or does not parse. Used by service threads and for reactor-run methods.
+  static void RunCall(std::unique_ptr<RpcContext> ctx);
+
+  ServiceIf* service() const { return service_.get(); }
+  size_t queue_size() const;
+  int queue_length() const { return queue_length_; }
+
+ private:
+  void RunThread();
+
+  const std::unique_ptr<ServiceIf> service_;
+  const int num_threads_;
+  const int queue_length_;
+  MetricRegistry* const metrics_;
+  std::vector<std::thread> threads_;
+
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<std::unique_ptr<RpcContext>> queue_ GUARDED_BY(mu_);
+  int idle_threads_ GUARDED_BY(mu_) = 0;
+  int wakeups_pending_ GUARDED_BY(mu_) = 0;
+  bool shutdown_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace nyala::rpc
