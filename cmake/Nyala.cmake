@@ -19,19 +19,29 @@ function(nyala_proto target)
   endforeach()
 endfunction()
 
-# nyala_library(<name> DEPS <libs>... [EXCLUDE <file names>...]): a library from
-# every *.cc in the current folder except tests (*-test.cc), mains (*_main.cc),
-# fuzzers (*_fuzz.cc) and test helpers (test_util.cc, rtest*), plus every *.proto in
-# the folder except rtest*.proto (test-only services).
-function(nyala_library name)
+# nyala_proto_library(<name> <protos>... DEPS <libs>...): a library of generated
+# protobuf code only, for folders whose protos other modules use (master, tserver).
+function(nyala_proto_library name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  add_library(${name} STATIC)
+  nyala_proto(${name} ${ARG_UNPARSED_ARGUMENTS})
+  target_link_libraries(${name} PUBLIC protobuf::libprotobuf ${ARG_DEPS})
+endfunction()
+
+# nyala_library(<name> [NO_PROTOS] DEPS <libs>...): a library from every *.cc in the
+# current folder except tests (*-test.cc, *-itest.cc), mains (*_main.cc), fuzzers
+# (*_fuzz.cc) and test helpers (test_util.cc, rtest*), plus every *.proto in the
+# folder except rtest*.proto (test-only services). With NO_PROTOS the folder's
+# protos are left to a nyala_proto_library.
+function(nyala_library name)
+  cmake_parse_arguments(ARG "NO_PROTOS" "" "DEPS" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   list(FILTER srcs EXCLUDE REGEX "(-test|-itest|_main|_fuzz|test_util)\\.cc$")
   list(FILTER srcs EXCLUDE REGEX "/rtest[^/]*$")
   file(GLOB protos CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.proto)
   list(FILTER protos EXCLUDE REGEX "/rtest[^/]*$")
   add_library(${name} STATIC ${srcs})
-  if(protos)
+  if(protos AND NOT ARG_NO_PROTOS)
     nyala_proto(${name} ${protos})
   endif()
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})

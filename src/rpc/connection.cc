@@ -276,6 +276,10 @@ void Connection::HandleRead() {
     const size_t space = in_buf_.size() - in_len_;
     ssize_t n = read(fd_, in_buf_.data() + in_len_, space);
     if (n == 0) {
+      if (in_len_ > 0) {
+        LOG(WARNING) << "connection from " << remote_.ToString()
+                     << " closed by the peer mid-frame (" << in_len_ << " bytes unprocessed)";
+      }
       Shutdown(Status::NetworkError("connection closed by " + remote_.ToString()));
       return;
     }

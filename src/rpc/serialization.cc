@@ -107,10 +107,13 @@ Status ParseFrameForFuzz(Slice data, uint32_t max_message_size) {
     FrameParts parts;
     RETURN_NOT_OK(SplitFrame(Slice(data.data() + kFrameLengthBytes, frame_len - kFrameLengthBytes),
                              &parts));
+    // As Connection::HandleRequestFrame does: ParseFromArray would log every missing
+    // required field through protobuf's logger.
     RequestHeaderPB header;
-    if (!header.ParseFromArray(parts.header.data(), int(parts.header.size()))) {
+    if (!header.ParsePartialFromArray(parts.header.data(), int(parts.header.size()))) {
       return Status::Corruption("header");
     }
+    if (!header.IsInitialized()) return Status::InvalidArgument("header lacks required fields");
     std::vector<Slice> sidecars;
     RETURN_NOT_OK(SplitSidecars(header.sidecar_offsets(), parts.sidecar_area, &sidecars));
     data.remove_prefix(frame_len);

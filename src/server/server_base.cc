@@ -1,0 +1,268 @@
+#include "server/server_base.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fstream>
+#include <sstream>
+
+DEFINE_string(rpc_bind_addresses, "0.0.0.0",
+              "Comma-separated host:port addresses the RPC server binds. A missing port is "
+              "the daemon's default (master 7051, tablet server 7050).");
+DEFINE_string(rpc_advertised_addresses, "",
+              "Comma-separated host:port addresses announced to clients and the master. "
+              "Empty: the bound addresses, with a wildcard host replaced by this host's "
+              "first non-loopback address.");
+DEFINE_string(fs_data_dirs, "",
+              "Comma-separated directories holding this server's data (created if missing).");
+DEFINE_int32(webserver_port, 0,
+             "Port of the web UI (master 8051, tablet server 8050); 0 picks a free port and "
+             "logs it; -1 disables the web UI.");
+DEFINE_string(server_dump_info_path, "",
+              "After start-up, write this server's uuid and bound RPC and web addresses to this "
+              "file (key=value lines); used by scripts and tests to find ports picked at run "
+              "time.");
+DEFINE_string(webserver_interface, "",
+              "Address the web UI binds; empty: the host of the first RPC bind address.");
+
+namespace nyala::server {
+
+const char* const kNyalaVersion = "0.1.0";
+
+ServerBaseOptions ServerBaseOptions::FromFlags(const std::string& kind,
+                                               uint16_t default_rpc_port) {
+  ServerBaseOptions o;
+  o.kind = kind;
+  o.data_dirs = SplitCommaList(FLAGS_fs_data_dirs);
+  o.rpc_bind_addresses = FLAGS_rpc_bind_addresses;
+  o.rpc_advertised_addresses = FLAGS_rpc_advertised_addresses;
+  o.webserver_interface = FLAGS_webserver_interface;
+  o.webserver_port = FLAGS_webserver_port;
+  o.default_rpc_port = default_rpc_port;
+  return o;
+}
+
+ServerBase::ServerBase(ServerBaseOptions options) : options_(std::move(options)) {}
+
+ServerBase::~ServerBase() { ServerBase::Shutdown(); }
+
+Status ServerBase::Init() {
+  ASSIGN_OR_RETURN(fs_, FsManager::Open(options_.data_dirs, options_.kind));
+  LOG(INFO) << "nyala-" << options_.kind << " " << kNyalaVersion << " uuid " << fs_->uuid()
+            << (fs_->created() ? " (new)" : "") << ", data in " << fs_->data_dirs()[0];
+  rpc::MessengerOptions mo;
+  mo.name = options_.kind;
+  mo.num_reactors = options_.num_reactors;
+  mo.metrics = &metrics_;
+  ASSIGN_OR_RETURN(messenger_, rpc::Messenger::Create(mo));
+  return Status::OK();
+}
+
+Status ServerBase::Start() {
+  ASSIGN_OR_RETURN(auto binds,
+                   rpc::HostPort::ParseList(options_.rpc_bind_addresses, options_.default_rpc_port));
+  for (const auto& hp : binds) {
+    ASSIGN_OR_RETURN(auto addrs, hp.Resolve());
+    rpc::Sockaddr bound;
+    RETURN_NOT_OK_PREPEND(messenger_->AddListener(addrs[0], &bound),
+                          "--rpc_bind_addresses=" + options_.rpc_bind_addresses);
+    bound_rpc_.push_back(bound);
+  }
+  if (options_.webserver_port >= 0) {
+    webserver_ = std::make_unique<Webserver>("nyala-" + options_.kind);
+    RegisterDefaultPages();
+    std::string host = options_.webserver_interface.empty() ? bound_rpc_[0].host()
+                                                           : options_.webserver_interface;
+    RETURN_NOT_OK(webserver_->Start(host, options_.webserver_port));
+    LOG(INFO) << "web UI at http://" << (host == "0.0.0.0" ? rpc::FirstNonLoopbackAddress() : host)
+              << ":" << webserver_->port() << "/";
+  }
+  start_time_ = MonoTime::Now();
+  start_wall_micros_ = GetWallTimeMicros();
+  if (!FLAGS_server_dump_info_path.empty()) RETURN_NOT_OK(DumpServerInfo(FLAGS_server_dump_info_path));
+  return Status::OK();
+}
+
+Status ServerBase::DumpServerInfo(const std::string& path) const {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "uuid=" << uuid() << "\n";
+    out << "pid=" << getpid() << "\n";
+    for (const auto& a : bound_rpc_) out << "rpc=" << a.ToString() << "\n";
+    if (webserver_) out << "http_port=" << webserver_->port() << "\n";
+    if (!out) return Status::IOError("cannot write " + tmp);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::IOError("cannot write --server_dump_info_path " + path, strerror(errno), errno);
+  }
+  return Status::OK();
+}
+
+void ServerBase::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (webserver_) webserver_->Shutdown();
+  if (messenger_) messenger_->Shutdown();
+}
+
+std::vector<rpc::HostPort> ServerBase::advertised_rpc_addresses() const {
+  if (!options_.rpc_advertised_addresses.empty()) {
+    auto r = rpc::HostPort::ParseList(options_.rpc_advertised_addresses,
+                                      options_.default_rpc_port);
+    if (r.ok()) return *r;
+    LOG(WARNING) << "bad --rpc_advertised_addresses: " << r.status().ToString();
+  }
+  std::vector<rpc::HostPort> out;
+  for (const auto& a : bound_rpc_) {
+    out.emplace_back(a.IsWildcard() ? rpc::FirstNonLoopbackAddress() : a.host(), a.port());
+  }
+  return out;
+}
+
+std::vector<rpc::HostPort> ServerBase::http_addresses() const {
+  if (!webserver_) return {};
+  std::string host = options_.webserver_interface.empty() ? bound_rpc_[0].host()
+                                                         : options_.webserver_interface;
+  if (host == "0.0.0.0") host = rpc::FirstNonLoopbackAddress();
+  return {rpc::HostPort(host, uint16_t(webserver_->port()))};
+}
+
+namespace {
+std::string FormatDuration(MonoDelta d) {
+  int64_t s = d.ToMilliseconds() / 1000;
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%lldd %02lld:%02lld:%02lld", (long long)(s / 86400),
+           (long long)(s / 3600 % 24), (long long)(s / 60 % 60), (long long)(s % 60));
+  return buf;
+}
+}  // namespace
+
+void ServerBase::RegisterDefaultPages() {
+  webserver_->RegisterPage("/", "Home", [this](const WebRequest&, WebResponse* resp) {
+    std::vector<std::pair<std::string, std::string>> rows;
+    rows.emplace_back("Version", kNyalaVersion);
+    rows.emplace_back("UUID", uuid());
+    rows.emplace_back("Uptime", FormatDuration(MonoTime::Now() - start_time_));
+    std::string rpc;
+    for (const auto& hp : advertised_rpc_addresses()) rpc += hp.ToString() + " ";
+    rows.emplace_back("RPC addresses", EscapeHtml(rpc));
+    rows.emplace_back("Data directories", EscapeHtml(FLAGS_fs_data_dirs));
+    AddOverviewRows(&rows);
+    std::string& b = resp->body;
+    b += "<h2>nyala-" + options_.kind + "</h2><table>";
+    for (const auto& [k, v] : rows) b += "<tr><th>" + EscapeHtml(k) + "</th><td>" + v + "</td></tr>";
+    b += "</table>";
+  });
+  webserver_->RegisterRaw("/healthz", [](const WebRequest&, WebResponse* resp) {
+    resp->content_type = "text/plain";
+    resp->body = "OK";
+  });
+  webserver_->RegisterPage("/varz", "Flags", [](const WebRequest& req, WebResponse* resp) {
+    std::vector<gflags::CommandLineFlagInfo> flags;
+    gflags::GetAllFlags(&flags);
+    if (req.GetArg("raw") == "true") {
+      resp->content_type = "text/plain";
+      for (const auto& f : flags) resp->body += "--" + f.name + "=" + f.current_value + "\n";
+      return;
+    }
+    std::string& b = resp->body;
+    b += "<h2>Flags</h2><table><tr><th>Flag</th><th>Value</th><th>Default</th><th>Description</th></tr>";
+    for (const auto& f : flags) {
+      b += std::string("<tr") + (f.is_default ? "" : " style=\"background:#fff8dc\"") + "><td>" +
+           EscapeHtml(f.name) + "</td><td>" + EscapeHtml(f.current_value) + "</td><td>" +
+           EscapeHtml(f.default_value) + "</td><td>" + EscapeHtml(f.description) + "</td></tr>";
+    }
+    b += "</table>";
+  });
+  webserver_->RegisterRaw("/metrics", [this](const WebRequest& req, WebResponse* resp) {
+    resp->content_type = "application/json";
+    resp->body = metrics_.ToJson(req.GetArg("metrics", req.GetArg("name")));
+  });
+  webserver_->RegisterRaw("/metrics_prometheus", [this](const WebRequest&, WebResponse* resp) {
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp->body = metrics_.ToPrometheusText();
+  });
+  webserver_->RegisterPage("/rpcz", "RPCs", [this](const WebRequest&, WebResponse* resp) {
+    std::string& b = resp->body;
+    b += "<h2>RPCs</h2><p>Open connections: " + std::to_string(messenger_->num_connections()) +
+         "</p><ul>";
+    for (const auto& line : messenger_->DumpRunningCalls()) b += "<li>" + EscapeHtml(line) + "</li>";
+    b += "</ul>";
+  });
+}
+
+void BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int WaitForTerminationSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+namespace {
+// Returns the flag names set in `path` (a gflags flagfile), following nested flagfiles.
+void CheckFlagfile(const std::string& path, int depth) {
+  std::ifstream in(path);
+  if (!in) {
+    fprintf(stderr, "error: cannot read flagfile %s\n", path.c_str());
+    exit(1);
+  }
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    lineno++;
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] == '#') continue;
+    line = line.substr(b);
+    if (line.rfind("--", 0) != 0 && line.rfind("-", 0) != 0) continue;  // gflags ignores these
+    std::string name = line.substr(line[1] == '-' ? 2 : 1);
+    name = name.substr(0, name.find('='));
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\r')) name.pop_back();
+    std::string value = line.find('=') == std::string::npos ? "" : line.substr(line.find('=') + 1);
+    if (name == "flagfile") {
+      if (depth < 8) CheckFlagfile(value, depth + 1);
+      continue;
+    }
+    gflags::CommandLineFlagInfo info;
+    std::string bare = name.rfind("no", 0) == 0 ? name.substr(2) : name;
+    if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info) &&
+        !gflags::GetCommandLineFlagInfo(bare.c_str(), &info)) {
+      fprintf(stderr, "error: unknown flag --%s in flagfile %s (line %d); see --help for the "
+              "flags this program takes\n", name.c_str(), path.c_str(), lineno);
+      exit(1);
+    }
+  }
+}
+}  // namespace
+
+void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
+  gflags::SetUsageMessage(usage);
+  gflags::SetVersionString(kNyalaVersion);
+  for (int i = 1; i < *argc; i++) {
+    std::string a = (*argv)[i];
+    if (a.rfind("--flagfile=", 0) == 0) CheckFlagfile(a.substr(11), 0);
+    if (a.rfind("-flagfile=", 0) == 0) CheckFlagfile(a.substr(10), 0);
+  }
+  gflags::ParseCommandLineFlags(argc, argv, true);
+  if (FLAGS_log_dir.empty()) FLAGS_logtostderr = true;
+  google::InitGoogleLogging((*argv)[0]);
+}
+
+}  // namespace nyala::server
