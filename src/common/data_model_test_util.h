@@ -61,8 +61,8 @@ class DataGen {
     if (type == DataType::kInt8) bits = 8;
     if (type == DataType::kInt16) bits = 16;
     if (type == DataType::kInt32) bits = 32;
-    const int64_t max = bits == 64 ? std::numeric_limits<int64_t>::max()
-                                   : (int64_t{1} << (bits - 1)) - 1;
+    const int64_t max =
+        bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
     const int64_t min = -max - 1;
     if (small_domain) return static_cast<int64_t>(Uniform(5)) - 2;
     switch (Uniform(8)) {
@@ -90,29 +90,28 @@ class DataGen {
     }
     switch (Uniform(6)) {
       case 0: {
-        const double vals[] = {0.0,
-                               -0.0,
-                               inf,
-                               -inf,
-                               std::nan(""),
-                               -std::nan(""),
-                               std::nan("0x12345"),
-                               as_float ? std::numeric_limits<float>::min()
-                                        : std::numeric_limits<double>::min(),
-                               as_float ? -std::numeric_limits<float>::max()
-                                        : -std::numeric_limits<double>::max(),
-                               as_float ? std::numeric_limits<float>::denorm_min()
-                                        : std::numeric_limits<double>::denorm_min(),
-                               1.0,
-                               -1.0};
+        const double vals[] = {
+            0.0,
+            -0.0,
+            inf,
+            -inf,
+            std::nan(""),
+            -std::nan(""),
+            std::nan("0x12345"),
+            as_float ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min(),
+            as_float ? -std::numeric_limits<float>::max() : -std::numeric_limits<double>::max(),
+            as_float ? std::numeric_limits<float>::denorm_min()
+                     : std::numeric_limits<double>::denorm_min(),
+            1.0,
+            -1.0};
         return vals[Uniform(12)];
       }
       case 1:
         return static_cast<double>(static_cast<int64_t>(Uniform(9)) - 4);
       default: {
         std::uniform_real_distribution<double> mant(-1.0, 1.0);
-        return std::ldexp(mant(rng_), static_cast<int>(Uniform(as_float ? 200 : 1600)) -
-                                          (as_float ? 100 : 800));
+        return std::ldexp(
+            mant(rng_), static_cast<int>(Uniform(as_float ? 200 : 1600)) - (as_float ? 100 : 800));
       }
     }
   }

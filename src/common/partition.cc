@@ -26,12 +26,24 @@ uint64_t MurmurHash2_64(Slice data, uint64_t seed) {
     h *= m;
   }
   switch (len & 7) {
-    case 7: h ^= uint64_t(p[6]) << 48; [[fallthrough]];
-    case 6: h ^= uint64_t(p[5]) << 40; [[fallthrough]];
-    case 5: h ^= uint64_t(p[4]) << 32; [[fallthrough]];
-    case 4: h ^= uint64_t(p[3]) << 24; [[fallthrough]];
-    case 3: h ^= uint64_t(p[2]) << 16; [[fallthrough]];
-    case 2: h ^= uint64_t(p[1]) << 8; [[fallthrough]];
+    case 7:
+      h ^= uint64_t(p[6]) << 48;
+      [[fallthrough]];
+    case 6:
+      h ^= uint64_t(p[5]) << 40;
+      [[fallthrough]];
+    case 5:
+      h ^= uint64_t(p[4]) << 32;
+      [[fallthrough]];
+    case 4:
+      h ^= uint64_t(p[3]) << 24;
+      [[fallthrough]];
+    case 3:
+      h ^= uint64_t(p[2]) << 16;
+      [[fallthrough]];
+    case 2:
+      h ^= uint64_t(p[1]) << 8;
+      [[fallthrough]];
     case 1:
       h ^= uint64_t(p[0]);
       h *= m;
@@ -147,8 +159,7 @@ Result<PartitionSchema> PartitionSchema::Create(const Schema& schema,
   return ps;
 }
 
-Result<PartitionSchema> PartitionSchema::FromPB(const PartitionSchemaPB& pb,
-                                                const Schema& schema) {
+Result<PartitionSchema> PartitionSchema::FromPB(const PartitionSchemaPB& pb, const Schema& schema) {
   std::vector<HashDimension> dims;
   for (const auto& d : pb.hash_dimensions()) {
     HashDimension dim;
@@ -192,8 +203,8 @@ Status PartitionSchema::EncodePartitionKey(const RowView& row, std::string* dst)
     // Encode the hashed columns in place, hash them, then replace them by the bucket.
     const size_t start = dst->size();
     RETURN_NOT_OK(EncodeColumns(row, hash_idxs_[d], dst));
-    const uint64_t h = MurmurHash2_64(Slice(dst->data() + start, dst->size() - start),
-                                      hash_dims_[d].seed);
+    const uint64_t h =
+        MurmurHash2_64(Slice(dst->data() + start, dst->size() - start), hash_dims_[d].seed);
     dst->resize(start);
     PutFixed32BE(dst, static_cast<uint32_t>(h % static_cast<uint64_t>(hash_dims_[d].num_buckets)));
   }
@@ -201,6 +212,9 @@ Status PartitionSchema::EncodePartitionKey(const RowView& row, std::string* dst)
 }
 
 Result<int32_t> PartitionSchema::HashBucket(const RowView& row, int dim) const {
+  if (dim < 0 || dim >= static_cast<int>(hash_dims_.size())) {
+    return Status::InvalidArgument("no hash dimension " + std::to_string(dim));
+  }
   std::string buf;
   RETURN_NOT_OK(EncodeColumns(row, hash_idxs_[dim], &buf));
   return static_cast<int32_t>(MurmurHash2_64(Slice(buf), hash_dims_[dim].seed) %
@@ -265,13 +279,11 @@ Result<std::vector<Partition>> PartitionSchema::CreatePartitions(
   for (const HashDimension& dim : hash_dims_) {
     combos *= dim.num_buckets;
     if (combos * ranges.size() > kMaxPartitions) {
-      return Status::InvalidArgument("more than " + std::to_string(kMaxPartitions) +
-                                     " partitions");
+      return Status::InvalidArgument("more than " + std::to_string(kMaxPartitions) + " partitions");
     }
   }
   if (combos * ranges.size() > kMaxPartitions) {
-    return Status::InvalidArgument("more than " + std::to_string(kMaxPartitions) +
-                                   " partitions");
+    return Status::InvalidArgument("more than " + std::to_string(kMaxPartitions) + " partitions");
   }
   const size_t ndims = hash_dims_.size();
   auto buckets_of = [&](size_t combo) {
@@ -326,22 +338,21 @@ Result<std::vector<Partition>> PartitionSchema::CreatePartitions(
     const std::vector<std::pair<RowView, RowView>>& bound_rows) const {
   std::vector<std::string> splits(split_rows.size());
   for (size_t i = 0; i < split_rows.size(); i++) {
-    RETURN_NOT_OK(EncodeBoundRow(split_rows[i], false,
-                                 ("split row " + std::to_string(i)).c_str(), &splits[i]));
+    RETURN_NOT_OK(EncodeBoundRow(split_rows[i], false, ("split row " + std::to_string(i)).c_str(),
+                                 &splits[i]));
   }
   std::vector<std::pair<std::string, std::string>> bounds(bound_rows.size());
   for (size_t i = 0; i < bound_rows.size(); i++) {
     const std::string what = "range bound " + std::to_string(i);
-    RETURN_NOT_OK(EncodeBoundRow(bound_rows[i].first, true, (what + " lower").c_str(),
-                                 &bounds[i].first));
-    RETURN_NOT_OK(EncodeBoundRow(bound_rows[i].second, true, (what + " upper").c_str(),
-                                 &bounds[i].second));
+    RETURN_NOT_OK(
+        EncodeBoundRow(bound_rows[i].first, true, (what + " lower").c_str(), &bounds[i].first));
+    RETURN_NOT_OK(
+        EncodeBoundRow(bound_rows[i].second, true, (what + " upper").c_str(), &bounds[i].second));
   }
   return CreatePartitions(splits, bounds);
 }
 
-Result<std::vector<Partition>> PartitionSchema::CreatePartitions(
-    const DecodedRowOps& rows) const {
+Result<std::vector<Partition>> PartitionSchema::CreatePartitions(const DecodedRowOps& rows) const {
   std::vector<RowView> splits;
   std::vector<std::pair<RowView, RowView>> bounds;
   for (size_t i = 0; i < rows.size(); i++) {

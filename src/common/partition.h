@@ -122,8 +122,7 @@ class PartitionSchema {
 
  private:
   // Appends the composite key encoding of `row`'s columns `idxs`.
-  static Status EncodeColumns(const RowView& row, const std::vector<int>& idxs,
-                              std::string* dst);
+  static Status EncodeColumns(const RowView& row, const std::vector<int>& idxs, std::string* dst);
   Status EncodeBoundRow(const RowView& row, bool allow_unset, const char* what,
                         std::string* dst) const;
 

@@ -31,14 +31,13 @@ Status ColumnPredicate::CheckValue(const ColumnSchema& col, const Cell& value, c
                                    DataTypeName(col.type()));
   }
   if (value.is_null()) {
-    return Status::InvalidArgument(OnColumn(col.name()) + ": " + what +
-                                   " is NULL (use IS NULL)");
+    return Status::InvalidArgument(OnColumn(col.name()) + ": " + what + " is NULL (use IS NULL)");
   }
   return Status::OK();
 }
 
-Result<ColumnPredicate> ColumnPredicate::Comparison(const Schema& schema, int column,
-                                                    CompareOp op, const Cell& value) {
+Result<ColumnPredicate> ColumnPredicate::Comparison(const Schema& schema, int column, CompareOp op,
+                                                    const Cell& value) {
   switch (op) {
     case CompareOp::kEqual:
       return Equality(schema, column, value);
@@ -54,9 +53,9 @@ Result<ColumnPredicate> ColumnPredicate::Comparison(const Schema& schema, int co
   return Status::InvalidArgument("unknown comparison operator");
 }
 
-Result<ColumnPredicate> ColumnPredicate::Range(const Schema& schema, int column,
-                                               const Cell& lower, bool lower_inclusive,
-                                               const Cell& upper, bool upper_inclusive) {
+Result<ColumnPredicate> ColumnPredicate::Range(const Schema& schema, int column, const Cell& lower,
+                                               bool lower_inclusive, const Cell& upper,
+                                               bool upper_inclusive) {
   ASSIGN_OR_RETURN(const ColumnSchema* col, CheckColumn(schema, column));
   if (lower.is_absent() && upper.is_absent()) {
     return Status::InvalidArgument(OnColumn(col->name()) + ": range has no bounds");
@@ -114,8 +113,7 @@ Result<ColumnPredicate> ColumnPredicate::IsNotNull(const Schema& schema, int col
   return ColumnPredicate(Kind::kIsNotNull, column, *col);
 }
 
-Result<ColumnPredicate> ColumnPredicate::FromPB(const ColumnPredicatePB& pb,
-                                                const Schema& schema) {
+Result<ColumnPredicate> ColumnPredicate::FromPB(const ColumnPredicatePB& pb, const Schema& schema) {
   const int idx = schema.FindColumn(pb.column());
   if (idx < 0) {
     return Status::InvalidArgument("predicate on unknown column '" + pb.column() + "'");
@@ -124,8 +122,8 @@ Result<ColumnPredicate> ColumnPredicate::FromPB(const ColumnPredicatePB& pb,
   if (pb.type() != UNKNOWN_DATA && pb.type() != DataTypeToPB(col.type())) {
     const char* sent =
         pb.type() > 0 && pb.type() <= kMaxDataType ? DataTypeName(DataType(pb.type())) : "UNKNOWN";
-    return Status::InvalidArgument(OnColumn(col.name()) + " has type " + sent +
-                                   ", the column is " + DataTypeName(col.type()));
+    return Status::InvalidArgument(OnColumn(col.name()) + " has type " + sent + ", the column is " +
+                                   DataTypeName(col.type()));
   }
   auto decode = [&](const std::string& bytes, const char* what, Cell* out) -> Status {
     Status s = DecodeCellValue(col.type(), Slice(bytes), out);
@@ -219,8 +217,9 @@ bool ColumnPredicate::Evaluate(const Cell& cell) const {
       return true;
     }
     case Kind::kInList: {
-      auto it = std::lower_bound(in_list_.begin(), in_list_.end(), cell,
-                                 [](const Value& v, const Cell& c) { return v.cell().Compare(c) < 0; });
+      auto it =
+          std::lower_bound(in_list_.begin(), in_list_.end(), cell,
+                           [](const Value& v, const Cell& c) { return v.cell().Compare(c) < 0; });
       return it != in_list_.end() && it->cell().Compare(cell) == 0;
     }
   }
@@ -363,6 +362,10 @@ KeyRange KeyRangeFromPredicates(const Schema& schema,
       std::string s = prefix;
       EncodeKeyCell(b.upper, last, &s);
       if (!b.upper_inclusive) {
+        if (s.empty()) {  // below the empty string: nothing ("" would mean unbounded)
+          range.empty = true;
+          return range;
+        }
         range.stop = std::move(s);
       } else if (last) {
         range.stop = ImmediateSuccessor(s);

@@ -29,21 +29,19 @@ std::string RowView::ToString() const {
   return s;
 }
 
-Row::Row(const Row& other) : schema_(other.schema_), cells_(other.cells_) {
-  CopyStringsFrom(other);
-}
+Row::Row(const Row& other) : schema_(other.schema_), cells_(other.cells_) { CopyOwnStrings(); }
 
 Row& Row::operator=(const Row& other) {
   if (this != &other) {
     schema_ = other.schema_;
     cells_ = other.cells_;
     arena_.Reset();
-    CopyStringsFrom(other);
+    CopyOwnStrings();
   }
   return *this;
 }
 
-void Row::CopyStringsFrom(const Row& other) {
+void Row::CopyOwnStrings() {
   for (Cell& c : cells_) {
     if (c.has_value() && IsVariableLength(c.type())) {
       c = Cell::VarLen(c.type(), arena_.Copy(c.slice_value()));

@@ -81,7 +81,8 @@ class Row {
 
  private:
   Status CheckSet(int idx, const Cell& value) const;
-  void CopyStringsFrom(const Row& other);
+  // Re-points every STRING/BINARY cell at a copy in arena_.
+  void CopyOwnStrings();
 
   const Schema* schema_;
   std::vector<Cell> cells_;

@@ -75,16 +75,14 @@ Status DecodeRowValue(Slice value, Row* row) {
     return Status::Corruption("row value: truncated header");
   }
   if (version > schema.version()) [[unlikely]] {
-    return Status::IllegalState("row value written with schema version " +
-                                std::to_string(version) + ", newer than the reader's " +
-                                std::to_string(schema.version()));
+    return Status::IllegalState("row value written with schema version " + std::to_string(version) +
+                                ", newer than the reader's " + std::to_string(schema.version()));
   }
   const int nk = schema.num_key_columns();
   if (n > static_cast<uint64_t>(schema.num_value_columns())) [[unlikely]] {
-    return Status::Corruption("row value has " + std::to_string(n) +
-                              " non-key columns, schema version " +
-                              std::to_string(schema.version()) + " has " +
-                              std::to_string(schema.num_value_columns()));
+    return Status::Corruption(
+        "row value has " + std::to_string(n) + " non-key columns, schema version " +
+        std::to_string(schema.version()) + " has " + std::to_string(schema.num_value_columns()));
   }
   const size_t bitmap_bytes = (n + 7) / 8;
   if (in.size() < bitmap_bytes) [[unlikely]] {

@@ -17,16 +17,26 @@ std::string RowPrefix(size_t row) { return "row " + std::to_string(row) + ": "; 
 
 const char* RowOpTypeName(RowOpType type) {
   switch (type) {
-    case RowOpType::kInsert: return "INSERT";
-    case RowOpType::kUpsert: return "UPSERT";
-    case RowOpType::kUpdate: return "UPDATE";
-    case RowOpType::kDelete: return "DELETE";
-    case RowOpType::kInsertIgnore: return "INSERT_IGNORE";
-    case RowOpType::kUpdateIgnore: return "UPDATE_IGNORE";
-    case RowOpType::kDeleteIgnore: return "DELETE_IGNORE";
-    case RowOpType::kSplitRow: return "SPLIT_ROW";
-    case RowOpType::kRangeLowerBound: return "RANGE_LOWER_BOUND";
-    case RowOpType::kRangeUpperBound: return "RANGE_UPPER_BOUND";
+    case RowOpType::kInsert:
+      return "INSERT";
+    case RowOpType::kUpsert:
+      return "UPSERT";
+    case RowOpType::kUpdate:
+      return "UPDATE";
+    case RowOpType::kDelete:
+      return "DELETE";
+    case RowOpType::kInsertIgnore:
+      return "INSERT_IGNORE";
+    case RowOpType::kUpdateIgnore:
+      return "UPDATE_IGNORE";
+    case RowOpType::kDeleteIgnore:
+      return "DELETE_IGNORE";
+    case RowOpType::kSplitRow:
+      return "SPLIT_ROW";
+    case RowOpType::kRangeLowerBound:
+      return "RANGE_LOWER_BOUND";
+    case RowOpType::kRangeUpperBound:
+      return "RANGE_UPPER_BOUND";
   }
   return "UNKNOWN";
 }
@@ -61,23 +71,25 @@ Status ValidateRowOperation(RowOpType type, const RowView& row) {
                                      "' is set");
     }
     if (c.is_null() && !col.is_nullable()) [[unlikely]] {
-      return Status::InvalidArgument(std::string(RowOpTypeName(type)) + ": column '" +
-                                     col.name() + "' is not nullable but NULL was given");
+      return Status::InvalidArgument(std::string(RowOpTypeName(type)) + ": column '" + col.name() +
+                                     "' is not nullable but NULL was given");
     }
   }
   if (IsUpdateLike(type) && !any_value_set) [[unlikely]] {
-    return Status::InvalidArgument(std::string(RowOpTypeName(type)) +
-                                   " sets no non-key column");
+    return Status::InvalidArgument(std::string(RowOpTypeName(type)) + " sets no non-key column");
   }
   return Status::OK();
 }
 
-Status RowOperationsEncoder::Add(RowOpType type, const RowView& row) {
+Status RowOperationsEncoder::Add(RowOpType type, const RowView& row_in) {
   const Schema& schema = *schema_;
-  if (&row.schema() != schema_ && !(row.schema() == schema)) {
-    return Status::InvalidArgument("row is of another schema than the encoder's");
-  }
   const int n = schema.num_columns();
+  if (&row_in.schema() != schema_ && row_in.schema().num_columns() != n) {
+    return Status::InvalidArgument("row has " + std::to_string(row_in.schema().num_columns()) +
+                                   " columns, the encoder's schema " + std::to_string(n));
+  }
+  // Judge the cells by the encoder's schema, as the server will.
+  const RowView row(schema_, row_in.cells());
   for (int i = 0; i < n; i++) {
     const Cell& c = row.cell(i);
     if (!c.is_absent() && c.type() != schema.column(i).type()) [[unlikely]] {
@@ -132,8 +144,8 @@ void RowOperationsEncoder::Finish(RowOperationsPB* pb) {
 namespace {
 
 // Parses one row's cells into `cells`; whole-block errors only.
-Status DecodeRow(const Schema& schema, size_t row_idx, const uint8_t* isset,
-                 const uint8_t* nulls, Slice indirect, Slice* in, Cell* cells) {
+Status DecodeRow(const Schema& schema, size_t row_idx, const uint8_t* isset, const uint8_t* nulls,
+                 Slice indirect, Slice* in, Cell* cells) {
   const int n = schema.num_columns();
   for (int i = 0; i < n; i++) {
     const bool is_null = BitSet(nulls, i);
@@ -157,8 +169,8 @@ Status DecodeRow(const Schema& schema, size_t row_idx, const uint8_t* isset,
       }
       if (offset > indirect.size() || length > indirect.size() - offset) [[unlikely]] {
         return Status::Corruption(RowPrefix(row_idx) + "column '" + schema.column(i).name() +
-                                  "': string at offset " + std::to_string(offset) +
-                                  " length " + std::to_string(length) + " is outside the " +
+                                  "': string at offset " + std::to_string(offset) + " length " +
+                                  std::to_string(length) + " is outside the " +
                                   std::to_string(indirect.size()) + "-byte indirect data");
       }
       cells[i] = Cell::VarLen(type, Slice(indirect.data() + offset, length));
@@ -170,8 +182,7 @@ Status DecodeRow(const Schema& schema, size_t row_idx, const uint8_t* isset,
       }
       if (type == DataType::kBool && !IsValidBoolByte((*in)[0])) [[unlikely]] {
         return Status::Corruption(RowPrefix(row_idx) + "column '" + schema.column(i).name() +
-                                  "': BOOL byte " + std::to_string((*in)[0]) +
-                                  " is not 0 or 1");
+                                  "': BOOL byte " + std::to_string((*in)[0]) + " is not 0 or 1");
       }
       cells[i] = DecodeFixedCell(type, in->data());
       in->remove_prefix(size);
@@ -197,9 +208,8 @@ Status DecodeRows(const RowOperationsPB& pb, const Schema& schema, RowBlockKind 
   const size_t bitmap_bytes = (n + 7) / 8;
   const size_t min_row_size = 1 + 2 * bitmap_bytes;
   if (num_rows > in.size() / min_row_size) {
-    return Status::Corruption("row block truncated: header announces " +
-                              std::to_string(num_rows) + " rows, " + std::to_string(in.size()) +
-                              " bytes follow");
+    return Status::Corruption("row block truncated: header announces " + std::to_string(num_rows) +
+                              " rows, " + std::to_string(in.size()) + " bytes follow");
   }
   if (num_rows * n > DecodedRowOps::kMaxCells) {
     return Status::InvalidArgument("row block too large: " + std::to_string(num_rows) +

@@ -91,9 +91,9 @@ class RowOperationsEncoder {
   // `schema` must outlive the encoder.
   explicit RowOperationsEncoder(const Schema* schema) : schema_(schema) {}
 
-  // Appends one operation. Checks ValidateRowOperation (write operations) and that
-  // the row's cells have the schema's types; an invalid row is not appended and its
-  // error is returned.
+  // Appends one operation. The row's cells are judged against the encoder's schema
+  // (same column count required): their types, and ValidateRowOperation for write
+  // operations. An invalid row is not appended and its error is returned.
   Status Add(RowOpType type, const RowView& row);
 
   int num_rows() const { return num_rows_; }

@@ -13,6 +13,9 @@
 // BINARY bytewise unsigned, FLOAT/DOUBLE numerically with two rules: -0.0 equals
 // +0.0, and every NaN equals every other NaN and sorts after +infinity.
 //
+// STRING and BINARY differ only in name and display; STRING bytes are not checked
+// for UTF-8 validity.
+//
 // Cells and Values are values: thread-compatible, no shared state.
 #pragma once
 
