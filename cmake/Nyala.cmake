@@ -59,6 +59,11 @@ function(nyala_tests)
     target_link_libraries(${name} PRIVATE ${ARG_DEPS} nyala_test_util)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES TIMEOUT 600)
+    if(NYALA_SANITIZE STREQUAL "thread")
+      # Races outside our code (glog/glibc); see the file for each entry's reason.
+      set_tests_properties(${name} PROPERTIES ENVIRONMENT
+        "TSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/scripts/tsan-suppressions.txt report_signal_unsafe=0")
+    endif()
     if(ARG_LABELS)
       set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
     endif()

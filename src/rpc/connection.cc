@@ -207,7 +207,12 @@ void Connection::FlushLocked() {
       add(it->head);
       for (const auto& sc : it->sidecars) add(sc);
     }
-    ssize_t w = writev(fd_, iov, n);
+    // sendmsg rather than writev for MSG_NOSIGNAL: a write to a peer that has reset
+    // the connection must fail with EPIPE, not raise SIGPIPE and kill the process.
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = size_t(n);
+    ssize_t w = sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;

@@ -549,9 +549,13 @@ TEST_F(RpcBadInputTest, ThousandConnectionsOpenedAndDroppedAtOnce) {
   std::vector<std::unique_ptr<RawConn>> conns;
   conns.reserve(kConns);
   const std::string full_call = AddFrame(1, 1, 1);
-  // Varied: silent, preamble only, a cut-off frame, pipelined calls never read.
+  // Varied: silent, preamble only, a cut-off frame, pipelined calls whose answers are
+  // never read. (AddInline runs on the reactor: 12,500 queued Add calls would rightly
+  // make the good client's calls SERVER_TOO_BUSY, which is load, not bad input.)
   std::string pipelined = Preamble();
-  for (int i = 0; i < 50; i++) pipelined += AddFrame(i, i, i);
+  for (int i = 0; i < 50; i++) {
+    pipelined += RequestFrame(i, CalculatorService::kName, "AddInline", MakeAdd(i, i));
+  }
   for (int i = 0; i < kConns; i++) {
     auto c = std::make_unique<RawConn>();
     Status s = c->Connect(addr_);
@@ -581,6 +585,37 @@ TEST_F(RpcBadInputTest, ThousandConnectionsOpenedAndDroppedAtOnce) {
   ASSERT_NO_FATAL_FAILURE(AssertGoodClientWorks());
   // The cut-off frames were noticed (a line each); the silent drops were not worth one.
   EXPECT_EQ(warnings_.CountContaining("mid-frame"), size_t(kConns / 4)) << warnings_.Dump();
+}
+
+// Clients that send calls and hang up without reading the answers: the service threads
+// then write to sockets the peer has reset. Without MSG_NOSIGNAL the second such write
+// raises SIGPIPE, whose default action kills the whole server process.
+TEST_F(RpcBadInputTest, PeersHangingUpBeforeTheirAnswersDoNotKillTheServer) {
+  constexpr int kRounds = 20;
+  constexpr int kConnsPerRound = 50;
+  std::string pipelined = Preamble();
+  for (int i = 0; i < 20; i++) pipelined += AddFrame(i, i, i);
+  const MonoTime deadline = MonoTime::Now() + MonoDelta::FromSeconds(60);
+  for (int round = 0; round < kRounds && MonoTime::Now() < deadline; round++) {
+    std::vector<std::unique_ptr<RawConn>> conns;
+    for (int i = 0; i < kConnsPerRound; i++) {
+      auto c = std::make_unique<RawConn>();
+      ASSERT_OK(c->Connect(addr_));
+      ASSERT_OK(c->Send(pipelined));
+      if (round % 4 == 3) c->SetAbortiveClose();
+      conns.push_back(std::move(c));
+    }
+    conns.clear();  // FIN (or RST) while the answers are being written
+  }
+  ASSERT_NO_FATAL_FAILURE(AssertOnlyGoodConnectionLeft());
+  // Calls of the gone peers may still be queued; the good client would rightly be told
+  // SERVER_TOO_BUSY while the queue is full.
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    auto queues = server_->DumpRunningCalls();
+    ASSERT_EQ(queues.size(), 1u);
+    ASSERT_NE(queues[0].find(": 0 calls queued"), std::string::npos) << queues[0];
+  });
+  ASSERT_NO_FATAL_FAILURE(AssertGoodClientWorks());
 }
 
 TEST_F(RpcBadInputTest, RandomBytesAfterPreambleNeverHurtTheServer) {

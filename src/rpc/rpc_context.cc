@@ -2,6 +2,10 @@
 
 #include <glog/logging.h>
 
+#include <cstring>
+
+#include "common/coding.h"
+
 #include "common/histogram.h"
 #include "common/metrics.h"
 #include "rpc/connection.h"
@@ -66,6 +70,42 @@ Status RpcContext::GetInboundSidecar(int idx, Slice* out) const {
 }
 
 void RpcContext::RespondSuccess() { SendResponse(false, *response_); }
+
+void RpcContext::RespondSuccessWithSerializedBody(Slice serialized_body) {
+  // The frame SerializeFrame would build for a body of these bytes.
+  ResponseHeaderPB header;
+  header.set_call_id(header_.call_id());
+  for (uint32_t off : SidecarOffsets(outbound_sidecars_)) header.add_sidecar_offsets(off);
+  const size_t hlen = header.ByteSizeLong();
+  const size_t blen = serialized_body.size();
+  size_t sidecar_bytes = 0;
+  for (const auto& s : outbound_sidecars_) sidecar_bytes += s.size();
+  const size_t payload = VarintLength(hlen) + hlen + VarintLength(blen) + blen + sidecar_bytes;
+  if (payload + kFrameLengthBytes > conn_->messenger()->max_message_size()) {
+    RespondFailure(Status::InvalidArgument("response too large",
+                                           std::to_string(payload + kFrameLengthBytes) + " bytes"));
+    return;
+  }
+  OutboundFrame frame;
+  frame.head.resize(kFrameLengthBytes + payload - sidecar_bytes);
+  auto* p = reinterpret_cast<uint8_t*>(frame.head.data());
+  EncodeFixed32BE(p, uint32_t(payload));
+  p += kFrameLengthBytes;
+  p = EncodeVarint64(p, hlen);
+  p = header.SerializeWithCachedSizesToArray(p);
+  p = EncodeVarint64(p, blen);
+  if (blen > 0) memcpy(p, serialized_body.data(), blen);
+  DCHECK_EQ(size_t(p + blen - reinterpret_cast<uint8_t*>(frame.head.data())), frame.head.size());
+  frame.sidecars = std::move(outbound_sidecars_);
+  conn_->Send(std::move(frame));
+  if (method_) {
+    if (method_->calls) method_->calls->Increment();
+    if (method_->handler_latency_us && handler_start_.Initialized()) {
+      method_->handler_latency_us->Increment((MonoTime::Now() - handler_start_).ToMicroseconds());
+    }
+  }
+  delete this;
+}
 
 void RpcContext::RespondFailure(const Status& status) {
   RespondRpcFailure(ErrorStatusPB::ERROR_APPLICATION, status);

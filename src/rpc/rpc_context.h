@@ -27,6 +27,10 @@ class RpcContext {
  public:
   // Sends the response message; the call succeeded.
   void RespondSuccess();
+  // The call succeeded; `serialized_body` (the serialized bytes of a message of the
+  // method's response type, e.g. a cached answer) is sent as the body in place of
+  // response(), which is ignored. The bytes are copied once, into the frame.
+  void RespondSuccessWithSerializedBody(Slice serialized_body);
   // The call failed in the application: ERROR_APPLICATION carrying `status`' code.
   void RespondFailure(const Status& status);
   // An RPC-level error (e.g. ERROR_SERVER_TOO_BUSY) carrying `status`.
