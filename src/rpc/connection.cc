@@ -21,6 +21,9 @@ namespace {
 constexpr size_t kInitialReadBuffer = 64 * 1024;
 constexpr int kMaxReadsPerEvent = 16;  // fairness between connections of one reactor
 constexpr int kMaxIovecs = 64;
+// How often a client connection with calls in flight checks their deadlines: a call
+// times out at most this much after its deadline.
+constexpr MonoDelta kTimeoutSweepInterval = MonoDelta::FromMilliseconds(5);
 thread_local FlushScope* tls_flush_scope = nullptr;
 
 std::string ErrnoString(int err) {
@@ -79,6 +82,7 @@ void Connection::Start() {
   write_event_ = event_new(reactor_->base(), fd_, EV_WRITE, &Connection::OnWritable, this);
   event_add(read_event_, nullptr);
   if (direction_ == Direction::kClient) {
+    sweep_event_ = event_new(reactor_->base(), -1, EV_PERSIST, &Connection::OnTimeoutSweep, this);
     connecting_ = true;
     OutboundFrame preamble;
     preamble.head.assign(kPreamble, kPreambleLen);
@@ -102,6 +106,10 @@ void Connection::Shutdown(const Status& reason) {
     if (write_event_) event_free(write_event_);
     read_event_ = write_event_ = nullptr;
   }
+  if (sweep_event_) {
+    event_free(sweep_event_);
+    sweep_event_ = nullptr;
+  }
   // Drain what the peer already sent so close() sends FIN, not RST: an RST would make
   // the peer's kernel discard a fatal error reply we just wrote.
   char sink[4096];
@@ -110,8 +118,12 @@ void Connection::Shutdown(const Status& reason) {
   close(fd_);
   VLOG(1) << "connection " << remote_.ToString() << " closed: " << reason.ToString();
 
-  auto calls = std::move(pending_calls_);
-  pending_calls_.clear();
+  std::unordered_map<int32_t, std::unique_ptr<OutboundCall>> calls;
+  {
+    MutexLock l(calls_mu_);
+    calls_closed_ = true;
+    calls.swap(pending_calls_);
+  }
   for (auto& [id, call] : calls) {
     call->CompleteWithError(reason.CloneAndPrepend(call->method() + " RPC to " +
                                                    remote_.ToString()));
@@ -121,41 +133,85 @@ void Connection::Shutdown(const Status& reason) {
 
 void Connection::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
   DCHECK(reactor_->IsCurrentThread());
-  DCHECK(direction_ == Direction::kClient);
-  if (closed()) {
+  call = TryQueueOutboundCall(std::move(call));
+  if (call) {
     call->CompleteWithError(Status::NetworkError(call->method() + " RPC to " +
                                                  remote_.ToString() + ": connection closed"));
-    return;
   }
-  call->connection = this;
-  if (call->deadline() != MonoTime::Max()) {
-    call->timer = evtimer_new(reactor_->base(), &Connection::OnCallTimeout, call.get());
-    timeval tv = (call->deadline() - MonoTime::Now()).ToTimeVal();
-    evtimer_add(call->timer, &tv);
-  }
-  OutboundFrame frame = call->TakeFrame();
-  const int32_t id = call->call_id();
-  auto [it, inserted] = pending_calls_.emplace(id, std::move(call));
-  if (!inserted) {
-    // A call id still in flight after 2^31 calls: fail the new call, keep the old.
-    LOG(ERROR) << "duplicate call id " << id << " to " << remote_.ToString();
-    return;
-  }
-  Send(std::move(frame));
 }
 
-void Connection::OnCallTimeout(int, short, void* arg) {
-  auto* call = static_cast<OutboundCall*>(arg);
-  Connection* conn = call->connection;
-  auto it = conn->pending_calls_.find(call->call_id());
-  DCHECK(it != conn->pending_calls_.end());
-  std::unique_ptr<OutboundCall> owned = std::move(it->second);
-  conn->pending_calls_.erase(it);
-  const MonoDelta waited = MonoTime::Now() - owned->start_time();
+std::unique_ptr<OutboundCall> Connection::TryQueueOutboundCall(
+    std::unique_ptr<OutboundCall> call) {
+  DCHECK(direction_ == Direction::kClient);
+  OutboundFrame frame = call->TakeFrame();
+  const int32_t id = call->call_id();
+  const bool has_deadline = call->deadline() != MonoTime::Max();
+  bool arm_sweep = false;
+  {
+    MutexLock l(calls_mu_);
+    if (calls_closed_) {
+      call->RestoreFrame(std::move(frame));
+      return call;
+    }
+    auto [it, inserted] = pending_calls_.emplace(id, std::move(call));
+    if (!inserted) {
+      // A call id still in flight after 2^31 calls: keep the old call, fail the new.
+      LOG(ERROR) << "duplicate call id " << id << " to " << remote_.ToString();
+      return nullptr;
+    }
+    if (has_deadline && !sweep_armed_) arm_sweep = sweep_armed_ = true;
+  }
+  // From here on the response may complete the call on the reactor at any moment.
+  if (arm_sweep) {
+    if (reactor_->IsCurrentThread()) {
+      ArmTimeoutSweep();
+    } else {
+      reactor_->Post([self = shared_from_this()] { self->ArmTimeoutSweep(); });
+    }
+  }
+  Send(std::move(frame));
+  return nullptr;
+}
+
+void Connection::ArmTimeoutSweep() {
+  DCHECK(reactor_->IsCurrentThread());
+  if (!sweep_event_) return;  // shut down meanwhile
+  timeval tv = kTimeoutSweepInterval.ToTimeVal();
+  evtimer_add(sweep_event_, &tv);
+}
+
+void Connection::OnTimeoutSweep(int, short, void* arg) {
+  auto* conn = static_cast<Connection*>(arg);
+  auto self = conn->shared_from_this();
   FlushScope scope;
-  owned->CompleteWithError(Status::TimedOut(owned->method() + " RPC to " +
-                                            conn->remote_.ToString() + " timed out after " +
-                                            waited.ToString()));
+  conn->SweepTimedOutCalls();
+}
+
+void Connection::SweepTimedOutCalls() {
+  const MonoTime now = MonoTime::Now();
+  std::vector<std::unique_ptr<OutboundCall>> expired;
+  {
+    MutexLock l(calls_mu_);
+    bool any_deadline = false;
+    for (auto it = pending_calls_.begin(); it != pending_calls_.end();) {
+      if (it->second->deadline() <= now) {
+        expired.push_back(std::move(it->second));
+        it = pending_calls_.erase(it);
+      } else {
+        any_deadline |= it->second->deadline() != MonoTime::Max();
+        ++it;
+      }
+    }
+    if (!any_deadline) {
+      sweep_armed_ = false;
+      event_del(sweep_event_);
+    }
+  }
+  for (auto& call : expired) {
+    const MonoDelta waited = now - call->start_time();
+    call->CompleteWithError(Status::TimedOut(call->method() + " RPC to " + remote_.ToString() +
+                                             " timed out after " + waited.ToString()));
+  }
 }
 
 void Connection::Send(OutboundFrame frame) {
@@ -338,16 +394,9 @@ bool Connection::ProcessBuffer() {
       }
       return false;
     }
-    if (rest.size() < frame_len) {
-      // Make room for the whole frame so the next reads can complete it.
-      if (in_buf_.size() < frame_len) {
-        memmove(in_buf_.data(), buf + pos, rest.size());
-        in_len_ = rest.size();
-        in_buf_.resize(frame_len);
-        return true;
-      }
-      break;
-    }
+    // An incomplete frame waits for more bytes. The buffer grows by doubling as they
+    // arrive (HandleRead), never to the length a peer merely claims.
+    if (rest.size() < frame_len) break;
     Slice payload(rest.data() + kFrameLengthBytes, frame_len - kFrameLengthBytes);
     const bool ok = direction_ == Direction::kServer ? HandleRequestFrame(payload)
                                                      : HandleResponseFrame(payload);
@@ -402,8 +451,16 @@ bool Connection::HandleResponseFrame(Slice payload) {
     Shutdown(s.CloneAndPrepend("response from " + remote_.ToString()));
     return false;
   }
-  auto it = pending_calls_.find(header.call_id());
-  if (it == pending_calls_.end()) {
+  std::unique_ptr<OutboundCall> call;
+  {
+    MutexLock l(calls_mu_);
+    auto it = pending_calls_.find(header.call_id());
+    if (it != pending_calls_.end()) {
+      call = std::move(it->second);
+      pending_calls_.erase(it);
+    }
+  }
+  if (!call) {
     if (header.call_id() < 0 && header.is_error()) {
       // A fatal connection-level error from the server.
       ErrorStatusPB err;
@@ -417,8 +474,6 @@ bool Connection::HandleResponseFrame(Slice payload) {
             << " arrived after the call completed (timed out?)";
     return true;
   }
-  std::unique_ptr<OutboundCall> call = std::move(it->second);
-  pending_calls_.erase(it);
   call->CompleteWithResponse(header, parts.body, parts.sidecar_area);
   return true;
 }

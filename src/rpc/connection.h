@@ -53,8 +53,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // outbound call with `reason`. Idempotent.
   void Shutdown(const Status& reason);
 
-  // Reactor thread (client): registers `call`, arms its timeout and sends it.
+  // Reactor thread (client): registers `call` and sends it; fails it if the
+  // connection has closed.
   void QueueOutboundCall(std::unique_ptr<OutboundCall> call);
+  // Any thread (client): registers `call` and sends it, writing straight to the
+  // socket when nothing is queued ahead (no reactor wakeup). Returns the call back,
+  // untouched, if the connection has closed, so the caller can open a new one.
+  std::unique_ptr<OutboundCall> TryQueueOutboundCall(std::unique_ptr<OutboundCall> call);
 
   // Any thread: queues `frame` and writes it now, or at the end of this thread's
   // FlushScope. Dropped silently if the connection has closed.
@@ -68,14 +73,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Reactor* reactor() const { return reactor_; }
   Messenger* messenger() const { return messenger_; }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
-  size_t NumPendingCallsForTests() const { return pending_calls_.size(); }
+  size_t NumPendingCallsForTests() const {
+    MutexLock l(calls_mu_);
+    return pending_calls_.size();
+  }
 
  private:
   friend class FlushScope;
 
   static void OnReadable(int fd, short events, void* arg);
   static void OnWritable(int fd, short events, void* arg);
-  static void OnCallTimeout(int fd, short events, void* arg);
+  static void OnTimeoutSweep(int fd, short events, void* arg);
+  // Fails the calls whose deadline passed; stops sweeping when none is pending.
+  void SweepTimedOutCalls();
+  void ArmTimeoutSweep();
 
   void HandleRead();
   // Parses every complete frame in the buffer. Returns false if the connection closed.
@@ -103,7 +114,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t in_len_ = 0;
   bool preamble_seen_ = false;
   bool connecting_ = false;
-  std::unordered_map<int32_t, std::unique_ptr<OutboundCall>> pending_calls_;
+  event* sweep_event_ = nullptr;  // client: periodic check of call deadlines
+
+  // Outbound calls awaiting their response (client). Completed outside the lock.
+  mutable Mutex calls_mu_;
+  std::unordered_map<int32_t, std::unique_ptr<OutboundCall>> pending_calls_ GUARDED_BY(calls_mu_);
+  bool calls_closed_ GUARDED_BY(calls_mu_) = false;
+  bool sweep_armed_ GUARDED_BY(calls_mu_) = false;
 
   Mutex out_mu_;
   std::deque<OutboundFrame> outbox_ GUARDED_BY(out_mu_);

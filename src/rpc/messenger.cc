@@ -217,6 +217,14 @@ void Messenger::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
     return;
   }
   Reactor* r = ReactorFor(call->remote());
+  if (!r->IsCurrentThread()) {
+    // Fast path: the connection is up, so write from this thread without waking the
+    // reactor (it only has to read the answer).
+    if (std::shared_ptr<Connection> conn = r->FindClientConnection(call->remote())) {
+      call = conn->TryQueueOutboundCall(std::move(call));
+      if (!call) return;
+    }
+  }
   auto send = [this, r](std::unique_ptr<OutboundCall> call) {
     if (r->closing()) {
       call->CompleteWithError(Status::ServiceUnavailable("client messenger is shutting down"));

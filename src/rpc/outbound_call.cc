@@ -1,6 +1,5 @@
 #include "rpc/outbound_call.h"
 
-#include <event2/event.h>
 #include <glog/logging.h>
 
 #include "rpc/rpc_controller.h"
@@ -67,9 +66,7 @@ OutboundCall::OutboundCall(Sockaddr remote, std::string_view service, std::strin
                                                    : MonoTime::Max();
 }
 
-OutboundCall::~OutboundCall() {
-  if (timer) event_free(timer);
-}
+OutboundCall::~OutboundCall() = default;
 
 Status OutboundCall::Serialize(int32_t call_id, const google::protobuf::Message& request,
                                uint32_t max_message_size) {

@@ -1,7 +1,8 @@
 // OutboundCall: one request on its way out and the wait for its answer (client
 // side). Created by Proxy on the caller's thread, which serializes the request; from
 // then on owned by the connection that sends it and completed exactly once, on that
-// connection's reactor thread: by the response, its timeout, or connection failure.
+// connection's reactor thread: by the response, its timeout (the connection's
+// timeout sweep), or connection failure.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -15,11 +16,8 @@
 #include "rpc/serialization.h"
 #include "rpc/sockaddr.h"
 
-struct event;
-
 namespace nyala::rpc {
 
-class Connection;
 class RpcController;
 
 class OutboundCall {
@@ -44,14 +42,10 @@ class OutboundCall {
   const Sockaddr& remote() const { return remote_; }
   MonoTime deadline() const { return deadline_; }
   OutboundFrame TakeFrame() { return std::move(frame_); }
+  void RestoreFrame(OutboundFrame frame) { frame_ = std::move(frame); }
   const std::string& method() const { return method_; }
   const std::string& service() const { return service_; }
   MonoTime start_time() const { return start_time_; }
-
-  // Set by the connection that sends the call (reactor thread): its timeout timer,
-  // owned here (nullptr without a deadline), and the connection itself.
-  event* timer = nullptr;
-  Connection* connection = nullptr;
 
  private:
   void Finish();

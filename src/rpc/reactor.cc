@@ -147,7 +147,7 @@ void Reactor::AddServerConnection(std::shared_ptr<Connection> conn) {
 }
 
 std::shared_ptr<Connection> Reactor::FindClientConnection(const Sockaddr& remote) {
-  DCHECK(IsCurrentThread());
+  MutexLock l(client_mu_);
   auto it = client_conns_.find(remote);
   return it == client_conns_.end() ? nullptr : it->second;
 }
@@ -155,6 +155,7 @@ std::shared_ptr<Connection> Reactor::FindClientConnection(const Sockaddr& remote
 void Reactor::AddClientConnection(std::shared_ptr<Connection> conn) {
   DCHECK(IsCurrentThread());
   Sockaddr remote = conn->remote();
+  MutexLock l(client_mu_);
   client_conns_[remote] = std::move(conn);
   num_connections_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -171,6 +172,7 @@ void Reactor::RemoveConnection(Connection* conn) {
       }
     }
   } else {
+    MutexLock l(client_mu_);
     auto it = client_conns_.find(conn->remote());
     if (it != client_conns_.end() && it->second.get() == conn) {
       keep = std::move(it->second);
@@ -186,9 +188,13 @@ void Reactor::RemoveConnection(Connection* conn) {
 void Reactor::ShutdownConnections(const Status& reason) {
   DCHECK(IsCurrentThread());
   std::vector<std::shared_ptr<Connection>> all(server_conns_.begin(), server_conns_.end());
-  for (auto& [addr, c] : client_conns_) all.push_back(c);
+  {
+    MutexLock l(client_mu_);
+    for (auto& [addr, c] : client_conns_) all.push_back(c);
+  }
   for (auto& c : all) c->Shutdown(reason);
   server_conns_.clear();
+  MutexLock l(client_mu_);
   client_conns_.clear();
   num_connections_.store(0);
 }

@@ -49,10 +49,11 @@ class Reactor {
   const std::string& name() const { return name_; }
   bool closing() const { return closing_.load(std::memory_order_acquire); }
 
-  // Connection bookkeeping (reactor thread only). Server connections are kept until
-  // they close; client connections are found again by remote address.
+  // Connection bookkeeping (reactor thread, except FindClientConnection: any thread).
+  // Server connections are kept until they close; client connections are found again
+  // by remote address.
   void AddServerConnection(std::shared_ptr<Connection> conn);
-  std::shared_ptr<Connection> FindClientConnection(const Sockaddr& remote);
+  std::shared_ptr<Connection> FindClientConnection(const Sockaddr& remote) EXCLUDES(client_mu_);
   void AddClientConnection(std::shared_ptr<Connection> conn);
   // Forgets `conn`; the object is freed after the current callback returns.
   void RemoveConnection(Connection* conn);
@@ -80,7 +81,10 @@ class Reactor {
 
   // Reactor thread only.
   std::set<std::shared_ptr<Connection>> server_conns_;
-  std::unordered_map<Sockaddr, std::shared_ptr<Connection>, SockaddrHash> client_conns_;
+  // Written on the reactor thread, read by callers sending from their own thread.
+  Mutex client_mu_;
+  std::unordered_map<Sockaddr, std::shared_ptr<Connection>, SockaddrHash> client_conns_
+      GUARDED_BY(client_mu_);
   std::atomic<size_t> num_connections_{0};
 
   Mutex tasks_mu_;
