@@ -11,6 +11,7 @@ PACKAGES=(
   libgflags-dev libgoogle-glog-dev
   librocksdb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev
 )
 
 missing=()

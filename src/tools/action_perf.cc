@@ -1,0 +1,105 @@
+// nyala perf loadgen: inserts generated rows with AUTO_FLUSH_BACKGROUND sessions from
+// several threads and reports the time per row (the shape of Kudu's loadgen).
+#include <gflags/gflags.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "common/monotime.h"
+#include "tools/tool_action.h"
+
+DEFINE_int64(num_rows_per_thread, 100000, "loadgen: rows each thread inserts.");
+DEFINE_int32(num_threads, 2, "loadgen: writer threads, each with its own session.");
+DEFINE_int64(buffer_size_bytes, 7 * 1024 * 1024, "loadgen: session mutation buffer space.");
+DEFINE_double(buffer_flush_watermark_pct, 0.5,
+              "loadgen: fraction of the buffer that triggers a background flush.");
+DEFINE_string(table_name, "",
+              "loadgen: write into this existing table (key INT64, a INT32, b STRING, c STRING, "
+              "d INT32 or compatible); empty: create a table and delete it afterwards.");
+DEFINE_bool(keep_auto_table, false, "loadgen: keep the auto-created table.");
+DEFINE_int32(table_num_hash_buckets, 8, "loadgen: hash buckets of the auto-created table.");
+DEFINE_int32(string_len, 32, "loadgen: length of the generated strings.");
+
+namespace nyala::tools {
+
+namespace {
+
+Status LoadGen(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  std::string table_name = FLAGS_table_name;
+  const bool auto_table = table_name.empty();
+  if (auto_table) {
+    std::random_device rd;
+    table_name = "loadgen_auto_" + std::to_string(rd() % 1000000);
+    auto creator = client->NewTableCreator();
+    client::SchemaBuilder sb;
+    sb.AddKeyColumn("key", DataType::kInt64)
+        .AddColumn("a", DataType::kInt32)
+        .AddColumn("b", DataType::kString)
+        .AddColumn("c", DataType::kString)
+        .AddColumn("d", DataType::kInt32);
+    ASSIGN_OR_RETURN(Schema schema, sb.Build());
+    creator->table_name(table_name).schema(schema).wait(true);
+    creator->add_hash_partitions({"key"}, FLAGS_table_num_hash_buckets);
+    RETURN_NOT_OK(creator->Create());
+    printf("Created table %s\n", table_name.c_str());
+  }
+  ASSIGN_OR_RETURN(auto table, client->OpenTable(table_name));
+  std::atomic<int64_t> errors{0};
+  std::vector<Status> thread_status(FLAGS_num_threads);
+  const MonoTime start = MonoTime::Now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < FLAGS_num_threads; t++) {
+    threads.emplace_back([&, t] {
+      auto session = client->NewSession();
+      Status s = session->SetFlushMode(client::Session::FlushMode::kAutoFlushBackground);
+      if (s.ok()) s = session->SetMutationBufferSpace(size_t(FLAGS_buffer_size_bytes));
+      if (s.ok()) s = session->SetMutationBufferFlushWatermark(FLAGS_buffer_flush_watermark_pct);
+      std::mt19937_64 rng(t * 7919 + 1);
+      std::string str(size_t(FLAGS_string_len), 'x');
+      for (int64_t i = 0; i < FLAGS_num_rows_per_thread && s.ok(); i++) {
+        const int64_t key = int64_t(t) * FLAGS_num_rows_per_thread + i;
+        for (char& ch : str) ch = char('a' + rng() % 26);
+        auto op = table->NewInsert();
+        s = op->Set("key", Cell::Int64(key));
+        if (s.ok()) s = op->Set("a", Cell::Int32(int32_t(key)));
+        if (s.ok()) s = op->Set("b", Cell::String(str));
+        if (s.ok()) s = op->Set("c", Cell::String(str));
+        if (s.ok()) s = op->Set("d", Cell::Int32(int32_t(i)));
+        if (s.ok()) s = session->Apply(std::move(op));
+        if (s.IsIOError()) s = Status::OK();  // a row error: counted below
+      }
+      Status f = session->Flush();
+      errors += session->CountPendingErrors();
+      thread_status[t] = s.ok() ? (f.IsIOError() ? Status::OK() : f) : s;
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double ms = (MonoTime::Now() - start).ToSeconds() * 1000;
+  const int64_t rows = FLAGS_num_rows_per_thread * FLAGS_num_threads;
+  printf("Generator report\n");
+  printf("  rows total  : %lld\n", static_cast<long long>(rows));
+  printf("  time total  : %.2f ms\n", ms);
+  printf("  time per row: %.6f ms\n", ms / std::max<int64_t>(rows, 1));
+  printf("  rows/s      : %.0f\n", rows / (ms / 1000));
+  if (auto_table && !FLAGS_keep_auto_table) RETURN_NOT_OK(client->DeleteTable(table_name));
+  for (const auto& s : thread_status) RETURN_NOT_OK(s);
+  if (errors > 0) return Status::Incomplete(std::to_string(errors.load()) + " row errors");
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterPerfActions() {
+  AllActions().push_back(
+      {"perf", "loadgen",
+       "Insert generated rows from --num_threads threads (AUTO_FLUSH_BACKGROUND) and report the "
+       "time per row.",
+       "<master_addresses>",
+       {"num_rows_per_thread", "num_threads", "buffer_size_bytes", "buffer_flush_watermark_pct",
+        "table_name", "keep_auto_table", "table_num_hash_buckets", "string_len"},
+       1, 1, LoadGen});
+}
+
+}  // namespace nyala::tools

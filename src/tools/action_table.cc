@@ -1,0 +1,367 @@
+// nyala table list | describe | create | delete | count | scan | get | insert | upsert |
+// delete_rows
+#include <gflags/gflags.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "common/monotime.h"
+#include "tools/predicates_json.h"
+#include "tools/row_input.h"
+#include "tools/table_spec.h"
+#include "tools/tool_action.h"
+#include "tools/value_parse.h"
+
+DEFINE_string(columns, "", "Comma-separated columns to show (default: all).");
+DEFINE_string(predicates, "",
+              "Scan predicates as JSON, e.g. '[\"AND\", [\">=\", \"key\", 5], "
+              "[\"IN\", \"host\", [\"a\", \"b\"]], [\"NOTNULL\", \"v\"]]'. Operators: = < <= > >= "
+              "IN NULL NOTNULL.");
+DEFINE_int64(limit, 0, "Stop after this many rows (0: no limit).");
+DEFINE_string(file, "", "Input rows: a .csv file (header line of column names) or a .jsonl "
+              "file (one JSON object per line); '-' reads CSV from stdin.");
+DEFINE_string(name_filter, "", "Only tables whose name contains this.");
+DEFINE_int32(max_errors_shown, 20, "Row errors printed before the rest are only counted.");
+DECLARE_int64(timeout_ms);
+
+namespace nyala::tools {
+
+using client::ScanBatch;
+using nlohmann::json;
+
+namespace {
+
+Status ListTables(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(auto names, client->ListTables(FLAGS_name_filter));
+  TableOutput out({"name"});
+  for (const auto& n : names) out.AddRow({n});
+  out.Print(format);
+  return Status::OK();
+}
+
+Status DescribeTable(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
+  const Schema& schema = table->schema();
+  TableOutput out({"column", "type", "key", "nullable", "default"});
+  for (int i = 0; i < schema.num_columns(); i++) {
+    const ColumnSchema& c = schema.column(i);
+    std::string def = c.default_value().has_value() ? CellToText(c.default_value().cell()) : "";
+    out.AddRow({c.name(), DataTypeName(c.type()), schema.is_key_column(i) ? "yes" : "no",
+                c.is_nullable() ? "yes" : "no", def},
+               {c.name(), DataTypeName(c.type()), schema.is_key_column(i), c.is_nullable(),
+                c.default_value().has_value() ? CellToJson(c.default_value().cell()) : json()});
+  }
+  if (format == OutputFormat::kJson) {
+    json j = {{"name", table->name()},
+              {"id", table->id()},
+              {"num_replicas", table->num_replicas()},
+              {"partitioning", table->partition_schema().ToString()},
+              {"columns", json::parse(out.Render(OutputFormat::kJson))}};
+    printf("%s\n", DumpJson(j).c_str());
+    return Status::OK();
+  }
+  printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n\n", table->name().c_str(),
+         table->id().c_str(), table->num_replicas(),
+         table->partition_schema().ToString().c_str());
+  out.Print(format);
+  return Status::OK();
+}
+
+Result<std::string> ReadSpecText(const std::string& arg) {
+  size_t b = arg.find_first_not_of(" \t\n");
+  if (b != std::string::npos && arg[b] == '{') return arg;
+  std::ifstream in(arg);
+  if (!in) return Status::NotFound("cannot read table spec file " + arg);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status CreateTable(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(std::string text, ReadSpecText(args[1]));
+  ASSIGN_OR_RETURN(json j, ParseJson(text, "the table spec"));
+  ASSIGN_OR_RETURN(TableSpec spec, ParseTableSpec(j));
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  auto creator = client->NewTableCreator();
+  RETURN_NOT_OK(ApplyTableSpec(spec, creator.get()));
+  creator->wait(true);
+  RETURN_NOT_OK(creator->Create());
+  printf("Created table %s\n", spec.name.c_str());
+  return Status::OK();
+}
+
+Status DeleteTable(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  RETURN_NOT_OK(client->DeleteTable(args[1]));
+  printf("Deleted table %s\n", args[1].c_str());
+  return Status::OK();
+}
+
+// Opens a scanner with --columns, --predicates and --limit.
+Status OpenScanner(const std::shared_ptr<client::Table>& table, client::Scanner* scanner,
+                   Arena* arena, bool count_only) {
+  if (count_only) {
+    RETURN_NOT_OK(scanner->SetProjectedColumnNames({table->schema().column(0).name()}));
+  } else if (!FLAGS_columns.empty()) {
+    RETURN_NOT_OK(scanner->SetProjectedColumnNames(SplitList(FLAGS_columns)));
+  }
+  if (!FLAGS_predicates.empty()) {
+    ASSIGN_OR_RETURN(auto preds, ParsePredicates(*table, FLAGS_predicates, arena));
+    for (auto& p : preds) RETURN_NOT_OK(scanner->AddPredicate(std::move(p)));
+  }
+  if (FLAGS_limit > 0) RETURN_NOT_OK(scanner->SetLimit(FLAGS_limit));
+  RETURN_NOT_OK(scanner->SetTimeoutMillis(FLAGS_timeout_ms));
+  return scanner->Open();
+}
+
+Status CountRows(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
+  client::Scanner scanner(table);
+  Arena arena;
+  RETURN_NOT_OK(OpenScanner(table, &scanner, &arena, /*count_only=*/true));
+  int64_t n = 0;
+  while (scanner.HasMoreRows()) {
+    ScanBatch batch;
+    RETURN_NOT_OK(scanner.NextBatch(&batch));
+    n += batch.num_rows();
+  }
+  printf("%lld\n", static_cast<long long>(n));
+  return Status::OK();
+}
+
+void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, TableOutput* out) {
+  std::vector<std::string> text;
+  std::vector<json> values;
+  for (int c = 0; c < ncols; c++) {
+    Cell cell = row.cell(c);
+    text.push_back(CellToText(cell));
+    values.push_back(CellToJson(cell));
+  }
+  out->AddRow(std::move(text), std::move(values));
+}
+
+std::vector<std::string> ColumnNames(const Schema& s) {
+  std::vector<std::string> names;
+  for (int i = 0; i < s.num_columns(); i++) names.push_back(s.column(i).name());
+  return names;
+}
+
+Status ScanTable(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
+  client::Scanner scanner(table);
+  Arena arena;
+  RETURN_NOT_OK(OpenScanner(table, &scanner, &arena, false));
+  std::unique_ptr<TableOutput> out;
+  while (scanner.HasMoreRows()) {
+    ScanBatch batch;
+    RETURN_NOT_OK(scanner.NextBatch(&batch));
+    if (!out) out = std::make_unique<TableOutput>(ColumnNames(batch.projection_schema()));
+    const int ncols = batch.projection_schema().num_columns();
+    for (int i = 0; i < batch.num_rows(); i++) AddRowOutput(batch.row(i), ncols, out.get());
+  }
+  if (!out) {
+    // No batch at all: print the header of the projection.
+    std::vector<std::string> cols =
+        FLAGS_columns.empty() ? ColumnNames(table->schema()) : SplitList(FLAGS_columns);
+    out = std::make_unique<TableOutput>(cols);
+  }
+  out->Print(format);
+  if (format == OutputFormat::kTable) fprintf(stderr, "(%zu rows)\n", out->num_rows());
+  return Status::OK();
+}
+
+Status GetRows(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
+  const Schema& schema = table->schema();
+  const size_t nkeys = size_t(schema.num_key_columns());
+  if ((args.size() - 2) % nkeys != 0) {
+    std::string cols;
+    for (size_t i = 0; i < nkeys; i++) cols += (i ? ", " : "") + schema.column(int(i)).name();
+    return Status::InvalidArgument("give the key as " + std::to_string(nkeys) +
+                                   " value(s) per row, in key order (" + cols + ")");
+  }
+  std::vector<Row> keys;
+  for (size_t a = 2; a < args.size(); a += nkeys) {
+    Row key = table->NewRow();
+    for (size_t k = 0; k < nkeys; k++) {
+      ASSIGN_OR_RETURN(Cell c, ParseCellText(schema.column(int(k)), args[a + k], key.arena()));
+      RETURN_NOT_OK(key.Set(int(k), c));
+    }
+    keys.push_back(std::move(key));
+  }
+  std::vector<std::string> projection =
+      FLAGS_columns.empty() ? std::vector<std::string>() : SplitList(FLAGS_columns);
+  ASSIGN_OR_RETURN(auto result, table->MultiGet(keys, projection));
+  std::vector<std::string> cols = projection.empty() ? ColumnNames(schema) : projection;
+  TableOutput out(cols);
+  size_t missing = 0;
+  for (size_t i = 0; i < result.num_keys(); i++) {
+    auto row = result.row(i);
+    if (!row) {
+      missing++;
+      fprintf(stderr, "not found: %s\n", keys[i].view().ToString().c_str());
+      continue;
+    }
+    AddRowOutput(*row, int(cols.size()), &out);
+  }
+  out.Print(format);
+  if (missing == result.num_keys()) return Status::NotFound("no row has the given key");
+  return Status::OK();
+}
+
+// Loads rows from --file with one write operation per row, in AUTO_FLUSH_BACKGROUND.
+Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMode mode,
+                 RowOpType op_type) {
+  if (FLAGS_file.empty()) return Status::InvalidArgument("give the rows with --file=rows.csv|rows.jsonl");
+  RowReader::Format fmt = RowReader::Format::kCsv;
+  FILE* in = stdin;
+  int64_t total_bytes = 0;
+  if (FLAGS_file != "-") {
+    ASSIGN_OR_RETURN(fmt, RowReader::FormatForPath(FLAGS_file));
+    in = fopen(FLAGS_file.c_str(), "r");
+    if (!in) return Status::NotFound("cannot open " + FLAGS_file);
+    fseek(in, 0, SEEK_END);
+    total_bytes = ftell(in);
+    fseek(in, 0, SEEK_SET);
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> closer(in == stdin ? nullptr : in, &fclose);
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
+  auto session = client->NewSession();
+  RETURN_NOT_OK(session->SetFlushMode(mode));
+  session->SetTimeoutMillis(FLAGS_timeout_ms);
+
+  RowReader reader(in, fmt, &table->schema());
+  std::unordered_map<const client::WriteOperation*, int64_t> op_lines;
+  int64_t applied = 0, bad_lines = 0, row_errors = 0, shown = 0;
+  const bool progress = StderrIsTerminal();
+  const MonoTime start = MonoTime::Now();
+  MonoTime last_progress = start;
+  auto report = [&](const std::string& msg) {
+    if (shown++ < FLAGS_max_errors_shown) fprintf(stderr, "%s%s\n", progress ? "\r\033[K" : "", msg.c_str());
+  };
+  auto drain_errors = [&] {
+    std::vector<std::unique_ptr<client::WriteError>> errors;
+    bool overflow = false;
+    session->GetPendingErrors(&errors, &overflow);
+    for (auto& e : errors) {
+      row_errors++;
+      auto it = op_lines.find(&e->failed_op());
+      std::string where = it == op_lines.end() ? "a row" : "line " + std::to_string(it->second);
+      report(where + ": " + e->status().ToString());
+    }
+    if (overflow) report("(more row errors were dropped by the client)");
+  };
+  Row row = table->NewRow();
+  while (true) {
+    Status s = reader.Next(&row);
+    if (s.IsEndOfFile()) break;
+    if (!s.ok()) {
+      bad_lines++;
+      report(s.message());
+      if (s.message().find("(header)") != std::string::npos) return s;
+      continue;
+    }
+    std::unique_ptr<client::WriteOperation> op;
+    switch (op_type) {
+      case RowOpType::kUpsert: op = table->NewUpsert(); break;
+      case RowOpType::kDelete: op = table->NewDelete(); break;
+      default: op = table->NewInsert(); break;
+    }
+    Status set_status;
+    for (int c = 0; c < table->schema().num_columns() && set_status.ok(); c++) {
+      Cell cell = row.view().cell(c);
+      if (cell.is_absent()) continue;
+      if (op_type == RowOpType::kDelete && !table->schema().is_key_column(c)) continue;
+      set_status = cell.is_null() ? op->SetNull(c) : op->Set(c, cell);
+    }
+    if (!set_status.ok()) {
+      bad_lines++;
+      report("line " + std::to_string(reader.line_number()) + ": " + set_status.message());
+      continue;
+    }
+    op_lines[op.get()] = reader.line_number();
+    s = session->Apply(std::move(op));
+    if (!s.ok() && !s.IsIOError()) {
+      bad_lines++;
+      report("line " + std::to_string(reader.line_number()) + ": " + s.ToString());
+    }
+    applied++;
+    if (session->CountPendingErrors() > 0) drain_errors();
+    if (progress && MonoTime::Now() - last_progress > MonoDelta::FromMilliseconds(200)) {
+      last_progress = MonoTime::Now();
+      const double secs = (last_progress - start).ToSeconds();
+      const int pct = total_bytes > 0 ? int(100 * reader.bytes_read() / total_bytes) : 0;
+      const int bar = pct / 4;
+      fprintf(stderr, "\r[%s%s] %3d%% %lld rows, %.0f rows/s", std::string(bar, '=').c_str(),
+              std::string(25 - bar, ' ').c_str(), pct, static_cast<long long>(applied),
+              applied / std::max(secs, 1e-3));
+    }
+  }
+  Status flush = session->Flush();
+  drain_errors();
+  if (progress) fprintf(stderr, "\r\033[K");
+  const double secs = (MonoTime::Now() - start).ToSeconds();
+  const int64_t ok_rows = applied - row_errors;
+  printf("%lld rows written in %.2f s (%.0f rows/s); %lld bad input lines, %lld rows rejected\n",
+         static_cast<long long>(ok_rows), secs, ok_rows / std::max(secs, 1e-3),
+         static_cast<long long>(bad_lines), static_cast<long long>(row_errors));
+  if (!flush.ok() && !flush.IsIOError()) return flush;
+  if (bad_lines + row_errors > 0) {
+    return Status::Incomplete(std::to_string(bad_lines + row_errors) + " row(s) not written; see above");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterTableActions() {
+  auto& a = AllActions();
+  const std::string m = "<master_addresses>";
+  a.push_back({"table", "list", "List the tables.", m, {"name_filter", "format"}, 1, 1, ListTables});
+  a.push_back({"table", "describe", "Show a table's columns, partitioning and replication.",
+               m + " <table>", {"format"}, 2, 2, DescribeTable});
+  a.push_back({"table", "create",
+               "Create a table from a JSON spec, inline or in a file (see src/tools/table_spec.h):\n"
+               "  {\"name\": \"t\", \"columns\": [{\"name\": \"k\", \"type\": \"INT64\", \"key\": true}, ...],\n"
+               "   \"hash_partitions\": [{\"columns\": [\"k\"], \"buckets\": 4}],\n"
+               "   \"range_partition\": {\"columns\": [\"k\"], \"splits\": [[100]]}, \"num_replicas\": 1}",
+               m + " <json-spec|spec-file>", {}, 2, 2, CreateTable});
+  a.push_back({"table", "delete", "Delete a table and its data.", m + " <table>", {}, 2, 2,
+               DeleteTable});
+  a.push_back({"table", "count", "Count a table's rows (with optional --predicates).",
+               m + " <table>", {"predicates"}, 2, 2, CountRows});
+  a.push_back({"table", "scan", "Print a table's rows.", m + " <table>",
+               {"columns", "predicates", "limit", "format"}, 2, 2, ScanTable});
+  a.push_back({"table", "get", "Look rows up by primary key (key values in key-column order).",
+               m + " <table> <key>...", {"columns", "format"}, 3, -1, GetRows});
+  a.push_back({"table", "insert", "Insert rows from --file; reports each bad line.", m + " <table>",
+               {"file", "max_errors_shown"}, 2, 2, [](const std::vector<std::string>& args) {
+                 return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
+                                  RowOpType::kInsert);
+               }});
+  a.push_back({"table", "upsert", "Insert or replace rows from --file.", m + " <table>",
+               {"file", "max_errors_shown"}, 2, 2, [](const std::vector<std::string>& args) {
+                 return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
+                                  RowOpType::kUpsert);
+               }});
+  a.push_back({"table", "delete_rows", "Delete the rows whose keys are in --file.", m + " <table>",
+               {"file", "max_errors_shown"}, 2, 2, [](const std::vector<std::string>& args) {
+                 return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
+                                  RowOpType::kDelete);
+               }});
+}
+
+}  // namespace nyala::tools

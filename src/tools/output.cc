@@ -1,0 +1,108 @@
+#include "tools/output.h"
+
+#include <algorithm>
+
+namespace nyala::tools {
+
+using nlohmann::json;
+
+Result<OutputFormat> ParseOutputFormat(const std::string& s) {
+  if (s == "table") return OutputFormat::kTable;
+  if (s == "csv") return OutputFormat::kCsv;
+  if (s == "json") return OutputFormat::kJson;
+  return Status::InvalidArgument("--format must be table, csv or json, not '" + s + "'");
+}
+
+void TableOutput::AddRow(std::vector<std::string> text, std::vector<json> values) {
+  rows_.push_back(std::move(text));
+  values_.push_back(std::move(values));
+}
+
+void TableOutput::AddRow(std::vector<std::string> text) {
+  std::vector<json> values(text.begin(), text.end());
+  AddRow(std::move(text), std::move(values));
+}
+
+std::string CsvQuote(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos && !s.empty() && s.front() != ' ' &&
+      s.back() != ' ') {
+    return s;
+  }
+  if (s.empty()) return "\"\"";
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string DumpJson(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+Result<json> ParseJson(const std::string& text, const std::string& what) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Status::InvalidArgument(what + " is not valid JSON: " + e.what());
+  }
+}
+
+std::string TableOutput::Render(OutputFormat format) const {
+  std::string out;
+  switch (format) {
+    case OutputFormat::kJson: {
+      json arr = json::array();
+      for (const auto& row : values_) {
+        json obj = json::object();
+        for (size_t i = 0; i < columns_.size() && i < row.size(); i++) obj[columns_[i]] = row[i];
+        arr.push_back(std::move(obj));
+      }
+      return DumpJson(arr) + "\n";
+    }
+    case OutputFormat::kCsv: {
+      for (size_t i = 0; i < columns_.size(); i++) out += (i ? "," : "") + CsvQuote(columns_[i]);
+      out += "\n";
+      for (const auto& row : rows_) {
+        for (size_t i = 0; i < row.size(); i++) out += (i ? "," : "") + CsvQuote(row[i]);
+        out += "\n";
+      }
+      return out;
+    }
+    case OutputFormat::kTable: {
+      std::vector<size_t> width(columns_.size());
+      for (size_t i = 0; i < columns_.size(); i++) width[i] = columns_[i].size();
+      for (const auto& row : rows_) {
+        for (size_t i = 0; i < row.size() && i < width.size(); i++) {
+          width[i] = std::max(width[i], row[i].size());
+        }
+      }
+      auto line = [&](const std::vector<std::string>& cells) {
+        std::string l;
+        for (size_t i = 0; i < columns_.size(); i++) {
+          const std::string& c = i < cells.size() ? cells[i] : std::string();
+          l += (i ? " | " : " ") + c;
+          if (i + 1 < columns_.size()) l += std::string(width[i] - c.size(), ' ');
+        }
+        return l + "\n";
+      };
+      out += line(columns_);
+      std::string sep;
+      for (size_t i = 0; i < columns_.size(); i++) {
+        sep += (i ? "-+-" : "-") + std::string(width[i], '-');
+      }
+      out += sep + "\n";
+      for (const auto& row : rows_) out += line(row);
+      return out;
+    }
+  }
+  return out;
+}
+
+void TableOutput::Print(OutputFormat format, FILE* out) const {
+  std::string s = Render(format);
+  fwrite(s.data(), 1, s.size(), out);
+}
+
+}  // namespace nyala::tools

@@ -1,0 +1,146 @@
+#include "tools/row_input.h"
+
+#include <nlohmann/json.hpp>
+
+#include "tools/output.h"
+#include "tools/value_parse.h"
+
+namespace nyala::tools {
+
+using nlohmann::json;
+
+Result<RowReader::Format> RowReader::FormatForPath(const std::string& path) {
+  auto ends = [&](const std::string& s) {
+    return path.size() >= s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends(".csv")) return Format::kCsv;
+  if (ends(".jsonl") || ends(".json") || ends(".ndjson")) return Format::kJsonLines;
+  return Status::InvalidArgument("cannot tell the format of " + path +
+                                 ": name it *.csv or *.jsonl");
+}
+
+RowReader::RowReader(FILE* in, Format format, const Schema* schema)
+    : in_(in), format_(format), schema_(schema) {}
+
+bool RowReader::ReadLine(std::string* line) {
+  line->clear();
+  int c;
+  bool any = false;
+  while ((c = fgetc(in_)) != EOF) {
+    any = true;
+    bytes_++;
+    if (c == '\n') break;
+    line->push_back(char(c));
+  }
+  if (!line->empty() && line->back() == '\r') line->pop_back();
+  if (any) line_no_++;
+  return any;
+}
+
+Status SplitCsvLine(const std::string& line, std::vector<std::string>* fields,
+                    std::vector<bool>* quoted) {
+  fields->clear();
+  quoted->clear();
+  size_t i = 0;
+  while (true) {
+    std::string f;
+    bool q = false;
+    if (i < line.size() && line[i] == '"') {
+      q = true;
+      i++;
+      while (true) {
+        if (i >= line.size()) return Status::InvalidArgument("unterminated quoted field");
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            f += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        f += line[i++];
+      }
+      if (i < line.size() && line[i] != ',') {
+        return Status::InvalidArgument("unexpected text after a closing quote");
+      }
+    } else {
+      while (i < line.size() && line[i] != ',') f += line[i++];
+    }
+    fields->push_back(std::move(f));
+    quoted->push_back(q);
+    if (i >= line.size()) break;
+    i++;  // the comma
+  }
+  return Status::OK();
+}
+
+Status RowReader::ReadHeader() {
+  std::string line;
+  if (!ReadLine(&line)) return Status::EndOfFile("empty input");
+  std::vector<std::string> names;
+  std::vector<bool> quoted;
+  Status s = SplitCsvLine(line, &names, &quoted);
+  if (!s.ok()) return s.CloneAndPrepend("line 1 (header)");
+  for (const auto& n : names) {
+    auto idx = schema_->ColumnIndex(n);
+    if (!idx.ok()) {
+      return Status::InvalidArgument("line 1 (header): unknown column '" + n + "'");
+    }
+    csv_columns_.push_back(*idx);
+  }
+  header_done_ = true;
+  return Status::OK();
+}
+
+Status RowReader::Next(Row* row) {
+  if (format_ == Format::kCsv && !header_done_) RETURN_NOT_OK(ReadHeader());
+  std::string line;
+  while (true) {
+    if (!ReadLine(&line)) return Status::EndOfFile("end of input");
+    if (line.find_first_not_of(" \t") != std::string::npos) break;  // skip blank lines
+  }
+  row->Clear();
+  Status s = format_ == Format::kCsv ? ParseCsv(line, row) : ParseJsonLine(line, row);
+  if (!s.ok()) return Status::InvalidArgument("line " + std::to_string(line_no_) + ": " + s.message());
+  return Status::OK();
+}
+
+Status RowReader::ParseCsv(const std::string& line, Row* row) {
+  std::vector<std::string> fields;
+  std::vector<bool> quoted;
+  RETURN_NOT_OK(SplitCsvLine(line, &fields, &quoted));
+  if (fields.size() != csv_columns_.size()) {
+    return Status::InvalidArgument("expected " + std::to_string(csv_columns_.size()) +
+                                   " fields, found " + std::to_string(fields.size()));
+  }
+  for (size_t i = 0; i < fields.size(); i++) {
+    const int idx = csv_columns_[i];
+    const ColumnSchema& col = schema_->column(idx);
+    if (fields[i].empty() && !quoted[i] && col.is_nullable()) {
+      RETURN_NOT_OK(row->SetNull(idx));
+      continue;
+    }
+    ASSIGN_OR_RETURN(Cell c, ParseCellText(col, fields[i], row->arena()));
+    RETURN_NOT_OK(row->Set(idx, c));
+  }
+  return Status::OK();
+}
+
+Status RowReader::ParseJsonLine(const std::string& line, Row* row) {
+  ASSIGN_OR_RETURN(json j, ParseJson(line, "the line"));
+  if (!j.is_object()) return Status::InvalidArgument("expected a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    auto idx = schema_->ColumnIndex(it.key());
+    if (!idx.ok()) return Status::InvalidArgument("unknown column '" + it.key() + "'");
+    ASSIGN_OR_RETURN(Cell c, ParseCellJson(schema_->column(*idx), it.value(), row->arena()));
+    if (c.is_null()) {
+      RETURN_NOT_OK(row->SetNull(*idx));
+    } else {
+      RETURN_NOT_OK(row->Set(*idx, c));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace nyala::tools

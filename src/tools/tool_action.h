@@ -1,0 +1,46 @@
+// The `nyala` CLI's command table: every action is a (noun, verb) pair with its
+// positional arguments, the flags it reads, and a function; a non-OK Status from it is
+// printed as "error: ..." and exits 1.
+// Actions are registered explicitly by Register*Actions() (called from main).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "common/result.h"
+#include "tools/output.h"
+
+namespace nyala::tools {
+
+struct Action {
+  std::string noun;
+  std::string verb;
+  std::string summary;                  // one line
+  std::string args_usage;               // e.g. "<master_addresses> <table> <key>..."
+  std::vector<std::string> flags;       // names of the gflags this action reads
+  int min_args = 0;
+  int max_args = -1;                    // -1: no limit
+  std::function<Status(const std::vector<std::string>& args)> run;
+};
+
+std::vector<Action>& AllActions();
+void RegisterClusterActions();
+void RegisterTableActions();
+void RegisterServerActions();
+void RegisterPerfActions();
+
+// Prints "error: <message>" to stderr; returns 1.
+int PrintError(const Status& s);
+// A client for `masters` (comma-separated host:port), using --timeout_ms.
+Result<std::shared_ptr<client::Client>> ConnectToCluster(const std::string& masters);
+// --format, parsed.
+Result<OutputFormat> OutputFormatFlag();
+// Splits "a,b,c".
+std::vector<std::string> SplitList(const std::string& s);
+// True when stderr is a terminal (progress bars go there).
+bool StderrIsTerminal();
+
+}  // namespace nyala::tools

@@ -1,0 +1,175 @@
+// Unit tests of the CLI's parsing and output: values, table specs, predicates' JSON,
+// CSV/JSONL row input and the three output formats.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "common/test_util.h"
+#include "tools/output.h"
+#include "tools/row_input.h"
+#include "tools/table_spec.h"
+#include "tools/value_parse.h"
+
+namespace nyala::tools {
+namespace {
+
+using nlohmann::json;
+
+TEST(ValueParseTest, TextPerType) {
+  Arena arena;
+  ColumnSchema i8("a", DataType::kInt8);
+  auto c = ParseCellText(i8, "-128", &arena);
+  ASSERT_OK(c.status());
+  EXPECT_EQ(c->int_value(), -128);
+  EXPECT_TRUE(ParseCellText(i8, "128", &arena).status().IsInvalidArgument());
+  EXPECT_TRUE(ParseCellText(i8, "1x", &arena).status().IsInvalidArgument());
+  EXPECT_TRUE(ParseCellText(i8, "", &arena).status().IsInvalidArgument());
+  ColumnSchema i64("k", DataType::kInt64);
+  EXPECT_EQ(ParseCellText(i64, "-9223372036854775808", &arena)->int_value(), INT64_MIN);
+  EXPECT_FALSE(ParseCellText(i64, "9223372036854775808", &arena).ok());
+  ColumnSchema d("d", DataType::kDouble);
+  EXPECT_DOUBLE_EQ(ParseCellText(d, "-1.5e3", &arena)->double_value(), -1500);
+  ColumnSchema b("b", DataType::kBool);
+  EXPECT_TRUE(ParseCellText(b, "true", &arena)->bool_value());
+  EXPECT_FALSE(ParseCellText(b, "maybe", &arena).ok());
+  ColumnSchema s("s", DataType::kString);
+  EXPECT_EQ(ParseCellText(s, "a,b", &arena)->slice_value().ToString(), "a,b");
+  Status err = ParseCellText(i8, "zz", &arena).status();
+  EXPECT_NE(err.message().find("column 'a'"), std::string::npos) << err.ToString();
+}
+
+TEST(ValueParseTest, JsonAndBack) {
+  Arena arena;
+  ColumnSchema n("n", DataType::kInt32, /*is_nullable=*/true);
+  EXPECT_TRUE(ParseCellJson(n, json(nullptr), &arena)->is_null());
+  EXPECT_EQ(ParseCellJson(n, json(7), &arena)->int_value(), 7);
+  EXPECT_FALSE(ParseCellJson(n, json("x"), &arena).ok());
+  EXPECT_FALSE(ParseCellJson(n, json(5000000000LL), &arena).ok());
+  ColumnSchema nn("nn", DataType::kInt32);
+  EXPECT_FALSE(ParseCellJson(nn, json(nullptr), &arena).ok());
+  EXPECT_EQ(CellToJson(Cell::Int64(5)), json(5));
+  EXPECT_EQ(CellToJson(Cell::Null(DataType::kInt64)), json(nullptr));
+  EXPECT_EQ(CellToText(Cell::Double(0.1)), "0.10000000000000001");
+  EXPECT_EQ(CellToText(Cell::Null(DataType::kString)), "NULL");
+  EXPECT_TRUE(ParseTypeName("string").ok());
+  EXPECT_NE(ParseTypeName("STRNG").status().message().find("expected one of"), std::string::npos);
+}
+
+TEST(TableSpecTest, ParsesFullSpec) {
+  json j = json::parse(R"({
+    "name": "metrics",
+    "columns": [
+      {"name": "host", "type": "STRING", "key": true},
+      {"name": "ts", "type": "INT64", "key": true},
+      {"name": "value", "type": "DOUBLE", "nullable": true, "default": 1.5}
+    ],
+    "hash_partitions": [{"columns": ["host"], "buckets": 4}],
+    "range_partition": {"columns": ["ts"], "splits": [[100], [200]],
+                        "bounds": [{"lower": [0], "upper": [300]}]},
+    "num_replicas": 1
+  })");
+  auto spec = ParseTableSpec(j);
+  ASSERT_OK(spec.status());
+  EXPECT_EQ(spec->name, "metrics");
+  EXPECT_EQ(spec->schema.num_columns(), 3);
+  EXPECT_EQ(spec->schema.num_key_columns(), 2);
+  ASSERT_EQ(spec->hash_partitions.size(), 1u);
+  EXPECT_EQ(spec->hash_partitions[0].buckets, 4);
+  EXPECT_EQ(spec->splits.size(), 2u);
+  EXPECT_EQ(spec->bounds.size(), 1u);
+}
+
+TEST(TableSpecTest, ErrorsNameTheField) {
+  struct Case {
+    const char* json;
+    const char* field;
+  } cases[] = {
+      {R"({"columns": [{"name": "k", "type": "INT64", "key": true}]})", "name:"},
+      {R"({"name": "t", "columns": [{"name": "k", "type": "INT46", "key": true}]})",
+       "columns[0].type"},
+      {R"({"name": "t", "columns": [{"name": "v", "type": "INT32"},
+                                    {"name": "k", "type": "INT64", "key": true}]})",
+       "columns[1].key"},
+      {R"({"name": "t", "columns": [{"name": "k", "type": "INT64", "key": true, "nullable": true}]})",
+       "columns[0].nullable"},
+      {R"({"name": "t", "columns": [{"name": "k", "type": "INT64", "key": true, "colour": 1}]})",
+       "columns[0].colour"},
+      {R"({"name": "t", "columns": [{"name": "k", "type": "INT64", "key": true}],
+           "hash_partitions": [{"columns": ["k"]}]})",
+       "hash_partitions[0].buckets"},
+      {R"({"name": "t", "columns": [{"name": "k", "type": "INT64", "key": true}],
+           "range_partition": {"columns": ["k"], "splits": [["x"]]}})",
+       "range_partition.splits[0][0]"},
+      {R"({"name": "t", "columns": [{"name": "k", "type": "INT64", "key": true}],
+           "range_partition": {"columns": ["k"], "splits": [[1, 2]]}})",
+       "range_partition.splits[0]"},
+      {R"({"name": "t", "columns": [{"name": "v", "type": "INT64"}]})", "columns:"},
+  };
+  for (const auto& c : cases) {
+    auto spec = ParseTableSpec(json::parse(c.json));
+    ASSERT_FALSE(spec.ok()) << c.json;
+    EXPECT_NE(spec.status().message().find(c.field), std::string::npos)
+        << "expected field " << c.field << " in: " << spec.status().ToString();
+  }
+}
+
+TEST(RowInputTest, CsvWithErrorsByLine) {
+  auto schema = Schema::Create({ColumnSchema("k", DataType::kInt64), ColumnSchema("s", DataType::kString),
+                                ColumnSchema("n", DataType::kInt32, true)},
+                               1, 0);
+  ASSERT_OK(schema.status());
+  std::string text = "k,s,n\n1,hello,5\n2,\"a,\"\"b\"\"\",\nx,bad,1\n\n3,three,7\n4,four\n";
+  FILE* f = fmemopen(text.data(), text.size(), "r");
+  RowReader reader(f, RowReader::Format::kCsv, &*schema);
+  Row row(&*schema);
+  ASSERT_OK(reader.Next(&row));
+  EXPECT_EQ(row.view().cell(0).int_value(), 1);
+  EXPECT_EQ(reader.line_number(), 2);
+  ASSERT_OK(reader.Next(&row));
+  EXPECT_EQ(row.view().cell(1).slice_value().ToString(), "a,\"b\"");
+  EXPECT_TRUE(row.view().cell(2).is_null());
+  Status s = reader.Next(&row);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("line 4"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("column 'k'"), std::string::npos) << s.ToString();
+  ASSERT_OK(reader.Next(&row));  // blank line skipped
+  EXPECT_EQ(row.view().cell(0).int_value(), 3);
+  s = reader.Next(&row);
+  EXPECT_NE(s.message().find("line 7: expected 3 fields, found 2"), std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE(reader.Next(&row).IsEndOfFile());
+  fclose(f);
+}
+
+TEST(RowInputTest, JsonLines) {
+  auto schema = Schema::Create({ColumnSchema("k", DataType::kInt64),
+                                ColumnSchema("n", DataType::kInt32, true)},
+                               1, 0);
+  ASSERT_OK(schema.status());
+  std::string text = "{\"k\": 1, \"n\": null}\n{\"k\": 2, \"zz\": 1}\n{oops\n";
+  FILE* f = fmemopen(text.data(), text.size(), "r");
+  RowReader reader(f, RowReader::Format::kJsonLines, &*schema);
+  Row row(&*schema);
+  ASSERT_OK(reader.Next(&row));
+  EXPECT_TRUE(row.view().cell(1).is_null());
+  Status s = reader.Next(&row);
+  EXPECT_NE(s.message().find("line 2: unknown column 'zz'"), std::string::npos) << s.ToString();
+  s = reader.Next(&row);
+  EXPECT_NE(s.message().find("line 3"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(reader.Next(&row).IsEndOfFile());
+  fclose(f);
+}
+
+TEST(OutputTest, Formats) {
+  TableOutput out({"id", "name"});
+  out.AddRow({"1", "a,b"}, {1, "a,b"});
+  out.AddRow({"22", "c"}, {22, "c"});
+  EXPECT_EQ(out.Render(OutputFormat::kCsv), "id,name\n1,\"a,b\"\n22,c\n");
+  EXPECT_EQ(out.Render(OutputFormat::kJson), "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
+  EXPECT_EQ(out.Render(OutputFormat::kTable), " id | name\n----+-----\n 1  | a,b\n 22 | c\n");
+  EXPECT_FALSE(ParseOutputFormat("xml").ok());
+}
+
+}  // namespace
+}  // namespace nyala::tools
