@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Starts a local Nyala cluster on loopback: one master and N tablet servers, each
+# launched from conf/*.gflags with its own data and log directory under --data.
+# Waits until every tablet server has registered with the master, then prints the
+# addresses and web UI URLs. PIDs are recorded in <data>/pids for stop-cluster.sh.
+#
+#   scripts/start-cluster.sh [--tservers N] [--data DIR] [--base-port P]
+#
+# Ports: master RPC P (default 7051) and web P+1000; tablet server i (0-based) RPC
+# P+10+i and web P+1010+i.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TSERVERS=3
+DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
+BASE_PORT=7051
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tservers) TSERVERS=$2; shift 2 ;;
+    --tservers=*) TSERVERS=${1#*=}; shift ;;
+    --data) DATA=$2; shift 2 ;;
+    --data=*) DATA=${1#*=}; shift ;;
+    --base-port) BASE_PORT=$2; shift 2 ;;
+    --base-port=*) BASE_PORT=${1#*=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "start-cluster: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+case "$TSERVERS" in ''|*[!0-9]*) echo "start-cluster: --tservers takes a number" >&2; exit 2 ;; esac
+BIN=${NYALA_BIN_DIR:-$ROOT/build/bin}
+for b in nyala-master nyala-tserver nyala; do
+  if [ ! -x "$BIN/$b" ]; then
+    echo "start-cluster: $BIN/$b is missing; build first (scripts/quickstart.sh, or cmake --build build -j2)" >&2
+    exit 1
+  fi
+done
+mkdir -p "$DATA/pids" "$DATA/logs"
+DATA=$(cd "$DATA" && pwd)
+
+# Refuse to start over a running cluster.
+for pidfile in "$DATA"/pids/*.pid; do
+  [ -e "$pidfile" ] || continue
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "start-cluster: a cluster is already running from $DATA ($(basename "$pidfile" .pid) has pid $pid)." >&2
+    echo "Stop it first: scripts/stop-cluster.sh --data $DATA" >&2
+    exit 1
+  fi
+  rm -f "$pidfile"
+done
+
+started=()
+cleanup_on_failure() {
+  echo "start-cluster: stopping what was started" >&2
+  for name in "${started[@]}"; do
+    pid=$(cat "$DATA/pids/$name.pid" 2>/dev/null || true)
+    [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
+  done
+}
+
+# start_daemon <name> <binary> <flagfile> <rpc port> <web port> [flags...]
+start_daemon() {
+  local name=$1 binary=$2 flagfile=$3 rpc=$4 web=$5
+  shift 5
+  mkdir -p "$DATA/logs/$name"
+  rm -f "$DATA/$name.info"
+  nohup "$BIN/$binary" --flagfile="$ROOT/conf/$flagfile" \
+    --fs_data_dirs="$DATA/$name" --log_dir="$DATA/logs/$name" \
+    --rpc_bind_addresses="127.0.0.1:$rpc" --webserver_port="$web" \
+    --webserver_interface=127.0.0.1 --server_dump_info_path="$DATA/$name.info" \
+    "$@" >"$DATA/logs/$name.out" 2>&1 &
+  echo $! >"$DATA/pids/$name.pid"
+  started+=("$name")
+  local pid=$!
+  for _ in $(seq 1 300); do
+    [ -s "$DATA/$name.info" ] && return 0
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "start-cluster: $name exited during start-up:" >&2
+      tail -n 20 "$DATA/logs/$name.out" >&2
+      ls "$DATA/logs/$name"/*.ERROR >/dev/null 2>&1 && tail -n 20 "$DATA/logs/$name"/*.ERROR >&2
+      cleanup_on_failure
+      exit 1
+    fi
+    sleep 0.1
+  done
+  echo "start-cluster: $name did not start within 30 s; see $DATA/logs/$name" >&2
+  cleanup_on_failure
+  exit 1
+}
+
+MASTER_RPC=$BASE_PORT
+MASTER="127.0.0.1:$MASTER_RPC"
+start_daemon master nyala-master master.gflags "$MASTER_RPC" $((BASE_PORT + 1000))
+for i in $(seq 0 $((TSERVERS - 1))); do
+  start_daemon "tserver-$i" nyala-tserver tserver.gflags $((BASE_PORT + 10 + i)) \
+    $((BASE_PORT + 1010 + i)) --tserver_master_addrs="$MASTER"
+done
+echo "$MASTER" >"$DATA/master_addresses"
+
+# Wait until every tablet server has registered.
+live=0
+for _ in $(seq 1 300); do
+  live=$("$BIN/nyala" tserver list "$MASTER" --format=csv 2>/dev/null | grep -c ',LIVE,' || true)
+  [ "$live" -ge "$TSERVERS" ] && break
+  sleep 0.1
+done
+if [ "$live" -lt "$TSERVERS" ]; then
+  echo "start-cluster: only $live of $TSERVERS tablet servers registered within 30 s; see $DATA/logs" >&2
+  cleanup_on_failure
+  exit 1
+fi
+
+echo "Nyala cluster running from $DATA"
+echo "  master       rpc $MASTER   web http://127.0.0.1:$((BASE_PORT + 1000))/"
+for i in $(seq 0 $((TSERVERS - 1))); do
+  echo "  tserver-$i    rpc 127.0.0.1:$((BASE_PORT + 10 + i))   web http://127.0.0.1:$((BASE_PORT + 1010 + i))/"
+done
+echo "Master addresses for clients and the CLI: $MASTER"
+echo "Stop it with: scripts/stop-cluster.sh --data $DATA"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Stops the cluster started by start-cluster.sh from --data DIR: exactly the PIDs it
+# recorded, with SIGTERM, then SIGKILL for any still running after the grace period.
+#
+#   scripts/stop-cluster.sh [--data DIR] [--grace SECONDS]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
+GRACE=15
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --data) DATA=$2; shift 2 ;;
+    --data=*) DATA=${1#*=}; shift ;;
+    --grace) GRACE=$2; shift 2 ;;
+    --grace=*) GRACE=${1#*=}; shift ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "stop-cluster: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ ! -d "$DATA/pids" ]; then
+  echo "stop-cluster: no cluster recorded in $DATA" >&2
+  exit 1
+fi
+# Only signal a PID that is still one of our daemons (not a recycled PID).
+is_ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q "nyala-"; }
+pids=()
+names=()
+for pidfile in "$DATA"/pids/*.pid; do
+  [ -e "$pidfile" ] || continue
+  pid=$(cat "$pidfile")
+  name=$(basename "$pidfile" .pid)
+  if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then
+    kill -TERM "$pid"
+    pids+=("$pid")
+    names+=("$name")
+  else
+    rm -f "$pidfile"
+  fi
+done
+deadline=$(( $(date +%s) + GRACE ))
+for idx in "${!pids[@]}"; do
+  pid=${pids[$idx]}
+  while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "stop-cluster: ${names[$idx]} (pid $pid) ignored SIGTERM for ${GRACE}s; killing" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$DATA/pids/${names[$idx]}.pid"
+  echo "stopped ${names[$idx]} (pid $pid)"
+done
+[ ${#pids[@]} -eq 0 ] && echo "stop-cluster: nothing was running in $DATA"
+exit 0
