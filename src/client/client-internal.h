@@ -1,0 +1,51 @@
+// ClientData: what a Client owns: the messenger, the timer thread, the master
+// client, the meta cache and the write request ids. Created by ClientBuilder;
+// destroyed with the Client, after every Session, Table and Scanner of it (they
+// hold the Client).
+//
+// Thread-safety: the members are thread-safe objects set once at construction.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/master_client.h"
+#include "client/meta_cache.h"
+#include "client/request_tracker.h"
+#include "client/timer_queue.h"
+#include "common/monotime.h"
+#include "rpc/messenger.h"
+
+namespace nyala::client::internal {
+
+inline constexpr char kTabletServerServiceName[] = "nyala.tserver.TabletServerService";
+
+class ClientData {
+ public:
+  ClientData(std::shared_ptr<rpc::Messenger> messenger, std::vector<rpc::Sockaddr> masters,
+             MonoDelta rpc_timeout, MonoDelta admin_timeout, std::string client_id);
+  // Stops the timer thread, then the messenger (failing calls still in flight).
+  ~ClientData();
+
+  const std::shared_ptr<rpc::Messenger>& messenger() const { return messenger_; }
+  TimerQueue* timers() { return &timers_; }
+  MasterClient* master() { return &master_; }
+  MetaCache* meta_cache() { return &meta_cache_; }
+  RequestTracker* request_tracker() { return &request_tracker_; }
+  MonoDelta rpc_timeout() const { return rpc_timeout_; }
+  MonoDelta admin_timeout() const { return admin_timeout_; }
+
+  MonoTime AdminDeadline() const { return MonoTime::Now() + admin_timeout_; }
+
+ private:
+  const std::shared_ptr<rpc::Messenger> messenger_;
+  const MonoDelta rpc_timeout_;
+  const MonoDelta admin_timeout_;
+  TimerQueue timers_;
+  MasterClient master_;
+  MetaCache meta_cache_;
+  RequestTracker request_tracker_;
+};
+
+}  // namespace nyala::client::internal

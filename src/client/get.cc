@@ -1,0 +1,166 @@
+// Table::Get and Table::MultiGet: keys grouped per tablet, one Get RPC per tablet,
+// sent in parallel; failed groups retried until the deadline.
+#include <unordered_map>
+
+#include "client/client-internal.h"
+#include "client/client.h"
+#include "client/key_util.h"
+#include "client/latch.h"
+#include "client/scan_batch_data.h"
+#include "client/tablet_rpc.h"
+#include "rpc/proxy.h"
+#include "tserver/tserver.pb.h"
+
+namespace nyala::client {
+namespace internal {
+
+class GetCall {
+ public:
+  static Result<GetResult> Run(const Table& table, const std::vector<Row>& keys,
+                               const std::vector<std::string>& projection);
+
+ private:
+  struct Group {
+    TabletPtr tablet;
+    std::vector<int> key_indexes;
+    tserver::GetRequestPB req;
+    tserver::GetResponsePB resp;
+    rpc::RpcController rpc;
+  };
+  // Records the rows of a successful group's response in `result`.
+  static Status AddGroupRows(const std::shared_ptr<Group>& g,
+                             const std::shared_ptr<const Schema>& proj, GetResult* result);
+};
+
+Status GetCall::AddGroupRows(const std::shared_ptr<Group>& g,
+                             const std::shared_ptr<const Schema>& proj, GetResult* result) {
+  const tserver::GetResponsePB& resp = g->resp;
+  if (resp.found_size() != int(g->key_indexes.size())) {
+    return Status::Corruption("Get response has " + std::to_string(resp.found_size()) +
+                              " found flags for " + std::to_string(g->key_indexes.size()) +
+                              " keys");
+  }
+  int num_found = 0;
+  for (bool f : resp.found()) num_found += f;
+  if (resp.data().num_rows() != num_found) {
+    return Status::Corruption("Get response has " + std::to_string(resp.data().num_rows()) +
+                              " rows for " + std::to_string(num_found) + " found keys");
+  }
+  if (num_found == 0) return Status::OK();
+  ScanBatch batch;
+  RETURN_NOT_OK(DecodeRowBlock(g->rpc, resp.data(), proj, g, &batch));
+  const int b = int(result->batches_.size());
+  result->batches_.push_back(std::move(batch));
+  int row = 0;
+  for (size_t i = 0; i < g->key_indexes.size(); i++) {
+    if (resp.found(int(i))) result->locations_[g->key_indexes[i]] = GetResult::Location{b, row++};
+  }
+  return Status::OK();
+}
+
+Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
+                               const std::vector<std::string>& projection) {
+  ClientData* data = table.client()->data();
+  const Schema& schema = table.schema();
+  std::vector<std::string> names = projection;
+  if (names.empty()) {
+    for (const ColumnSchema& c : schema.columns()) names.push_back(c.name());
+  }
+  ASSIGN_OR_RETURN(Schema proj, schema.Project(names));
+  auto proj_schema = std::make_shared<const Schema>(std::move(proj));
+
+  std::vector<std::string> enc_keys(keys.size()), pkeys(keys.size());
+  for (size_t i = 0; i < keys.size(); i++) {
+    RETURN_NOT_OK_PREPEND(EncodePrimaryKey(schema, keys[i], &enc_keys[i]),
+                          "key " + std::to_string(i));
+    RETURN_NOT_OK(table.partition_schema().EncodePartitionKey(keys[i], &pkeys[i]));
+  }
+
+  GetResult result;
+  result.locations_.resize(keys.size());
+  const MonoTime deadline = MonoTime::Now() + data->rpc_timeout();
+  std::vector<int> pending(keys.size());
+  for (size_t i = 0; i < keys.size(); i++) pending[i] = int(i);
+  Status last_error;
+  for (int attempt = 0; !pending.empty(); attempt++) {
+    if (attempt > 0) {
+      if (!rpc::BackoffBeforeRetry(attempt, deadline)) {
+        return Status::TimedOut("Get did not finish before its deadline", last_error.ToString());
+      }
+    }
+    // Group the pending keys by tablet.
+    std::unordered_map<std::string, std::shared_ptr<Group>> groups;
+    for (int k : pending) {
+      TabletPtr tablet = data->meta_cache()->LookupFast(table.id(), pkeys[k]);
+      if (!tablet) {
+        auto r = data->meta_cache()->LookupTabletSync(table.id(), pkeys[k], deadline,
+                                                      LookupMode::kExact);
+        if (!r.ok() && r.status().IsNotFound()) continue;  // no tablet: no row
+        RETURN_NOT_OK(r.status());
+        tablet = *r;
+      }
+      auto& g = groups[tablet->tablet_id];
+      if (!g) {
+        g = std::make_shared<Group>();
+        g->tablet = tablet;
+        g->req.set_tablet_id(tablet->tablet_id);
+        for (const std::string& n : names) g->req.add_projected_columns(n);
+        g->req.set_schema_version(schema.version());
+      }
+      g->key_indexes.push_back(k);
+      g->req.add_keys(enc_keys[k]);
+    }
+    pending.clear();
+    CountDownLatch latch(int(groups.size()));
+    for (auto& [id, g] : groups) {
+      auto server = g->tablet->leader();
+      Result<std::shared_ptr<rpc::Proxy>> proxy =
+          server ? server->GetProxy(data->messenger())
+                 : Result<std::shared_ptr<rpc::Proxy>>(Status::NotFound("no replica"));
+      if (!proxy.ok()) {
+        g->rpc.Reset();
+        latch.CountDown();
+        continue;
+      }
+      g->rpc.set_timeout(std::min(data->rpc_timeout(), deadline - MonoTime::Now()));
+      (*proxy)->AsyncRequest("Get", g->req, &g->resp, &g->rpc, [&latch] { latch.CountDown(); });
+    }
+    latch.Wait();
+    for (auto& [id, g] : groups) {
+      if (!g->rpc.finished()) {  // no usable replica: look it up again
+        data->meta_cache()->InvalidateTablet(table.id(), id);
+        last_error = Status::ServiceUnavailable("no reachable replica of tablet " + id);
+        pending.insert(pending.end(), g->key_indexes.begin(), g->key_indexes.end());
+        continue;
+      }
+      TabletRpcVerdict v =
+          ClassifyTabletRpc(g->rpc, g->resp.has_error() ? &g->resp.error() : nullptr);
+      if (v.action == TabletRpcAction::kFail) {
+        return v.status.CloneAndPrepend("Get from tablet " + id);
+      }
+      if (v.action != TabletRpcAction::kSuccess) {
+        if (v.action == TabletRpcAction::kRelookup) {
+          data->meta_cache()->InvalidateTablet(table.id(), id);
+        }
+        last_error = v.status;
+        pending.insert(pending.end(), g->key_indexes.begin(), g->key_indexes.end());
+        continue;
+      }
+      RETURN_NOT_OK(AddGroupRows(g, proj_schema, &result));
+    }
+  }
+  return result;
+}
+
+}  // namespace internal
+
+Result<GetResult> Table::Get(const Row& key, const std::vector<std::string>& projection) const {
+  return internal::GetCall::Run(*this, std::vector<Row>{key}, projection);
+}
+
+Result<GetResult> Table::MultiGet(const std::vector<Row>& keys,
+                                  const std::vector<std::string>& projection) const {
+  return internal::GetCall::Run(*this, keys, projection);
+}
+
+}  // namespace nyala::client

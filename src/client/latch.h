@@ -1,0 +1,31 @@
+// CountDownLatch: a waiter blocks until the count reaches zero. Used to turn the
+// client's async calls into sync ones. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+
+#include "common/monotime.h"
+#include "common/mutex.h"
+
+namespace nyala::client::internal {
+
+class CountDownLatch {
+ public:
+  explicit CountDownLatch(int count) : count_(count) {}
+
+  void CountDown() {
+    MutexLock l(mu_);
+    if (count_ > 0 && --count_ == 0) cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<Mutex> l(mu_);
+    cv_.wait(l, [this]() REQUIRES(mu_) { return count_ == 0; });
+  }
+
+ private:
+  Mutex mu_;
+  std::condition_variable_any cv_;
+  int count_ GUARDED_BY(mu_);
+};
+
+}  // namespace nyala::client::internal

@@ -1,0 +1,52 @@
+// ScanBatchData: a validated row block (common/row_block.h) of a Get or Scan
+// response, with the projection it is in and the owner of its bytes (the RPC
+// controller holding the sidecars), so a ScanBatch outlives the call without copying.
+//
+// Immutable after Make(); shared by a ScanBatch and the RowPtrs it hands out.
+#pragma once
+
+#include <memory>
+
+#include "client/client.h"
+#include "common/row_block.h"
+#include "common/schema.h"
+#include "common/slice.h"
+
+namespace nyala::rpc {
+class RpcController;
+}  // namespace nyala::rpc
+namespace nyala::tserver {
+class RowwiseRowBlockPB;
+}  // namespace nyala::tserver
+
+namespace nyala::client::internal {
+
+class ScanBatchData {
+ public:
+  // Validates the block (RowBlock::Parse) and fills `out`. `owner` keeps `rows` and
+  // `indirect` alive.
+  static Status Make(std::shared_ptr<const Schema> projection, int64_t num_rows, Slice rows,
+                     Slice indirect, std::shared_ptr<void> owner, ScanBatch* out);
+  // An empty batch of `projection`.
+  static void MakeEmpty(std::shared_ptr<const Schema> projection, ScanBatch* out);
+
+  const Schema& schema() const { return *schema_; }
+  int64_t num_rows() const { return block_.num_rows(); }
+  Cell CellAt(int64_t row, int col) const { return block_.cell(row, col); }
+
+ private:
+  ScanBatchData() = default;
+
+  std::shared_ptr<const Schema> schema_;
+  std::shared_ptr<void> owner_;
+  RowBlock block_;
+};
+
+// Decodes the row block `pb` of a finished call: its sidecars in `rpc`, which
+// `owner` keeps alive for as long as the batch lives. With `max_rows` >= 0 only the
+// first max_rows rows are kept.
+Status DecodeRowBlock(const rpc::RpcController& rpc, const tserver::RowwiseRowBlockPB& pb,
+                      std::shared_ptr<const Schema> projection, std::shared_ptr<void> owner,
+                      ScanBatch* out, int64_t max_rows = -1);
+
+}  // namespace nyala::client::internal

@@ -1,0 +1,58 @@
+// What to do after a call to a tablet server: the retry policy shared by writes,
+// Gets and scans.
+//
+//   server too busy, tablet not running, throttled, call timed out  -> retry later
+//   server unreachable, tablet not found, wrong server              -> forget the
+//                                          location, look it up again, retry later
+//   anything else                                                   -> fail
+// A timed-out call may have run: only idempotent calls and writes carrying a request
+// id (all of ours) may be retried after it.
+//
+// Stateless; thread-safe.
+#pragma once
+
+#include "common/status.h"
+#include "common/wire_protocol.h"
+#include "rpc/rpc_controller.h"
+#include "tserver/tserver.pb.h"
+
+namespace nyala::client::internal {
+
+enum class TabletRpcAction { kSuccess, kRetry, kRelookup, kFail };
+
+struct TabletRpcVerdict {
+  TabletRpcAction action;
+  Status status;  // why, when not kSuccess
+};
+
+inline Status TabletServerErrorToStatus(const tserver::TabletServerErrorPB& err) {
+  const std::string code = tserver::TabletServerErrorPB::Code_Name(err.code());
+  Status s = err.has_status() && err.status().code() != 0 ? StatusFromPB(err.status())
+                                                          : Status::RemoteError("tablet server error");
+  return s.CloneAndPrepend(code);
+}
+
+// `err` is the response's error field when the call itself succeeded (nullptr if unset).
+inline TabletRpcVerdict ClassifyTabletRpc(const rpc::RpcController& rpc,
+                                          const tserver::TabletServerErrorPB* err) {
+  const Status& s = rpc.status();
+  if (!s.ok()) {
+    if (rpc.server_too_busy() || s.IsTimedOut()) return {TabletRpcAction::kRetry, s};
+    if (s.IsNetworkError() || s.IsServiceUnavailable()) return {TabletRpcAction::kRelookup, s};
+    return {TabletRpcAction::kFail, s};
+  }
+  if (err == nullptr) return {TabletRpcAction::kSuccess, Status::OK()};
+  Status es = TabletServerErrorToStatus(*err);
+  switch (err->code()) {
+    case tserver::TabletServerErrorPB::TABLET_NOT_FOUND:
+    case tserver::TabletServerErrorPB::WRONG_SERVER_UUID:
+      return {TabletRpcAction::kRelookup, es};
+    case tserver::TabletServerErrorPB::TABLET_NOT_RUNNING:
+    case tserver::TabletServerErrorPB::THROTTLED:
+      return {TabletRpcAction::kRetry, es};
+    default:
+      return {TabletRpcAction::kFail, es};
+  }
+}
+
+}  // namespace nyala::client::internal

@@ -1,0 +1,47 @@
+// TimerQueue: one thread that runs short tasks at a given time. The client uses it
+// for retry backoff, the session's flush interval and scanner keep-alives, so that
+// reactor threads never sleep.
+//
+// Thread-safety: Schedule() from any thread (also from a task). Tasks run one at a
+// time on the queue's thread and must not block for long (they may send async RPCs).
+// Shutdown() drops tasks not yet run; it may be called from a task (the thread then
+// exits after that task instead of being joined).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "common/monotime.h"
+#include "common/mutex.h"
+
+namespace nyala::client::internal {
+
+class TimerQueue {
+ public:
+  TimerQueue();
+  ~TimerQueue();  // Shutdown()
+  TimerQueue(const TimerQueue&) = delete;
+  TimerQueue& operator=(const TimerQueue&) = delete;
+
+  // Runs `task` after `delay` (at once for a delay <= 0). Dropped after Shutdown().
+  void Schedule(MonoDelta delay, std::function<void()> task);
+  void Shutdown();
+
+  size_t NumPendingForTests() const;
+
+ private:
+  void Run();
+
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;
+  // Keyed by (due time, sequence) so equal times keep their order.
+  std::map<std::pair<MonoTime, uint64_t>, std::function<void()>> tasks_ GUARDED_BY(mu_);
+  uint64_t next_seq_ GUARDED_BY(mu_) = 0;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace nyala::client::internal

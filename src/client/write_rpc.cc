@@ -1,0 +1,140 @@
+#include "client/write_rpc.h"
+
+#include <glog/logging.h>
+
+#include "client/batcher.h"
+#include "client/client-internal.h"
+#include "client/tablet_rpc.h"
+#include "common/row_operations.h"
+#include "common/wire_protocol.h"
+#include "rpc/proxy.h"
+#include "rpc/retry.h"
+
+namespace nyala::client::internal {
+
+WriteRpc::WriteRpc(Batcher* batcher, TabletPtr tablet, std::vector<InFlightOp*> ops)
+    : batcher_(batcher), tablet_(std::move(tablet)), ops_(std::move(ops)) {}
+
+WriteRpc::~WriteRpc() = default;
+
+bool WriteRpc::Encode(const Table& table) {
+  table_id_ = table.id();
+  RowOperationsEncoder enc(&table.schema());
+  std::vector<InFlightOp*> encoded;
+  encoded.reserve(ops_.size());
+  for (InFlightOp* op : ops_) {
+    Status s = enc.Add(op->op->type(), op->op->row());
+    if (!s.ok()) {
+      op->status = std::move(s);
+      continue;
+    }
+    encoded.push_back(op);
+  }
+  ops_ = std::move(encoded);
+  if (ops_.empty()) return false;
+  req_.set_tablet_id(tablet_->tablet_id);
+  table.schema().ToPB(req_.mutable_schema());
+  enc.Finish(req_.mutable_row_operations());
+  seq_no_ = batcher_->client_->request_tracker()->NewSeqNo();
+  return true;
+}
+
+void WriteRpc::Send() {
+  ClientData* client = batcher_->client_;
+  const MonoDelta left = batcher_->deadline_ - MonoTime::Now();
+  if (left <= MonoDelta()) {
+    FailAll(Status::TimedOut("write to tablet " + tablet_->tablet_id + " timed out before it could be sent"));
+    return;
+  }
+  auto server = tablet_->leader();
+  Result<std::shared_ptr<rpc::Proxy>> proxy =
+      server ? server->GetProxy(client->messenger())
+             : Result<std::shared_ptr<rpc::Proxy>>(
+                   Status::NotFound("tablet " + tablet_->tablet_id + " has no live replica"));
+  if (!proxy.ok()) {
+    client->meta_cache()->InvalidateTablet(table_id_, tablet_->tablet_id);
+    return Retry(proxy.status(), true);
+  }
+
+  rpc_.Reset();
+  resp_.Clear();
+  rpc_.set_timeout(std::min(left, client->rpc_timeout()));
+  rpc::RequestIdPB id;
+  id.set_client_id(client->request_tracker()->client_id());
+  id.set_seq_no(seq_no_);
+  id.set_first_incomplete_seq_no(client->request_tracker()->first_incomplete());
+  id.set_attempt_no(attempt_);
+  rpc_.set_request_id(std::move(id));
+  (*proxy)->AsyncRequest("Write", req_, &resp_, &rpc_, [this] { OnResponse(); });
+}
+
+void WriteRpc::OnResponse() {
+  TabletRpcVerdict v = ClassifyTabletRpc(rpc_, resp_.has_error() ? &resp_.error() : nullptr);
+  switch (v.action) {
+    case TabletRpcAction::kSuccess:
+      for (const auto& e : resp_.per_row_errors()) {
+        if (e.row_index() < 0 || e.row_index() >= static_cast<int>(ops_.size())) {
+          LOG(WARNING) << "tablet " << tablet_->tablet_id << " reported an error for row "
+                       << e.row_index() << " of " << ops_.size();
+          continue;
+        }
+        ops_[e.row_index()]->status = StatusFromPB(e.error());
+      }
+      return Done();
+    case TabletRpcAction::kFail:
+      return FailAll(v.status.CloneAndPrepend("write to tablet " + tablet_->tablet_id));
+    case TabletRpcAction::kRetry:
+      return Retry(v.status, false);
+    case TabletRpcAction::kRelookup:
+      batcher_->client_->meta_cache()->InvalidateTablet(table_id_, tablet_->tablet_id);
+      return Retry(v.status, true);
+  }
+}
+
+void WriteRpc::Retry(const Status& why, bool relookup) {
+  attempt_++;
+  MonoDelta backoff = rpc::ComputeBackoff(attempt_);
+  if (MonoTime::Now() + backoff >= batcher_->deadline_) {
+    // The server may have applied the write: TimedOut says the outcome is unknown.
+    FailAll(Status::TimedOut("write to tablet " + tablet_->tablet_id + " not acknowledged after " +
+                                 std::to_string(attempt_) + " attempts before the deadline",
+                             why.ToString()));
+    return;
+  }
+  VLOG(1) << "retrying write to tablet " << tablet_->tablet_id << ": " << why.ToString();
+  batcher_->client_->timers()->Schedule(backoff, [this, relookup] {
+    if (relookup) {
+      Relookup();
+    } else {
+      Send();
+    }
+  });
+}
+
+void WriteRpc::Relookup() {
+  ClientData* client = batcher_->client_;
+  client->meta_cache()->LookupTablet(
+      table_id_, tablet_->partition.partition_key_start, batcher_->deadline_, LookupMode::kExact,
+      [this](Result<TabletPtr> r) {
+        if (!r.ok()) return Retry(r.status(), true);
+        if ((*r)->tablet_id != tablet_->tablet_id) {
+          // Nothing was applied (the old tablet is gone); the rows belong elsewhere now.
+          return FailAll(Status::IllegalState("tablet " + tablet_->tablet_id +
+                                              " was replaced by " + (*r)->tablet_id));
+        }
+        tablet_ = *r;
+        Send();
+      });
+}
+
+void WriteRpc::FailAll(const Status& s) {
+  for (InFlightOp* op : ops_) op->status = s;
+  Done();
+}
+
+void WriteRpc::Done() {
+  batcher_->client_->request_tracker()->Complete(seq_no_);
+  batcher_->RpcFinished();  // may free the batcher and this object: nothing after
+}
+
+}  // namespace nyala::client::internal
