@@ -1,13 +1,92 @@
 #!/usr/bin/env bash
-# The main job: install dependencies, build, and run a demo. Until the daemons land
-# this runs the RPC benchmark (bench/rpc-bench); see README.md.
+# The main job: install dependencies, build the daemons and the CLI, start a local
+# cluster (one master, three tablet servers) from conf/, create a demo table, load
+# rows, run a few gets and a filtered scan through the CLI, and leave the cluster
+# running for you to explore (web UI at http://127.0.0.1:8051/).
+#
+#   scripts/quickstart.sh [--rows N] [--data DIR]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+ROWS=100000
+DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rows) ROWS=$2; shift 2 ;;
+    --rows=*) ROWS=${1#*=}; shift ;;
+    --data) DATA=$2; shift 2 ;;
+    --data=*) DATA=${1#*=}; shift ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "quickstart: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "Installing dependencies (scripts/setup-deps.sh)"
 bash scripts/setup-deps.sh
+step "Building nyala-master, nyala-tserver and nyala (build/)"
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD_DIR" -j2 --target rpc-bench
-echo "== rpc-bench --mode=async (2 client messengers, 100 calls in flight)"
-"$BUILD_DIR/bin/rpc-bench" --mode=async --client_threads=2 --async_call_concurrency=100 --run_seconds=5
-echo "== rpc-bench --mode=sync (1 thread, one call in flight)"
-"$BUILD_DIR/bin/rpc-bench" --mode=sync --client_threads=1 --run_seconds=5
+cmake --build "$BUILD_DIR" -j2 --target nyala-master nyala-tserver nyala
+export NYALA_BIN_DIR="$ROOT/$BUILD_DIR/bin"
+NYALA="$NYALA_BIN_DIR/nyala"
+
+step "Starting a local cluster (scripts/start-cluster.sh --data $DATA)"
+if scripts/cluster-status.sh --data "$DATA" >/dev/null 2>&1; then
+  echo "A cluster is already running from $DATA; using it."
+  MASTER=$(cat "$DATA/master_addresses")
+else
+  scripts/start-cluster.sh --data "$DATA"
+  MASTER=$(cat "$DATA/master_addresses")
+fi
+
+step "Creating table 'quickstart' (4 hash buckets on id)"
+if "$NYALA" table describe "$MASTER" quickstart >/dev/null 2>&1; then
+  "$NYALA" table delete "$MASTER" quickstart
+fi
+"$NYALA" table create "$MASTER" '{
+  "name": "quickstart",
+  "columns": [
+    {"name": "id", "type": "INT64", "key": true},
+    {"name": "city", "type": "STRING"},
+    {"name": "temperature", "type": "DOUBLE", "nullable": true},
+    {"name": "ts", "type": "UNIXTIME_MICROS"}
+  ],
+  "hash_partitions": [{"columns": ["id"], "buckets": 4}],
+  "num_replicas": 1
+}'
+
+step "Loading $ROWS rows from a CSV file (nyala table insert)"
+CSV="$DATA/quickstart-rows.csv"
+awk -v n="$ROWS" 'BEGIN {
+  split("Nairobi,Oslo,Lima,Osaka,Perth,Quito,Hanoi,Dakar", c, ",");
+  print "id,city,temperature,ts";
+  srand(42);
+  for (i = 1; i <= n; i++) {
+    t = (i % 97 == 0) ? "" : sprintf("%.1f", -10 + rand() * 45);
+    printf "%d,%s,%s,%.0f\n", i, c[1 + i % 8], t, 1700000000000000 + i * 1000000;
+  }
+}' >"$CSV"
+"$NYALA" table insert "$MASTER" quickstart --file="$CSV"
+"$NYALA" table count "$MASTER" quickstart | sed 's/^/rows in table: /'
+
+step "Point lookups (nyala table get quickstart 1 42 99999999)"
+"$NYALA" table get "$MASTER" quickstart 1 42 99999999 || true
+
+step "A filtered scan: Oslo, warmer than 30 degrees, first 5 rows"
+"$NYALA" table scan "$MASTER" quickstart \
+  --predicates='["AND", ["=", "city", "Oslo"], [">", "temperature", 30.0]]' \
+  --columns=id,city,temperature --limit=5
+
+step "Cluster check (nyala cluster ksck)"
+"$NYALA" cluster ksck "$MASTER" | tail -n 1
+
+WEB_PORT=$(grep '^http_port=' "$DATA/master.info" | cut -d= -f2)
+cat <<MSG
+
+The cluster is still running.
+  Web UI:        http://127.0.0.1:$WEB_PORT/   (tables, tablet servers, metrics)
+  CLI:           $NYALA table scan $MASTER quickstart --limit=10
+  Stop it with:  scripts/stop-cluster.sh --data $DATA
+MSG

@@ -7,13 +7,14 @@
 #   scripts/start-cluster.sh [--tservers N] [--data DIR] [--base-port P]
 #
 # Ports: master RPC P (default 7051) and web P+1000; tablet server i (0-based) RPC
-# P+10+i and web P+1010+i.
+# P+10+i and web P+1010+i. Extra daemon flags: $NYALA_MASTER_FLAGS, $NYALA_TSERVER_FLAGS
+# (space-separated), e.g. NYALA_MASTER_FLAGS=--tserver_unresponsive_timeout_ms=5000.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TSERVERS=3
 DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
 BASE_PORT=7051
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --tservers) TSERVERS=$2; shift 2 ;;
@@ -90,10 +91,12 @@ start_daemon() {
 
 MASTER_RPC=$BASE_PORT
 MASTER="127.0.0.1:$MASTER_RPC"
-start_daemon master nyala-master master.gflags "$MASTER_RPC" $((BASE_PORT + 1000))
+# shellcheck disable=SC2086
+start_daemon master nyala-master master.gflags "$MASTER_RPC" $((BASE_PORT + 1000)) \
+  ${NYALA_MASTER_FLAGS:-}
 for i in $(seq 0 $((TSERVERS - 1))); do
   start_daemon "tserver-$i" nyala-tserver tserver.gflags $((BASE_PORT + 10 + i)) \
-    $((BASE_PORT + 1010 + i)) --tserver_master_addrs="$MASTER"
+    $((BASE_PORT + 1010 + i)) --tserver_master_addrs="$MASTER" ${NYALA_TSERVER_FLAGS:-}
 done
 echo "$MASTER" >"$DATA/master_addresses"
 

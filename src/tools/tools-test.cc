@@ -50,7 +50,9 @@ TEST(ValueParseTest, JsonAndBack) {
   EXPECT_FALSE(ParseCellJson(nn, json(nullptr), &arena).ok());
   EXPECT_EQ(CellToJson(Cell::Int64(5)), json(5));
   EXPECT_EQ(CellToJson(Cell::Null(DataType::kInt64)), json(nullptr));
-  EXPECT_EQ(CellToText(Cell::Double(0.1)), "0.10000000000000001");
+  EXPECT_EQ(CellToText(Cell::Double(0.1)), "0.1");
+  EXPECT_EQ(CellToText(Cell::Double(1.0 / 3)), "0.3333333333333333");
+  EXPECT_EQ(CellToText(Cell::Float(5.7f)), "5.7");
   EXPECT_EQ(CellToText(Cell::Null(DataType::kString)), "NULL");
   EXPECT_TRUE(ParseTypeName("string").ok());
   EXPECT_NE(ParseTypeName("STRNG").status().message().find("expected one of"), std::string::npos);

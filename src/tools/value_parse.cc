@@ -131,11 +131,16 @@ std::string CellToText(const Cell& c) {
     case DataType::kBool: return c.bool_value() ? "true" : "false";
     case DataType::kFloat:
     case DataType::kDouble: {
+      // The shortest text that reads back as the same value.
+      const double v = c.type() == DataType::kFloat ? double(c.float_value()) : c.double_value();
       char buf[64];
-      snprintf(buf, sizeof(buf), "%.17g",
-               c.type() == DataType::kFloat ? double(c.float_value()) : c.double_value());
-      // Shortest form that round-trips for floats.
-      if (c.type() == DataType::kFloat) snprintf(buf, sizeof(buf), "%.9g", double(c.float_value()));
+      for (int prec = c.type() == DataType::kFloat ? 6 : 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, v);
+        if (c.type() == DataType::kFloat ? strtof(buf, nullptr) == c.float_value()
+                                         : strtod(buf, nullptr) == v) {
+          break;
+        }
+      }
       return buf;
     }
     case DataType::kString:
