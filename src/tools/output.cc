@@ -64,8 +64,12 @@ std::string TableOutput::Render(OutputFormat format) const {
     case OutputFormat::kCsv: {
       for (size_t i = 0; i < columns_.size(); i++) out += (i ? "," : "") + CsvQuote(columns_[i]);
       out += "\n";
-      for (const auto& row : rows_) {
-        for (size_t i = 0; i < row.size(); i++) out += (i ? "," : "") + CsvQuote(row[i]);
+      // NULL is an empty unquoted field (an empty string is ""), as the CSV reader takes it.
+      for (size_t r = 0; r < rows_.size(); r++) {
+        for (size_t i = 0; i < rows_[r].size(); i++) {
+          const bool null = i < values_[r].size() && values_[r][i].is_null();
+          out += (i ? "," : "") + (null ? std::string() : CsvQuote(rows_[r][i]));
+        }
         out += "\n";
       }
       return out;

@@ -167,6 +167,9 @@ TEST(OutputTest, Formats) {
   TableOutput out({"id", "name"});
   out.AddRow({"1", "a,b"}, {1, "a,b"});
   out.AddRow({"22", "c"}, {22, "c"});
+  TableOutput nulls({"a", "b"});
+  nulls.AddRow({"NULL", ""}, {nullptr, ""});
+  EXPECT_EQ(nulls.Render(OutputFormat::kCsv), "a,b\n,\"\"\n");
   EXPECT_EQ(out.Render(OutputFormat::kCsv), "id,name\n1,\"a,b\"\n22,c\n");
   EXPECT_EQ(out.Render(OutputFormat::kJson), "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
   EXPECT_EQ(out.Render(OutputFormat::kTable), " id | name\n----+-----\n 1  | a,b\n 22 | c\n");

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# End-to-end test of the scripts and the CLI, run as a user would: start-cluster,
+# create a table from JSON, insert a CSV with a bad line, count, scan with predicates
+# in every format, get, ksck healthy, kill a tablet server, ksck reports it,
+# stop-cluster leaves no process. Also checks the web UI escapes user data and that
+# /metrics_prometheus is well-formed. Ports are picked at run time.
+#
+#   test/cli-e2e-itest.sh <bin dir>
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export NYALA_BIN_DIR=${1:-$ROOT/build/bin}
+NYALA="$NYALA_BIN_DIR/nyala"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/nyala-cli-e2e-XXXXXX")
+DATA="$WORK/cluster"
+failures=0
+
+cleanup() {
+  "$ROOT/scripts/stop-cluster.sh" --data "$DATA" --grace 5 >/dev/null 2>&1 || true
+  if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "kept $WORK for inspection"; fi
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+check() {  # check <description> <command...>: the command must succeed
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; else fail "$what"; fi
+}
+contains() { grep -qF -- "$2" <<<"$1"; }
+
+# A base port whose 2 x (1 + 3 + 10) neighbours are free: try random ones.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+BASE=""
+for _ in $(seq 1 50); do
+  p=$((20000 + RANDOM % 20000))
+  ok=1
+  for off in 0 10 11 12 1000 1010 1011 1012; do port_free $((p + off)) || { ok=0; break; }; done
+  if [ $ok -eq 1 ]; then BASE=$p; break; fi
+done
+[ -n "$BASE" ] || { echo "no free ports found"; exit 1; }
+M="127.0.0.1:$BASE"
+
+# HTTP GET over bash's /dev/tcp (no curl needed).
+http_get() {
+  exec 3<>"/dev/tcp/127.0.0.1/$1"
+  printf 'GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n' "$2" >&3
+  cat <&3
+  exec 3<&-
+}
+
+export NYALA_MASTER_FLAGS="--tserver_unresponsive_timeout_ms=3000"
+export NYALA_TSERVER_FLAGS="--heartbeat_interval_ms=300"
+"$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE"
+
+# Starting again on the same data dir is refused, and the cluster keeps running.
+if out=$("$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE" 2>&1); then
+  fail "second start-cluster on the same data dir succeeded"
+else
+  check "second start is refused with a clear message" contains "$out" "already running"
+fi
+check "cluster-status shows 4 running daemons" \
+  test "$("$ROOT/scripts/cluster-status.sh" --data "$DATA" | grep -c running)" -eq 4
+
+cat >"$WORK/spec.json" <<'JSON'
+{"name": "people",
+ "columns": [{"name": "id", "type": "INT64", "key": true},
+             {"name": "name", "type": "STRING"},
+             {"name": "age", "type": "INT32", "nullable": true}],
+ "hash_partitions": [{"columns": ["id"], "buckets": 3}],
+ "range_partition": {"columns": ["id"], "splits": [[100]]}}
+JSON
+check "table create from a JSON file" "$NYALA" table create "$M" "$WORK/spec.json"
+out=$("$NYALA" table create "$M" '{"name": "bad", "columns": [{"name": "k", "type": "INT46", "key": true}]}' 2>&1) && fail "bad spec accepted"
+check "a bad spec names the offending field" contains "$out" "columns[0].type"
+
+printf 'id,name,age\n1,ann,31\n2,"bo, jr",\n3,cy,notanumber\n4,di,45\n150,eve,22\n' >"$WORK/rows.csv"
+if out=$("$NYALA" table insert "$M" people --file="$WORK/rows.csv" 2>&1); then
+  fail "insert with a bad line exited 0"
+fi
+check "the bad line is named with its reason" contains "$out" "line 4: column 'age': 'notanumber' is not a valid INT32"
+check "count finds the 4 good rows" test "$("$NYALA" table count "$M" people)" = 4
+
+preds='["AND", [">=", "id", 2], ["NOTNULL", "age"]]'
+table_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=table 2>/dev/null)
+csv_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=csv)
+json_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=json)
+check "scan as a table shows di and eve" bash -c "grep -q ' di ' <<<'$table_out' && grep -q ' eve ' <<<'$table_out'"
+check "scan as CSV has a header and 2 rows" test "$(sort <<<"$csv_out" | tr '\n' ';')" = "150,eve,22;4,di,45;id,name,age;"
+check "scan as JSON has the 2 rows" bash -c "grep -q '\"name\":\"di\"' <<<'$json_out' && grep -q '\"id\":150' <<<'$json_out' && ! grep -q '\"ann\"' <<<'$json_out'"
+out=$("$NYALA" table scan "$M" people --predicates='["AND", ["IN", "id", [1, 2]], ["NULL", "age"]]' --format=csv)
+check "IN and NULL predicates" test "$(tail -n +2 <<<"$out")" = '2,"bo, jr",'
+out=$("$NYALA" table get "$M" people 150 1 --format=csv)
+check "get by key" test "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')" = "1,ann,31;150,eve,22;"
+
+# The web UI escapes table names.
+"$NYALA" table create "$M" '{"name": "<script>alert(1)</script>", "columns": [{"name": "k", "type": "INT64", "key": true}]}' >/dev/null
+MWEB=$((BASE + 1000))
+page=$(http_get "$MWEB" /tables)
+check "/tables shows the script-named table escaped" contains "$page" "&lt;script&gt;alert(1)&lt;/script&gt;"
+if contains "$page" "<script>alert(1)"; then fail "/tables contains an unescaped <script>"; fi
+prom=$(http_get "$MWEB" /metrics_prometheus | sed '1,/^\r$/d')
+bad=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEINaf]+)$' <<<"$prom" | grep -v '^$' || true)
+check "/metrics_prometheus lines are well-formed" test -z "$bad"
+check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
+
+check "ksck is healthy" "$NYALA" cluster ksck "$M"
+
+kill -9 "$(cat "$DATA/pids/tserver-1.pid")"
+dead=0
+for _ in $(seq 1 100); do
+  if ! out=$("$NYALA" cluster ksck "$M" 2>&1); then dead=1; break; fi
+  sleep 0.2
+done
+check "ksck exits non-zero after a tablet server died" test "$dead" -eq 1
+check "ksck names the dead server" contains "$out" "is dead"
+
+pids=$(cat "$DATA"/pids/*.pid 2>/dev/null || true)
+"$ROOT/scripts/stop-cluster.sh" --data "$DATA"
+left=""
+for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+check "stop-cluster leaves no process" test -z "$left"
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"

@@ -1,0 +1,330 @@
+// nyala-master with three real nyala-tserver processes (MiniCluster): tables of
+// several partition shapes placed and running (each tablet server's ListTablets
+// agrees with GetTableLocations), the catalog across master restarts (SIGTERM and
+// SIGKILL), a killed tablet server reported dead, and bad input.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "common/row.h"
+#include "common/row_operations.h"
+#include "common/schema.h"
+#include "common/test_util.h"
+#include "rpc/rpc_controller.h"
+#include "test/mini_cluster.h"
+#include "tserver/tserver_admin.pb.h"
+
+namespace nyala::test {
+
+using namespace nyala::master;  // NOLINT(build/namespaces)
+
+namespace {
+
+CreateTableRequestPB MakeRequest(const std::string& name, int hash_buckets, bool range,
+                                 const std::vector<int64_t>& splits = {},
+                                 const std::vector<std::pair<int64_t, int64_t>>& bounds = {},
+                                 int num_replicas = 1) {
+  CreateTableRequestPB req;
+  req.set_name(name);
+  req.set_num_replicas(num_replicas);
+  auto* k = req.mutable_schema()->add_columns();
+  k->set_name("key");
+  k->set_type(INT64);
+  k->set_is_key(true);
+  auto* v = req.mutable_schema()->add_columns();
+  v->set_name("v");
+  v->set_type(STRING);
+  v->set_is_nullable(true);
+  if (hash_buckets > 0) {
+    auto* d = req.mutable_partition_schema()->add_hash_dimensions();
+    d->add_columns("key");
+    d->set_num_buckets(hash_buckets);
+  }
+  if (range) req.mutable_partition_schema()->mutable_range_schema()->add_columns("key");
+  if (!splits.empty() || !bounds.empty()) {
+    auto schema = Schema::FromPB(req.schema());
+    EXPECT_TRUE(schema.ok());
+    RowOperationsEncoder enc(&*schema);
+    auto add = [&](RowOpType type, int64_t key) {
+      Row row(&*schema);
+      EXPECT_TRUE(row.Set("key", Cell::Int64(key)).ok());
+      EXPECT_TRUE(enc.Add(type, row).ok());
+    };
+    for (int64_t s : splits) add(RowOpType::kSplitRow, s);
+    for (auto [lo, hi] : bounds) {
+      add(RowOpType::kRangeLowerBound, lo);
+      add(RowOpType::kRangeUpperBound, hi);
+    }
+    enc.Finish(req.mutable_split_rows_range_bounds());
+  }
+  return req;
+}
+
+}  // namespace
+
+class MasterITest : public NyalaTest {
+ protected:
+  void SetUp() override {
+    NyalaTest::SetUp();
+    MiniClusterOptions o;
+    o.root_dir = test_dir();
+    o.num_tservers = 3;
+    o.master_flags = {"--tserver_unresponsive_timeout_ms=3000"};
+    cluster_ = std::make_unique<MiniCluster>(o);
+    ASSERT_OK(cluster_->Start());
+  }
+  void TearDown() override {
+    if (cluster_) EXPECT_OK(cluster_->Shutdown());
+    cluster_.reset();
+    NyalaTest::TearDown();
+  }
+
+  std::string CreateRunningTable(const CreateTableRequestPB& req) {
+    std::string id;
+    Status s = cluster_->CreateTable(req, &id);
+    EXPECT_TRUE(s.ok()) << req.name() << ": " << s.ToString();
+    if (!s.ok()) return "";
+    s = cluster_->WaitForTableRunning(id, MonoDelta::FromSeconds(60));
+    EXPECT_TRUE(s.ok()) << req.name() << ": " << s.ToString();
+    return id;
+  }
+  GetTableLocationsResponsePB Locations(const std::string& table_id) {
+    GetTableLocationsRequestPB req;
+    req.mutable_table()->set_table_id(table_id);
+    GetTableLocationsResponsePB resp;
+    EXPECT_OK(cluster_->CallMaster("GetTableLocations", req, &resp));
+    return resp;
+  }
+  // tablet id -> uuid of each server whose ListTablets lists it.
+  std::map<std::string, std::set<std::string>> TabletsOnServers() {
+    std::map<std::string, std::set<std::string>> out;
+    for (int i = 0; i < cluster_->num_tservers(); i++) {
+      if (!cluster_->tserver(i)->IsRunning()) continue;
+      tserver::ListTabletsResponsePB resp;
+      rpc::RpcController rpc;
+      rpc.set_timeout(MonoDelta::FromSeconds(10));
+      EXPECT_OK(cluster_->tserver_admin_proxy(i).SyncRequest(
+          "ListTablets", tserver::ListTabletsRequestPB(), &resp, &rpc));
+      for (const auto& t : resp.tablets()) {
+        if (t.state() != tserver::TABLET_DATA_DELETED) {
+          out[t.tablet_id()].insert(cluster_->tserver(i)->uuid());
+        }
+      }
+    }
+    return out;
+  }
+  // A comparable summary of a table's locations: tablet, partition, replica uuids.
+  std::string Summary(const GetTableLocationsResponsePB& r) {
+    std::string out;
+    for (const auto& loc : r.tablet_locations()) {
+      out += loc.tablet_id() + " " + loc.partition().ShortDebugString() + " [";
+      for (const auto& rep : loc.replicas()) out += rep.ts_info().permanent_uuid() + " ";
+      out += "]\n";
+    }
+    return out;
+  }
+  ListTabletServersResponsePB Servers() {
+    ListTabletServersResponsePB resp;
+    EXPECT_OK(cluster_->ListTabletServers(&resp));
+    return resp;
+  }
+
+  std::unique_ptr<MiniCluster> cluster_;
+};
+
+TEST_F(MasterITest, TablesOfEveryShapeArePlacedAndRunning) {
+  const std::vector<std::pair<CreateTableRequestPB, int>> shapes = {
+      {MakeRequest("hash_only", 6, false), 6},
+      {MakeRequest("range_splits", 0, true, {100, 200, 300}), 4},
+      {MakeRequest("hash_by_range", 3, true, {0}), 6},
+      {MakeRequest("bounded_ranges", 0, true, {15}, {{0, 10}, {10, 20}, {50, 60}}), 4},
+  };
+  std::map<std::string, std::string> expected;  // tablet -> server, from the master
+  for (const auto& [req, tablets] : shapes) {
+    const std::string id = CreateRunningTable(req);
+    ASSERT_FALSE(id.empty());
+    auto locs = Locations(id);
+    ASSERT_FALSE(locs.has_error()) << locs.error().ShortDebugString();
+    ASSERT_EQ(tablets, locs.tablet_locations_size()) << req.name();
+    for (const auto& loc : locs.tablet_locations()) {
+      ASSERT_EQ(1, loc.replicas_size());
+      EXPECT_EQ(LEADER, loc.replicas(0).role());
+      expected[loc.tablet_id()] = loc.replicas(0).ts_info().permanent_uuid();
+    }
+  }
+  // Every server agrees, and holds nothing else.
+  auto actual = TabletsOnServers();
+  ASSERT_EQ(expected.size(), actual.size());
+  std::set<std::string> used;
+  for (const auto& [tablet, uuid] : expected) {
+    ASSERT_EQ(1u, actual[tablet].size()) << tablet;
+    EXPECT_EQ(uuid, *actual[tablet].begin()) << tablet;
+    used.insert(uuid);
+  }
+  EXPECT_EQ(3u, used.size());  // 20 tablets spread over all three servers
+
+  // Deleting a table drops its tablets on the servers.
+  DeleteTableRequestPB del;
+  del.mutable_table()->set_table_name("hash_only");
+  DeleteTableResponsePB del_resp;
+  ASSERT_OK(cluster_->CallMaster("DeleteTable", del, &del_resp));
+  ASSERT_FALSE(del_resp.has_error());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    ASSERT_EQ(expected.size() - 6, TabletsOnServers().size());
+  });
+}
+
+TEST_F(MasterITest, MasterRestartsKeepTheCatalog) {
+  std::map<std::string, std::string> before;  // table id -> summary
+  for (const auto& req : {MakeRequest("a", 4, false), MakeRequest("b", 0, true, {1, 2, 3}),
+                          MakeRequest("c", 2, true, {0}, {}, 3)}) {
+    const std::string id = CreateRunningTable(req);
+    ASSERT_FALSE(id.empty());
+    before[id] = Summary(Locations(id));
+  }
+  ListTablesResponsePB tables_before;
+  ASSERT_OK(cluster_->CallMaster("ListTables", ListTablesRequestPB(), &tables_before));
+  for (bool kill : {false, true}) {
+    SCOPED_TRACE(kill ? "SIGKILL" : "SIGTERM");
+    if (kill) {
+      cluster_->master()->Kill(9);
+      ASSERT_OK(cluster_->master()->Start());
+    } else {
+      ASSERT_OK(cluster_->master()->Restart());
+    }
+    ListTablesResponsePB tables_after;
+    ASSERT_OK(cluster_->CallMaster("ListTables", ListTablesRequestPB(), &tables_after));
+    EXPECT_EQ(tables_before.SerializeAsString(), tables_after.SerializeAsString());
+    // Replicas reappear as the tablet servers register again.
+    ASSERT_OK(cluster_->WaitForTabletServers(3, MonoDelta::FromSeconds(30)));
+    for (const auto& [id, summary] : before) {
+      ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] { ASSERT_EQ(summary, Summary(Locations(id))); });
+    }
+  }
+}
+
+TEST_F(MasterITest, KilledTabletServerIsReportedDead) {
+  const std::string id = CreateRunningTable(MakeRequest("t", 9, false));
+  ASSERT_FALSE(id.empty());
+  const std::string victim = cluster_->tserver(1)->uuid();
+  cluster_->tserver(1)->Kill(9);
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    auto servers = Servers();
+    bool found = false;
+    for (const auto& s : servers.servers()) {
+      if (s.instance_id().permanent_uuid() != victim) {
+        EXPECT_TRUE(s.live());
+        continue;
+      }
+      found = true;
+      ASSERT_FALSE(s.live());
+      EXPECT_GE(s.millis_since_heartbeat(), 3000);
+    }
+    ASSERT_TRUE(found);
+  });
+  const auto locs = Locations(id);
+  for (const auto& loc : locs.tablet_locations()) {
+    for (const auto& r : loc.replicas()) EXPECT_NE(victim, r.ts_info().permanent_uuid());
+  }
+  ASSERT_OK(cluster_->tserver(1)->Start());
+  ASSERT_OK(cluster_->WaitForTabletServers(3, MonoDelta::FromSeconds(30)));
+}
+
+TEST_F(MasterITest, BadInput) {
+  // Each invalid CreateTable, with its code.
+  const std::vector<std::pair<CreateTableRequestPB, MasterErrorPB::Code>> bad = {
+      {MakeRequest("", 0, false), MasterErrorPB::INVALID_TABLE_NAME},
+      {MakeRequest(std::string(300, 'x'), 0, false), MasterErrorPB::INVALID_TABLE_NAME},
+      {MakeRequest("tab\tname", 0, false), MasterErrorPB::INVALID_TABLE_NAME},
+      {MakeRequest("onebucket", 1, false), MasterErrorPB::INVALID_PARTITION_SCHEMA},
+      {MakeRequest("overlap", 0, true, {}, {{0, 20}, {10, 30}}), MasterErrorPB::INVALID_PARTITION_SCHEMA},
+      {MakeRequest("even", 0, false, {}, {}, 2), MasterErrorPB::ILLEGAL_REPLICATION_FACTOR},
+      {MakeRequest("five", 0, false, {}, {}, 5), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH},
+  };
+  for (const auto& [req, code] : bad) {
+    CreateTableResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("CreateTable", req, &resp));
+    EXPECT_EQ(MasterErrorPB::Code_Name(code), MasterErrorPB::Code_Name(resp.error().code()))
+        << req.name().substr(0, 20) << ": " << resp.error().status().message();
+  }
+  {
+    auto req = MakeRequest("dupcol", 0, false);
+    *req.mutable_schema()->add_columns() = req.schema().columns(1);
+    CreateTableResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("CreateTable", req, &resp));
+    EXPECT_EQ(MasterErrorPB::INVALID_SCHEMA, resp.error().code());
+    auto req2 = MakeRequest("hashv", 0, false);
+    auto* d = req2.mutable_partition_schema()->add_hash_dimensions();
+    d->add_columns("v");
+    d->set_num_buckets(4);
+    ASSERT_OK(cluster_->CallMaster("CreateTable", req2, &resp));
+    EXPECT_EQ(MasterErrorPB::INVALID_PARTITION_SCHEMA, resp.error().code());
+  }
+  const std::string id = CreateRunningTable(MakeRequest("present", 0, true, {10}));
+  ASSERT_FALSE(id.empty());
+  {
+    CreateTableResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("CreateTable", MakeRequest("present", 0, false), &resp));
+    EXPECT_EQ(MasterErrorPB::TABLE_ALREADY_PRESENT, resp.error().code());
+  }
+
+  // An unknown table in every call.
+  TableIdentifierPB unknown;
+  unknown.set_table_name("no_such_table");
+  {
+    IsCreateTableDoneRequestPB req;
+    *req.mutable_table() = unknown;
+    IsCreateTableDoneResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("IsCreateTableDone", req, &resp));
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
+  }
+  {
+    DeleteTableRequestPB req;
+    *req.mutable_table() = unknown;
+    DeleteTableResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("DeleteTable", req, &resp));
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
+  }
+  {
+    GetTableSchemaRequestPB req;
+    *req.mutable_table() = unknown;
+    GetTableSchemaResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("GetTableSchema", req, &resp));
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
+  }
+  {
+    GetTableLocationsRequestPB req;
+    *req.mutable_table() = unknown;
+    GetTableLocationsResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("GetTableLocations", req, &resp));
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
+  }
+  // A malformed partition key range.
+  {
+    GetTableLocationsRequestPB req;
+    req.mutable_table()->set_table_id(id);
+    req.set_partition_key_start("\xff");
+    req.set_partition_key_end("\x01");
+    GetTableLocationsResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("GetTableLocations", req, &resp));
+    EXPECT_EQ(MasterErrorPB::INVALID_ARGUMENT, resp.error().code());
+  }
+  // A heartbeat from a server the master never heard of: asked to register.
+  {
+    TSHeartbeatRequestPB req;
+    req.mutable_common()->set_permanent_uuid("ffffffffffffffffffffffffffffffff");
+    req.mutable_common()->set_instance_seqno(1);
+    req.mutable_tablet_report()->set_is_incremental(true);
+    TSHeartbeatResponsePB resp;
+    ASSERT_OK(cluster_->CallMaster("TSHeartbeat", req, &resp));
+    EXPECT_FALSE(resp.has_error());
+    EXPECT_TRUE(resp.needs_reregister());
+  }
+  // The master still serves.
+  EXPECT_EQ(3, int(Servers().servers_size()));
+  PingResponsePB pong;
+  EXPECT_OK(cluster_->CallMaster("Ping", PingRequestPB(), &pong));
+}
+
+}  // namespace nyala::test
