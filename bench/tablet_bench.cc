@@ -1,0 +1,447 @@
+// tablet-bench: the tablet server's data path on the seed schema
+// (key INT64, a INT32, b STRING, c STRING, d INT32; strings of 32 bytes).
+//
+// In-process (no RPC):
+//   insert     --rows rows in Write blocks of --batch_rows through Tablet::Write, the
+//              code the Write RPC runs (decode, row locks, existence MultiGet, one
+//              WriteBatch), alternating in --rounds rounds with
+//   bare       the same storage keys and row values put with plain WriteBatches into
+//              a second store opened with the same RocksDB options (WAL on, no sync).
+//              Prints `write ratio vs bare RocksDB: X` (tablet rows/s / bare rows/s).
+//   get        Tablet::Get of one random key, and of 100 random keys, per call
+//   scan       a full scan of the tablet through the ScannerManager (1 MiB batches)
+// RPC (a server messenger with the tablet service and a client messenger, loopback):
+//   write      rows/s of Write RPCs of --batch_rows rows, one in flight
+//   get        µs per one-key Get RPC and per key of 100-key Get RPCs
+//   cpu        server-thread CPU per one-key Get vs per one-row Scan (an equality
+//              predicate on the key), read from /proc for the server's threads only;
+//              prints `get/scan server CPU ratio: X`
+// Every figure is the run's own; take the median of 3 runs (BENCHMARKING.md).
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/key_encoding.h"
+#include "common/metrics.h"
+#include "common/monotime.h"
+#include "common/row_encoding.h"
+#include "rpc/messenger.h"
+#include "rpc/proxy.h"
+#include "rpc/rpc_controller.h"
+#include "tserver/request_tracker.h"
+#include "tserver/scanners.h"
+#include "tserver/tablet.h"
+#include "tserver/tablet_manager.h"
+#include "tserver/tablet_service.h"
+#include "tserver/tablet_store.h"
+#include "tserver/tserver_metrics.h"
+#include "tserver/tserver_test_util.h"
+
+DEFINE_int64(rows, 1000000, "Rows inserted in-process (half through the tablet, half bare).");
+DEFINE_int32(batch_rows, 1000, "Rows per Write block / WriteBatch.");
+DEFINE_int32(rounds, 4, "Alternating rounds of tablet and bare inserts (A B A B ...).");
+DEFINE_bool(random_keys, false, "Insert keys in random order instead of ascending.");
+DEFINE_int32(get_ops, 100000, "In-process single-key Gets (and a tenth as many 100-key Gets).");
+DEFINE_int64(rpc_rows, 200000, "Rows written over RPC.");
+DEFINE_int32(rpc_get_ops, 20000, "One-key Get RPCs (and as many one-row Scan RPCs for CPU).");
+DEFINE_bool(rpc, true, "Also run the RPC-level figures.");
+DEFINE_string(bench_dir, "", "Directory for the stores (default: a new one under /tmp, removed).");
+
+namespace nyala::tserver {
+namespace {
+
+using namespace testing;  // NOLINT(build/namespaces)
+
+double Seconds(MonoTime start) { return (MonoTime::Now() - start).ToSeconds(); }
+
+// Keys for `n` rows starting at `first`: ascending, or a fixed random permutation.
+std::vector<int64_t> KeyOrder(int64_t first, int64_t n, uint64_t seed) {
+  std::vector<int64_t> keys(n);
+  for (int64_t i = 0; i < n; i++) keys[i] = first + i;
+  if (FLAGS_random_keys) std::shuffle(keys.begin(), keys.end(), std::mt19937_64(seed));
+  return keys;
+}
+
+WriteRequestPB BuildWrite(const std::string& tablet_id, const Schema& schema, const int64_t* keys,
+                          int n) {
+  WriteRequestPB req;
+  req.set_tablet_id(tablet_id);
+  schema.ToPB(req.mutable_schema());
+  RowOperationsEncoder enc(&schema);
+  Row row(&schema);
+  for (int i = 0; i < n; i++) {
+    SeedRow r = MakeSeedRow(keys[i], false);
+    FillRow(r, &row);
+    CHECK_OK(enc.Add(RowOpType::kInsert, row.view()));
+  }
+  enc.Finish(req.mutable_row_operations());
+  return req;
+}
+
+// The storage keys and values the tablet would write for `keys`.
+void BuildBare(uint64_t seq, const Schema& schema, const int64_t* keys, int n,
+               std::vector<std::string>* ks, std::vector<std::string>* vs) {
+  ks->resize(n);
+  vs->resize(n);
+  Row row(&schema);
+  for (int i = 0; i < n; i++) {
+    SeedRow r = MakeSeedRow(keys[i], false);
+    FillRow(r, &row);
+    (*ks)[i] = TabletPrefix(seq);
+    EncodeKey(schema, row.view().cells(), &(*ks)[i]);
+    (*vs)[i].clear();
+    CHECK_OK(EncodeRowValue(row.view(), &(*vs)[i]));
+  }
+}
+
+// CPU seconds (user + sys) of this process's threads whose name starts with one of
+// `prefixes`.
+double ThreadsCpuSeconds(const std::vector<std::string>& prefixes) {
+  double total = 0;
+  const long ticks = sysconf(_SC_CLK_TCK);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    const std::string comm = line.substr(open + 1, close - open - 1);
+    bool match = false;
+    for (const auto& p : prefixes) match |= comm.rfind(p, 0) == 0;
+    if (!match) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15; i++) {
+      rest >> field;
+      if (i == 14) utime = std::stoull(field);
+      if (i == 15) stime = std::stoull(field);
+    }
+    total += double(utime + stime) / ticks;
+  }
+  return total;
+}
+
+struct Env {
+  std::string dir;
+  MetricRegistry registry;
+  std::unique_ptr<TServerMetrics> metrics;
+  std::unique_ptr<TabletManager> tablets;
+  std::unique_ptr<ScannerManager> scanners;
+  Schema schema = SeedSchema(false);
+};
+
+void RunInProcess(Env* env) {
+  const Schema& schema = env->schema;
+  TabletServerErrorPB::Code code;
+  CHECK_OK(env->tablets->CreateTablet(MakeCreateTablet("bench", schema), &code));
+  std::shared_ptr<Tablet> tablet = env->tablets->Lookup("bench");
+  auto bare_store = TabletStore::Open(env->dir + "/bare", nullptr);
+  CHECK_OK(bare_store.status());
+  const uint64_t bare_seq = 1;
+
+  const int64_t per_side = FLAGS_rows / 2;
+  const int64_t per_round = std::max<int64_t>(FLAGS_batch_rows, per_side / FLAGS_rounds);
+  std::vector<int64_t> tablet_keys = KeyOrder(0, per_side, 1);
+  std::vector<int64_t> bare_keys = KeyOrder(0, per_side, 2);
+  double tablet_secs = 0, bare_secs = 0;
+  int64_t tablet_rows = 0, bare_rows = 0;
+  StoreWriteBatch batch;
+  std::vector<std::string> ks, vs;
+  for (int64_t done = 0; done < per_side; done += per_round) {
+    const int64_t end = std::min(per_side, done + per_round);
+    // A: through the tablet's write path.
+    for (int64_t i = done; i < end; i += FLAGS_batch_rows) {
+      const int n = static_cast<int>(std::min<int64_t>(FLAGS_batch_rows, end - i));
+      WriteRequestPB req = BuildWrite("bench", schema, &tablet_keys[i], n);
+      WriteResponsePB resp;
+      const MonoTime t0 = MonoTime::Now();
+      tablet->Write(req, &resp);
+      tablet_secs += Seconds(t0);
+      CHECK(!resp.has_error() && resp.per_row_errors_size() == 0) << resp.ShortDebugString();
+      tablet_rows += n;
+    }
+    // B: the same bytes with bare WriteBatches.
+    for (int64_t i = done; i < end; i += FLAGS_batch_rows) {
+      const int n = static_cast<int>(std::min<int64_t>(FLAGS_batch_rows, end - i));
+      BuildBare(bare_seq, schema, &bare_keys[i], n, &ks, &vs);
+      const MonoTime t0 = MonoTime::Now();
+      batch.Clear();
+      for (int j = 0; j < n; j++) batch.Put(ks[j], vs[j]);
+      CHECK_OK((*bare_store)->Write(&batch));
+      bare_secs += Seconds(t0);
+      bare_rows += n;
+    }
+  }
+  const double tablet_rate = tablet_rows / tablet_secs, bare_rate = bare_rows / bare_secs;
+  printf("insert (tablet write path, %s keys, %d-row blocks): %lld rows in %.2f s = %.0f rows/s\n",
+         FLAGS_random_keys ? "random" : "sequential", FLAGS_batch_rows,
+         static_cast<long long>(tablet_rows), tablet_secs, tablet_rate);
+  printf("insert (bare RocksDB WriteBatch, same bytes and options): %lld rows in %.2f s = %.0f "
+         "rows/s\n",
+         static_cast<long long>(bare_rows), bare_secs, bare_rate);
+  printf("write ratio vs bare RocksDB: %.2f\n", tablet_rate / bare_rate);
+  bare_store->reset();
+
+  // Get.
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int64_t> pick(0, per_side - 1);
+  {
+    GetRequestPB req;
+    req.set_tablet_id("bench");
+    req.add_keys();
+    std::string rows, indirect;
+    const MonoTime t0 = MonoTime::Now();
+    int found = 0;
+    for (int i = 0; i < FLAGS_get_ops; i++) {
+      *req.mutable_keys(0) = EncodedKey(schema, pick(rng));
+      GetResponsePB resp;
+      tablet->Get(req, &resp, &rows, &indirect);
+      found += resp.data().num_rows();
+    }
+    const double s = Seconds(t0);
+    CHECK_EQ(found, FLAGS_get_ops);
+    printf("get, 1 key per call: %.2f us/key (%.0f keys/s)\n", s * 1e6 / FLAGS_get_ops,
+           FLAGS_get_ops / s);
+  }
+  {
+    const int calls = std::max(1, FLAGS_get_ops / 100);
+    GetRequestPB req;
+    req.set_tablet_id("bench");
+    for (int j = 0; j < 100; j++) req.add_keys();
+    std::string rows, indirect;
+    const MonoTime t0 = MonoTime::Now();
+    int64_t found = 0;
+    for (int i = 0; i < calls; i++) {
+      for (int j = 0; j < 100; j++) *req.mutable_keys(j) = EncodedKey(schema, pick(rng));
+      GetResponsePB resp;
+      tablet->Get(req, &resp, &rows, &indirect);
+      found += resp.data().num_rows();
+    }
+    const double s = Seconds(t0);
+    CHECK_EQ(found, int64_t{calls} * 100);
+    printf("get, 100 keys per call: %.2f us/key (%.0f keys/s)\n", s * 1e6 / (calls * 100.0),
+           calls * 100 / s);
+  }
+  // Handler work only: one-key Get vs one-row Scan (key equality), same thread.
+  {
+    const int ops = std::max(1, FLAGS_get_ops / 2);
+    double get_s = 0, scan_s = 0;
+    std::string rows, indirect;
+    for (int round = 0; round < 4; round++) {
+      MonoTime t0 = MonoTime::Now();
+      for (int i = 0; i < ops / 4; i++) {
+        GetRequestPB req;
+        req.set_tablet_id("bench");
+        req.add_keys(EncodedKey(schema, pick(rng)));
+        GetResponsePB resp;
+        tablet->Get(req, &resp, &rows, &indirect);
+        CHECK_EQ(resp.data().num_rows(), 1);
+      }
+      get_s += Seconds(t0);
+      t0 = MonoTime::Now();
+      for (int i = 0; i < ops / 4; i++) {
+        ScanRequestPB req;
+        auto* ns = req.mutable_new_scan_request();
+        ns->set_tablet_id("bench");
+        auto* p = ns->add_predicates();
+        p->set_column("key");
+        p->mutable_equality()->set_value(EncodeCellValue(Cell::Int64(pick(rng))));
+        ScanResponsePB resp;
+        env->scanners->StartScan(tablet, req, &resp, &rows, &indirect);
+        CHECK_EQ(resp.data().num_rows(), 1);
+      }
+      scan_s += Seconds(t0);
+    }
+    const int n = 4 * (ops / 4);
+    printf("handler work, one-key Get: %.2f us; one-row Scan: %.2f us; ratio %.2f\n",
+           get_s * 1e6 / n, scan_s * 1e6 / n, get_s / scan_s);
+  }
+  // Scan.
+  {
+    ScanRequestPB req;
+    req.mutable_new_scan_request()->set_tablet_id("bench");
+    ScanResponsePB resp;
+    std::string rows, indirect;
+    const MonoTime t0 = MonoTime::Now();
+    env->scanners->StartScan(tablet, req, &resp, &rows, &indirect);
+    int64_t total = resp.data().num_rows();
+    uint32_t seq = 0;
+    while (resp.has_more_results()) {
+      ScanRequestPB next;
+      next.set_scanner_id(resp.scanner_id());
+      next.set_call_seq_id(++seq);
+      resp.Clear();
+      env->scanners->ContinueScan(next, &resp, &rows, &indirect);
+      CHECK(!resp.has_error()) << resp.ShortDebugString();
+      total += resp.data().num_rows();
+    }
+    const double s = Seconds(t0);
+    CHECK_EQ(total, per_side);
+    printf("scan, all columns, 1 MiB batches: %lld rows in %.3f s = %.0f rows/s\n",
+           static_cast<long long>(total), s, total / s);
+  }
+}
+
+void RunRpc(Env* env) {
+  const Schema& schema = env->schema;
+  TabletServerErrorPB::Code code;
+  CHECK_OK(env->tablets->CreateTablet(MakeCreateTablet("rpc", schema), &code));
+  RequestTracker tracker;
+  rpc::MessengerOptions so;
+  so.name = "srv";
+  so.num_reactors = 1;
+  so.metrics = &env->registry;
+  auto server = rpc::Messenger::Create(so);
+  CHECK_OK(server.status());
+  TabletServiceDeps deps{env->tablets.get(), env->scanners.get(), &tracker, env->metrics.get()};
+  CHECK_OK((*server)->RegisterService(std::make_unique<TabletServiceImpl>(deps), 2, 100));
+  rpc::Sockaddr addr;
+  CHECK_OK((*server)->AddListener(rpc::Sockaddr::Loopback(0), &addr));
+  rpc::MessengerOptions co;
+  co.name = "cli";
+  co.num_reactors = 1;
+  auto client = rpc::Messenger::Create(co);
+  CHECK_OK(client.status());
+  rpc::Proxy proxy(*client, addr, TabletServiceImpl::kServiceName);
+  auto call = [&](const char* method, const google::protobuf::Message& req,
+                  google::protobuf::Message* resp, rpc::RpcController* ctl) {
+    ctl->Reset();
+    ctl->set_timeout(MonoDelta::FromSeconds(30));
+    CHECK_OK(proxy.SyncRequest(method, req, resp, ctl));
+  };
+
+  // Write.
+  {
+    std::vector<int64_t> keys = KeyOrder(0, FLAGS_rpc_rows, 4);
+    double secs = 0;
+    rpc::RpcController ctl;
+    for (int64_t i = 0; i < FLAGS_rpc_rows; i += FLAGS_batch_rows) {
+      const int n = static_cast<int>(std::min<int64_t>(FLAGS_batch_rows, FLAGS_rpc_rows - i));
+      WriteRequestPB req = BuildWrite("rpc", schema, &keys[i], n);
+      WriteResponsePB resp;
+      const MonoTime t0 = MonoTime::Now();
+      call("Write", req, &resp, &ctl);
+      secs += Seconds(t0);
+      CHECK(!resp.has_error() && resp.per_row_errors_size() == 0) << resp.ShortDebugString();
+    }
+    printf("rpc write, %d-row blocks, 1 in flight: %.0f rows/s\n", FLAGS_batch_rows,
+           FLAGS_rpc_rows / secs);
+  }
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int64_t> pick(0, FLAGS_rpc_rows - 1);
+  // Get.
+  {
+    GetRequestPB req;
+    req.set_tablet_id("rpc");
+    req.add_keys();
+    rpc::RpcController ctl;
+    const MonoTime t0 = MonoTime::Now();
+    for (int i = 0; i < FLAGS_rpc_get_ops; i++) {
+      *req.mutable_keys(0) = EncodedKey(schema, pick(rng));
+      GetResponsePB resp;
+      call("Get", req, &resp, &ctl);
+      CHECK_EQ(resp.data().num_rows(), 1);
+    }
+    const double s = Seconds(t0);
+    printf("rpc get, 1 key per call: %.1f us/call (%.0f calls/s)\n", s * 1e6 / FLAGS_rpc_get_ops,
+           FLAGS_rpc_get_ops / s);
+    const int calls = std::max(1, FLAGS_rpc_get_ops / 10);
+    req.clear_keys();
+    for (int j = 0; j < 100; j++) req.add_keys();
+    const MonoTime t1 = MonoTime::Now();
+    for (int i = 0; i < calls; i++) {
+      for (int j = 0; j < 100; j++) *req.mutable_keys(j) = EncodedKey(schema, pick(rng));
+      GetResponsePB resp;
+      call("Get", req, &resp, &ctl);
+      CHECK_EQ(resp.data().num_rows(), 100);
+    }
+    const double s1 = Seconds(t1);
+    printf("rpc get, 100 keys per call: %.2f us/key\n", s1 * 1e6 / (calls * 100.0));
+  }
+  // Server CPU: one-key Get vs one-row Scan, A B A B.
+  {
+    const std::vector<std::string> server_threads = {"srv-", "svc-TabletSe"};
+    double get_cpu = 0, scan_cpu = 0;
+    int64_t gets = 0, scans = 0;
+    rpc::RpcController ctl;
+    const int per_round = std::max(1, FLAGS_rpc_get_ops / 4);
+    for (int round = 0; round < 4; round++) {
+      double c0 = ThreadsCpuSeconds(server_threads);
+      GetRequestPB greq;
+      greq.set_tablet_id("rpc");
+      greq.add_keys();
+      for (int i = 0; i < per_round; i++) {
+        *greq.mutable_keys(0) = EncodedKey(schema, pick(rng));
+        GetResponsePB resp;
+        call("Get", greq, &resp, &ctl);
+        CHECK_EQ(resp.data().num_rows(), 1);
+      }
+      double c1 = ThreadsCpuSeconds(server_threads);
+      get_cpu += c1 - c0;
+      gets += per_round;
+      for (int i = 0; i < per_round; i++) {
+        ScanRequestPB sreq;
+        auto* ns = sreq.mutable_new_scan_request();
+        ns->set_tablet_id("rpc");
+        auto* p = ns->add_predicates();
+        p->set_column("key");
+        p->mutable_equality()->set_value(EncodeCellValue(Cell::Int64(pick(rng))));
+        ScanResponsePB resp;
+        call("Scan", sreq, &resp, &ctl);
+        CHECK_EQ(resp.data().num_rows(), 1);
+        CHECK(!resp.has_more_results());
+      }
+      scan_cpu += ThreadsCpuSeconds(server_threads) - c1;
+      scans += per_round;
+    }
+    printf("server CPU per one-key Get: %.1f us; per one-row Scan: %.1f us\n",
+           get_cpu * 1e6 / gets, scan_cpu * 1e6 / scans);
+    printf("get/scan server CPU ratio: %.2f\n", (get_cpu / gets) / (scan_cpu / scans));
+  }
+  (*client)->Shutdown();
+  (*server)->Shutdown();
+}
+
+}  // namespace
+}  // namespace nyala::tserver
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  FLAGS_minloglevel = 1;
+  google::InitGoogleLogging(argv[0]);
+  using namespace nyala::tserver;  // NOLINT(build/namespaces)
+  Env env;
+  bool remove_dir = false;
+  if (FLAGS_bench_dir.empty()) {
+    char tmpl[] = "/tmp/tablet-bench-XXXXXX";
+    CHECK(mkdtemp(tmpl)) << "mkdtemp";
+    env.dir = tmpl;
+    remove_dir = true;
+  } else {
+    env.dir = FLAGS_bench_dir;
+    std::filesystem::create_directories(env.dir);
+  }
+  env.metrics = std::make_unique<TServerMetrics>(&env.registry);
+  env.tablets = std::make_unique<TabletManager>(std::vector<std::string>{env.dir}, env.metrics.get());
+  CHECK_OK(env.tablets->Open());
+  env.scanners = std::make_unique<ScannerManager>(env.metrics.get());
+  const nyala::MonoTime t0 = nyala::MonoTime::Now();
+  RunInProcess(&env);
+  if (FLAGS_rpc) RunRpc(&env);
+  env.scanners.reset();
+  env.tablets.reset();
+  if (remove_dir) std::filesystem::remove_all(env.dir);
+  printf("total run time: %.1f s\n", (nyala::MonoTime::Now() - t0).ToSeconds());
+  return 0;
+}

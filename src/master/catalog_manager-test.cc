@@ -1,0 +1,679 @@
+// CatalogManager against fake tablet servers (master-test-util.h): real
+// messengers and RPCs for CreateTablet / DeleteTablet, heartbeats fed directly,
+// the background pass run by the test.
+#include "master/catalog_manager.h"
+
+#include <gflags/gflags.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/test_util.h"
+#include "master/master-test-util.h"
+
+DECLARE_int32(tserver_unresponsive_timeout_ms);
+DECLARE_int32(tablet_creation_timeout_ms);
+
+namespace nyala::master {
+
+class CatalogManagerTest : public NyalaTest {
+ protected:
+  void SetUp() override {
+    NyalaTest::SetUp();
+    saved_unresponsive_ = FLAGS_tserver_unresponsive_timeout_ms;
+    saved_creation_ = FLAGS_tablet_creation_timeout_ms;
+    ASSERT_OK(OpenCatalog());
+    for (int i = 0; i < 3; i++) ASSERT_NO_FATAL_FAILURE(AddServer());
+  }
+  void TearDown() override {
+    CloseCatalog();
+    servers_.clear();
+    FLAGS_tserver_unresponsive_timeout_ms = saved_unresponsive_;
+    FLAGS_tablet_creation_timeout_ms = saved_creation_;
+    NyalaTest::TearDown();
+  }
+
+  Status OpenCatalog() {
+    ASSIGN_OR_RETURN(sys_, SysCatalog::Open(test_dir() + "/sys"));
+    ts_manager_ = std::make_unique<TSManager>();
+    rpc::MessengerOptions o;
+    o.name = "master-client";
+    o.num_reactors = 1;
+    ASSIGN_OR_RETURN(messenger_, rpc::Messenger::Create(o));
+    cm_ = std::make_unique<CatalogManager>(sys_.get(), ts_manager_.get(), messenger_, &metrics_);
+    return cm_->Load();
+  }
+  void CloseCatalog() {
+    if (cm_) cm_->Shutdown();
+    if (messenger_) messenger_->Shutdown();
+    cm_.reset();
+    ts_manager_.reset();
+    sys_.reset();
+  }
+  void RestartCatalog() {
+    CloseCatalog();
+    ASSERT_OK(OpenCatalog());
+  }
+
+  void AddServer() {
+    servers_.push_back(std::make_unique<FakeTabletServer>());
+    ASSERT_OK(servers_.back()->Start());
+    TSHeartbeatResponsePB resp = Heartbeat(*servers_.back(), true, true);
+    ASSERT_FALSE(resp.has_error());
+  }
+
+  TSHeartbeatResponsePB Heartbeat(FakeTabletServer& ts, bool registration, bool full) {
+    TSHeartbeatResponsePB resp;
+    cm_->TSHeartbeat(ts.MakeHeartbeat(registration, full), &resp);
+    return resp;
+  }
+  // Every server in `live` heartbeats, registering when asked to.
+  void HeartbeatAll(const std::set<int>& skip = {}) {
+    for (int i = 0; i < int(servers_.size()); i++) {
+      if (skip.count(i)) continue;
+      auto resp = Heartbeat(*servers_[i], false, false);
+      if (resp.needs_reregister() || resp.needs_full_tablet_report()) {
+        resp = Heartbeat(*servers_[i], true, true);
+      }
+    }
+  }
+
+  std::string CreateTable(const CreateTableRequestPB& req) {
+    CreateTableResponsePB resp;
+    cm_->CreateTable(req, &resp);
+    EXPECT_FALSE(resp.has_error()) << resp.error().ShortDebugString();
+    return resp.table_id();
+  }
+  MasterErrorPB CreateTableError(const CreateTableRequestPB& req) {
+    CreateTableResponsePB resp;
+    cm_->CreateTable(req, &resp);
+    EXPECT_TRUE(resp.has_error()) << req.name();
+    return resp.error();
+  }
+  void WaitRunning(const std::string& table_id) {
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+      cm_->RunBackgroundPassForTests();
+      IsCreateTableDoneRequestPB req;
+      req.mutable_table()->set_table_id(table_id);
+      IsCreateTableDoneResponsePB resp;
+      cm_->IsCreateTableDone(req, &resp);
+      ASSERT_FALSE(resp.has_error());
+      ASSERT_TRUE(resp.done()) << resp.tablets_running() << "/" << resp.tablets_total();
+    });
+  }
+  GetTableLocationsResponsePB Locations(const GetTableLocationsRequestPB& req,
+                                        bool use_cache = true) {
+    GetTableLocationsResponsePB resp;
+    EXPECT_TRUE(resp.ParseFromString(*cm_->GetTableLocations(req, use_cache)));
+    return resp;
+  }
+  GetTableLocationsResponsePB Locations(const std::string& table_id) {
+    GetTableLocationsRequestPB req;
+    req.mutable_table()->set_table_id(table_id);
+    return Locations(req);
+  }
+  FakeTabletServer* ServerByUuid(const std::string& uuid) {
+    for (auto& s : servers_) {
+      if (s->uuid() == uuid) return s.get();
+    }
+    return nullptr;
+  }
+
+  int32_t saved_unresponsive_ = 0;
+  int32_t saved_creation_ = 0;
+  MetricRegistry metrics_;
+  std::unique_ptr<SysCatalog> sys_;
+  std::unique_ptr<TSManager> ts_manager_;
+  std::shared_ptr<rpc::Messenger> messenger_;
+  std::unique_ptr<CatalogManager> cm_;
+  std::vector<std::unique_ptr<FakeTabletServer>> servers_;
+};
+
+TEST_F(CatalogManagerTest, PartitionShapesArePlacedAndRun) {
+  struct Shape {
+    CreateTableRequestPB req;
+    int tablets;
+  };
+  std::vector<Shape> shapes = {
+      {MakeCreateTableRequest("hash", 4, false), 4},
+      {MakeCreateTableRequest("range", 0, true, {10, 20, 30}), 4},
+      {MakeCreateTableRequest("hash_range", 2, true, {0, 100}), 6},
+      {MakeCreateTableRequest("bounded", 0, true, {5}, {{0, 10}, {20, 30}}), 3},
+      {MakeCreateTableRequest("single", 0, false), 1},
+      {MakeCreateTableRequest("replicated", 3, false, {}, {}, 3), 3},
+  };
+  std::map<std::string, int> tablets_per_server;
+  for (auto& shape : shapes) {
+    SCOPED_TRACE(shape.req.name());
+    const std::string id = CreateTable(shape.req);
+    ASSERT_FALSE(id.empty());
+    ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+    auto locs = Locations(id);
+    ASSERT_FALSE(locs.has_error()) << locs.error().ShortDebugString();
+    ASSERT_EQ(shape.tablets, locs.tablet_locations_size());
+    EXPECT_EQ(300000u, locs.ttl_millis());
+    std::string prev_end;
+    for (int i = 0; i < locs.tablet_locations_size(); i++) {
+      const auto& loc = locs.tablet_locations(i);
+      if (i > 0) {
+        EXPECT_LE(prev_end, loc.partition().partition_key_start());  // ordered
+      }
+      prev_end = loc.partition().partition_key_end();
+      ASSERT_EQ(shape.req.num_replicas(), loc.replicas_size());
+      std::set<std::string> uuids;
+      for (int r = 0; r < loc.replicas_size(); r++) {
+        const auto& rep = loc.replicas(r);
+        EXPECT_EQ(r == 0 ? LEADER : FOLLOWER, rep.role());
+        uuids.insert(rep.ts_info().permanent_uuid());
+        FakeTabletServer* ts = ServerByUuid(rep.ts_info().permanent_uuid());
+        ASSERT_NE(nullptr, ts);
+        EXPECT_TRUE(ts->HasTablet(loc.tablet_id()));
+        EXPECT_EQ(ts->addr().port(), rep.ts_info().rpc_addresses(0).port());
+        tablets_per_server[rep.ts_info().permanent_uuid()]++;
+      }
+      EXPECT_EQ(size_t(loc.replicas_size()), uuids.size()) << "two replicas on one server";
+    }
+  }
+  // 26 replicas over 3 servers: power of two choices keeps them close.
+  ASSERT_EQ(3u, tablets_per_server.size());
+  for (const auto& [uuid, n] : tablets_per_server) {
+    EXPECT_GE(n, 6) << uuid;
+    EXPECT_LE(n, 11) << uuid;
+  }
+}
+
+TEST_F(CatalogManagerTest, EveryInvalidCreateTableHasItsCode) {
+  ASSERT_FALSE(CreateTable(MakeCreateTableRequest("exists", 0, false)).empty());
+  struct Case {
+    std::string what;
+    CreateTableRequestPB req;
+    MasterErrorPB::Code code;
+    std::string message;
+  };
+  std::vector<Case> cases;
+  auto base = [](const std::string& name) { return MakeCreateTableRequest(name, 0, false); };
+  cases.push_back({"empty name", base(""), MasterErrorPB::INVALID_TABLE_NAME, "empty"});
+  cases.push_back({"long name", base(std::string(257, 'n')), MasterErrorPB::INVALID_TABLE_NAME,
+                   "longer than 256"});
+  cases.push_back({"control char", base("a\nb"), MasterErrorPB::INVALID_TABLE_NAME,
+                   "control character"});
+  cases.push_back({"duplicate name", base("exists"), MasterErrorPB::TABLE_ALREADY_PRESENT,
+                   "exists"});
+  {
+    auto r = base("dupcol");
+    *r.mutable_schema()->add_columns() = r.schema().columns(1);
+    cases.push_back({"duplicate column", r, MasterErrorPB::INVALID_SCHEMA, "duplicate column name: v"});
+  }
+  {
+    auto r = base("keynotfirst");
+    r.mutable_schema()->mutable_columns(0)->set_is_key(false);
+    r.mutable_schema()->mutable_columns(1)->set_is_key(true);
+    r.mutable_schema()->mutable_columns(1)->set_is_nullable(false);
+    cases.push_back({"key not first", r, MasterErrorPB::INVALID_SCHEMA, ": v"});
+  }
+  {
+    auto r = base("nullkey");
+    r.mutable_schema()->mutable_columns(0)->set_is_nullable(true);
+    cases.push_back({"nullable key", r, MasterErrorPB::INVALID_SCHEMA, "nullable: key"});
+  }
+  {
+    auto r = base("nocols");
+    r.mutable_schema()->clear_columns();
+    cases.push_back({"no columns", r, MasterErrorPB::INVALID_SCHEMA, "no columns"});
+  }
+  {
+    auto r = base("unknownhash");
+    auto* d = r.mutable_partition_schema()->add_hash_dimensions();
+    d->add_columns("nope");
+    d->set_num_buckets(2);
+    cases.push_back({"unknown hash column", r, MasterErrorPB::INVALID_PARTITION_SCHEMA, "nope"});
+  }
+  {
+    auto r = base("hashnonkey");
+    auto* d = r.mutable_partition_schema()->add_hash_dimensions();
+    d->add_columns("v");
+    d->set_num_buckets(2);
+    cases.push_back({"hash on non-key", r, MasterErrorPB::INVALID_PARTITION_SCHEMA,
+                     "not a key column: v"});
+  }
+  {
+    auto r = base("rangenonkey");
+    r.mutable_partition_schema()->mutable_range_schema()->add_columns("v");
+    cases.push_back({"range on non-key", r, MasterErrorPB::INVALID_PARTITION_SCHEMA,
+                     "not a key column: v"});
+  }
+  cases.push_back({"one bucket", MakeCreateTableRequest("onebucket", 1, false),
+                   MasterErrorPB::INVALID_PARTITION_SCHEMA, "fewer than 2 buckets"});
+  cases.push_back({"overlapping ranges",
+                   MakeCreateTableRequest("overlap", 0, true, {}, {{0, 20}, {10, 30}}),
+                   MasterErrorPB::INVALID_PARTITION_SCHEMA, ""});
+  cases.push_back({"splits without range columns",
+                   MakeCreateTableRequest("splitnorange", 0, false, {5}),
+                   MasterErrorPB::INVALID_PARTITION_SCHEMA, ""});
+  {
+    auto r = MakeCreateTableRequest("badrows", 0, true, {5});
+    r.mutable_split_rows_range_bounds()->set_rows("\x02\x01\x08");  // truncated block
+    cases.push_back({"malformed split rows", r, MasterErrorPB::INVALID_PARTITION_SCHEMA,
+                     "split_rows_range_bounds"});
+  }
+  cases.push_back({"even replicas", MakeCreateTableRequest("even", 0, false, {}, {}, 2),
+                   MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "odd"});
+  cases.push_back({"negative replicas", MakeCreateTableRequest("neg", 0, false, {}, {}, -1),
+                   MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "-1"});
+  cases.push_back({"too many replicas", MakeCreateTableRequest("nine", 0, false, {}, {}, 9),
+                   MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "9"});
+  cases.push_back({"more replicas than servers", MakeCreateTableRequest("five", 0, false, {}, {}, 5),
+                   MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, "3 live tablet servers"});
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    MasterErrorPB err = CreateTableError(c.req);
+    EXPECT_EQ(MasterErrorPB::Code_Name(c.code), MasterErrorPB::Code_Name(err.code()))
+        << err.status().message();
+    EXPECT_NE(std::string::npos, err.status().message().find(c.message)) << err.status().message();
+  }
+  ListTablesResponsePB list;
+  cm_->ListTables(ListTablesRequestPB(), &list);
+  EXPECT_EQ(1, list.tables_size());  // nothing but "exists" was created
+}
+
+TEST_F(CatalogManagerTest, NoLiveServersIsAnError) {
+  servers_.clear();
+  RestartCatalog();  // no server has registered with this instance
+  MasterErrorPB err = CreateTableError(MakeCreateTableRequest("t", 0, false));
+  EXPECT_EQ(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, err.code());
+}
+
+TEST_F(CatalogManagerTest, UnknownTableInEveryCall) {
+  for (bool by_name : {false, true}) {
+    TableIdentifierPB id;
+    if (by_name) {
+      id.set_table_name("nope");
+    } else {
+      id.set_table_id("0123456789abcdef0123456789abcdef");
+    }
+    IsCreateTableDoneRequestPB r1;
+    *r1.mutable_table() = id;
+    IsCreateTableDoneResponsePB p1;
+    cm_->IsCreateTableDone(r1, &p1);
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, p1.error().code());
+    DeleteTableRequestPB r2;
+    *r2.mutable_table() = id;
+    DeleteTableResponsePB p2;
+    cm_->DeleteTable(r2, &p2);
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, p2.error().code());
+    GetTableSchemaRequestPB r3;
+    *r3.mutable_table() = id;
+    GetTableSchemaResponsePB p3;
+    cm_->GetTableSchema(r3, &p3);
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, p3.error().code());
+    GetTableLocationsRequestPB r4;
+    *r4.mutable_table() = id;
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, Locations(r4).error().code());
+  }
+  // An empty identifier too.
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, Locations(GetTableLocationsRequestPB()).error().code());
+}
+
+TEST_F(CatalogManagerTest, ListTablesAndSchema) {
+  const std::string a = CreateTable(MakeCreateTableRequest("apple", 2, false));
+  const std::string b = CreateTable(MakeCreateTableRequest("apricot", 0, true, {1}));
+  CreateTable(MakeCreateTableRequest("banana", 0, false));
+  ListTablesRequestPB req;
+  req.set_name_filter("ap");
+  ListTablesResponsePB list;
+  cm_->ListTables(req, &list);
+  ASSERT_EQ(2, list.tables_size());
+  EXPECT_EQ("apple", list.tables(0).name());
+  EXPECT_EQ(a, list.tables(0).id());
+  EXPECT_EQ(2, list.tables(0).num_tablets());
+  EXPECT_EQ("apricot", list.tables(1).name());
+  ListTablesResponsePB all;
+  cm_->ListTables(ListTablesRequestPB(), &all);
+  EXPECT_EQ(3, all.tables_size());
+
+  GetTableSchemaRequestPB sreq;
+  sreq.mutable_table()->set_table_name("apricot");
+  GetTableSchemaResponsePB schema;
+  cm_->GetTableSchema(sreq, &schema);
+  ASSERT_FALSE(schema.has_error());
+  EXPECT_EQ(b, schema.table_id());
+  EXPECT_EQ("apricot", schema.table_name());
+  ASSERT_EQ(2, schema.schema().columns_size());
+  EXPECT_EQ("key", schema.schema().columns(0).name());
+  EXPECT_EQ(0, schema.schema().columns(0).id());
+  EXPECT_EQ(1, schema.schema().columns(1).id());
+  EXPECT_EQ("key", schema.partition_schema().range_schema().columns(0));
+  EXPECT_EQ(1, schema.num_replicas());
+  EXPECT_FALSE(schema.create_table_done());
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(b));
+  cm_->GetTableSchema(sreq, &schema);
+  EXPECT_TRUE(schema.create_table_done());
+}
+
+TEST_F(CatalogManagerTest, DeleteTableDropsTabletsOnServersAndFreesTheName) {
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 6, false));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  size_t total = 0;
+  for (auto& s : servers_) total += s->NumTablets();
+  ASSERT_EQ(6u, total);
+  DeleteTableRequestPB req;
+  req.mutable_table()->set_table_name("t");
+  DeleteTableResponsePB resp;
+  cm_->DeleteTable(req, &resp);
+  ASSERT_FALSE(resp.has_error());
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, Locations(id).error().code());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    cm_->RunBackgroundPassForTests();
+    for (auto& s : servers_) ASSERT_EQ(0u, s->NumTablets());
+    ASSERT_EQ(0u, cm_->NumPendingTabletsForTests());
+  });
+  cm_->RunBackgroundPassForTests();
+  EXPECT_EQ(0u, cm_->NumRpcTasksForTests());  // no leftover task state
+  cm_->DeleteTable(req, &resp);
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
+  EXPECT_NE(id, CreateTable(MakeCreateTableRequest("t", 0, false)));
+}
+
+TEST_F(CatalogManagerTest, CatalogSurvivesRestart) {
+  const std::string kept = CreateTable(MakeCreateTableRequest("kept", 0, true, {10, 20}));
+  const std::string gone = CreateTable(MakeCreateTableRequest("gone", 2, false));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(kept));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(gone));
+  const auto before = Locations(kept);
+  DeleteTableRequestPB del;
+  del.mutable_table()->set_table_id(gone);
+  DeleteTableResponsePB del_resp;
+  cm_->DeleteTable(del, &del_resp);
+  ASSERT_FALSE(del_resp.has_error());
+
+  ASSERT_NO_FATAL_FAILURE(RestartCatalog());
+  ListTablesResponsePB list;
+  cm_->ListTables(ListTablesRequestPB(), &list);
+  ASSERT_EQ(1, list.tables_size());
+  EXPECT_EQ(kept, list.tables(0).id());
+  EXPECT_EQ(TABLE_RUNNING, list.tables(0).state());
+  // The servers are unknown to the new instance until they register again.
+  auto resp = Heartbeat(*servers_[0], false, false);
+  EXPECT_TRUE(resp.needs_reregister());
+  EXPECT_FALSE(resp.has_error());
+  HeartbeatAll();
+  const auto after = Locations(kept);
+  EXPECT_EQ(before.SerializeAsString(), after.SerializeAsString());
+  // The deleted table's tablets are dropped after the restart too.
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    cm_->RunBackgroundPassForTests();
+    size_t total = 0;
+    for (auto& s : servers_) total += s->NumTablets();
+    ASSERT_EQ(3u, total);
+  });
+}
+
+TEST_F(CatalogManagerTest, HeartbeatFromUnknownOrAnonymousServer) {
+  TSHeartbeatRequestPB req;
+  req.mutable_common()->set_permanent_uuid("never-registered");
+  req.mutable_common()->set_instance_seqno(7);
+  req.mutable_tablet_report()->set_is_incremental(true);
+  TSHeartbeatResponsePB resp;
+  cm_->TSHeartbeat(req, &resp);
+  EXPECT_FALSE(resp.has_error());
+  EXPECT_TRUE(resp.needs_reregister());
+  EXPECT_TRUE(resp.needs_full_tablet_report());
+
+  TSHeartbeatRequestPB anon;
+  TSHeartbeatResponsePB anon_resp;
+  cm_->TSHeartbeat(anon, &anon_resp);
+  EXPECT_EQ(MasterErrorPB::INVALID_ARGUMENT, anon_resp.error().code());
+}
+
+TEST_F(CatalogManagerTest, ServersAreToldToDropTabletsTheyShouldNotHave) {
+  servers_[0]->AddTabletForTests("unknown-tablet");
+  auto resp = Heartbeat(*servers_[0], false, true);
+  EXPECT_FALSE(resp.has_error());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    cm_->RunBackgroundPassForTests();
+    ASSERT_FALSE(servers_[0]->HasTablet("unknown-tablet"));
+  });
+
+  // A server that is down while its table is deleted drops the tablets when it
+  // comes back (at a new address).
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 6, false));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  FakeTabletServer& down = *servers_[1];
+  ASSERT_GT(down.NumTablets(), 0u);
+  down.Stop();
+  DeleteTableRequestPB del;
+  del.mutable_table()->set_table_id(id);
+  DeleteTableResponsePB del_resp;
+  cm_->DeleteTable(del, &del_resp);
+  ASSERT_FALSE(del_resp.has_error());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    cm_->RunBackgroundPassForTests();
+    ASSERT_EQ(0u, servers_[0]->NumTablets());
+    ASSERT_EQ(0u, servers_[2]->NumTablets());
+  });
+  EXPECT_GT(down.NumTablets(), 0u);
+  ASSERT_OK(down.Start());
+  Heartbeat(down, true, true);
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    cm_->RunBackgroundPassForTests();
+    ASSERT_EQ(0u, down.NumTablets());
+  });
+}
+
+TEST_F(CatalogManagerTest, TabletNotCreatedInTimeIsReplacedElsewhere) {
+  FLAGS_tablet_creation_timeout_ms = 300;
+  FakeTabletServer& bad = *servers_[0];
+  bad.state()->fail_creates = true;
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 8, false));
+  // Placement put some of the 8 tablets on the failing server (2 choices among 3).
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  EXPECT_GT(bad.state()->creates.load(), 0);
+  auto locs = Locations(id);
+  ASSERT_EQ(8, locs.tablet_locations_size());
+  for (const auto& loc : locs.tablet_locations()) {
+    ASSERT_EQ(1, loc.replicas_size());
+    EXPECT_NE(bad.uuid(), loc.replicas(0).ts_info().permanent_uuid());
+  }
+  // The replacements survive a restart.
+  ASSERT_NO_FATAL_FAILURE(RestartCatalog());
+  HeartbeatAll();
+  EXPECT_EQ(locs.SerializeAsString(), Locations(id).SerializeAsString());
+}
+
+TEST_F(CatalogManagerTest, LocationRanges) {
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 0, true, {10, 20, 30}));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  const auto all = Locations(id);
+  ASSERT_EQ(4, all.tablet_locations_size());
+  const std::string k10 = all.tablet_locations(1).partition().partition_key_start();
+  const std::string k20 = all.tablet_locations(2).partition().partition_key_start();
+  ASSERT_FALSE(k10.empty());
+
+  GetTableLocationsRequestPB req;
+  req.mutable_table()->set_table_name("t");
+  req.set_partition_key_start(k20);
+  req.set_partition_key_end(k10);
+  EXPECT_EQ(MasterErrorPB::INVALID_ARGUMENT, Locations(req).error().code());
+
+  // The tablet holding the start key comes first, however the key falls in it.
+  req.set_partition_key_end("");
+  req.set_partition_key_start(k10 + std::string("\x05", 1));
+  auto r = Locations(req);
+  ASSERT_EQ(3, r.tablet_locations_size());
+  EXPECT_EQ(all.tablet_locations(1).tablet_id(), r.tablet_locations(0).tablet_id());
+  const int64_t hits = cm_->locations_cache()->hits();
+  req.set_partition_key_start(k10);  // same first tablet: same cache entry
+  EXPECT_EQ(r.SerializeAsString(), Locations(req).SerializeAsString());
+  EXPECT_EQ(hits + 1, cm_->locations_cache()->hits());
+
+  // [k10, k20) is exactly tablet 1; max_returned_locations caps the answer.
+  req.set_partition_key_end(k20);
+  r = Locations(req);
+  ASSERT_EQ(1, r.tablet_locations_size());
+  req.clear_partition_key_end();
+  req.set_max_returned_locations(2);
+  EXPECT_EQ(2, Locations(req).tablet_locations_size());
+  req.set_max_returned_locations(0);
+  r = Locations(req);
+  EXPECT_FALSE(r.has_error());
+  EXPECT_EQ(0, r.tablet_locations_size());
+
+  // Interned: one ts_info per server, replicas by index.
+  req.clear_max_returned_locations();
+  req.clear_partition_key_start();
+  req.set_intern_ts_infos_in_response(true);
+  r = Locations(req);
+  ASSERT_EQ(4, r.tablet_locations_size());
+  std::set<std::string> uuids;
+  for (const auto& loc : all.tablet_locations()) uuids.insert(loc.replicas(0).ts_info().permanent_uuid());
+  EXPECT_EQ(int(uuids.size()), r.ts_infos_size());
+  for (int i = 0; i < 4; i++) {
+    const auto& loc = r.tablet_locations(i);
+    EXPECT_EQ(0, loc.replicas_size());
+    ASSERT_EQ(1, loc.interned_replicas_size());
+    EXPECT_EQ(LEADER, loc.interned_replicas(0).role());
+    EXPECT_EQ(all.tablet_locations(i).replicas(0).ts_info().permanent_uuid(),
+              r.ts_infos(loc.interned_replicas(0).ts_info_idx()).permanent_uuid());
+  }
+}
+
+TEST_F(CatalogManagerTest, TabletNotRunningIsReported) {
+  for (auto& s : servers_) s->state()->fail_creates = true;
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 0, true, {10}));
+  cm_->RunBackgroundPassForTests();
+  auto r = Locations(id);
+  EXPECT_EQ(MasterErrorPB::TABLET_NOT_RUNNING, r.error().code());
+  EXPECT_EQ(0u, cm_->locations_cache()->num_entries());  // errors are not cached
+}
+
+TEST_F(CatalogManagerTest, DeadServerLeavesTheAnswersAndComesBack) {
+  FLAGS_tserver_unresponsive_timeout_ms = 300;
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 6, false));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  auto count_replicas_on = [&](const std::string& uuid) {
+    int n = 0;
+    const auto locs = Locations(id);
+    for (const auto& loc : locs.tablet_locations()) {
+      for (const auto& r : loc.replicas()) n += r.ts_info().permanent_uuid() == uuid;
+    }
+    return n;
+  };
+  const std::string victim = servers_[1]->uuid();
+  const int on_victim = count_replicas_on(victim);  // now cached
+  ASSERT_GT(on_victim, 0);
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    HeartbeatAll({1});
+    cm_->RunBackgroundPassForTests();
+    ASSERT_FALSE(ts_manager_->IsLive(victim));
+  });
+  EXPECT_EQ(0, count_replicas_on(victim));
+  ListTabletServersResponsePB list;
+  cm_->ListTabletServers(ListTabletServersRequestPB(), &list);
+  int dead = 0;
+  for (const auto& e : list.servers()) dead += !e.live();
+  EXPECT_EQ(1, dead);
+  HeartbeatAll();
+  EXPECT_EQ(on_victim, count_replicas_on(victim));
+}
+
+// Interleaves location requests with creations, deletions, server deaths, returns
+// and address changes, comparing every cached answer with a fresh computation.
+TEST_F(CatalogManagerTest, CachedAnswersAreNeverStale) {
+  FLAGS_tserver_unresponsive_timeout_ms = 300;
+  const uint32_t seed = TestRandomSeed();
+  std::mt19937 rng(seed);
+  auto uniform = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
+  std::vector<std::pair<std::string, std::string>> tables;  // id, name; deleted ones too
+  std::set<int> down;                  // servers not heartbeating
+  int comparisons = 0;
+  auto check_some = [&](int n) {
+    for (int i = 0; i < n && !tables.empty(); i++) {
+      GetTableLocationsRequestPB req;
+      const auto& [id, name] = tables[uniform(int(tables.size()))];
+      if (uniform(2)) {
+        req.mutable_table()->set_table_id(id);
+      } else {
+        req.mutable_table()->set_table_name(name);
+      }
+      // Starts and ends drawn from the table's real bounds, plus nearby keys.
+      auto fresh = Locations(req, false);
+      std::vector<std::string> keys = {""};
+      for (const auto& loc : fresh.tablet_locations()) {
+        keys.push_back(loc.partition().partition_key_start());
+        keys.push_back(loc.partition().partition_key_start() + "\x01");
+      }
+      req.set_partition_key_start(keys[uniform(int(keys.size()))]);
+      if (uniform(2)) req.set_partition_key_end(keys[uniform(int(keys.size()))]);
+      switch (uniform(4)) {
+        case 0: break;
+        case 1: req.set_max_returned_locations(0); break;
+        case 2: req.set_max_returned_locations(1); break;
+        case 3: req.set_max_returned_locations(1000); break;
+      }
+      req.set_intern_ts_infos_in_response(uniform(2));
+      for (int rep = 0; rep < 2; rep++) {  // the second one is usually a hit
+        const std::string cached = *cm_->GetTableLocations(req, true);
+        const std::string uncached = *cm_->GetTableLocations(req, false);
+        ASSERT_EQ(uncached, cached) << "seed " << seed << " request " << req.ShortDebugString();
+        comparisons++;
+      }
+    }
+  };
+  for (int step = 0; step < 60; step++) {
+    SCOPED_TRACE("step " + std::to_string(step) + " seed " + std::to_string(seed));
+    HeartbeatAll(down);
+    cm_->RunBackgroundPassForTests();
+    ASSERT_NO_FATAL_FAILURE(check_some(5));
+    switch (uniform(6)) {
+      case 0:
+      case 1: {  // create
+        const std::string name = "tmp" + std::to_string(step);
+        CreateTableResponsePB resp;
+        cm_->CreateTable(MakeCreateTableRequest(name, uniform(3) + 1, uniform(2), {0, 50}), &resp);
+        if (resp.has_error()) break;  // e.g. every server down
+        tables.emplace_back(resp.table_id(), name);
+        break;
+      }
+      case 2: {  // delete
+        if (tables.empty()) break;
+        DeleteTableRequestPB req;
+        req.mutable_table()->set_table_id(tables[uniform(int(tables.size()))].first);
+        DeleteTableResponsePB resp;
+        cm_->DeleteTable(req, &resp);
+        break;
+      }
+      case 3: {  // a server dies (stops heartbeating until it is declared dead)
+        if (down.size() >= 2) break;
+        const int victim = uniform(3);
+        if (down.count(victim)) break;
+        down.insert(victim);
+        ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+          HeartbeatAll(down);
+          ASSERT_NO_FATAL_FAILURE(check_some(1));
+          cm_->RunBackgroundPassForTests();
+          ASSERT_FALSE(ts_manager_->IsLive(servers_[victim]->uuid()));
+        });
+        break;
+      }
+      case 4: {  // a server returns
+        if (down.empty()) break;
+        down.erase(down.begin());
+        break;
+      }
+      case 5: {  // a server moves to another port
+        const int i = uniform(3);
+        if (down.count(i)) break;
+        servers_[i]->Stop();
+        ASSERT_OK(servers_[i]->Start());
+        Heartbeat(*servers_[i], true, false);
+        break;
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(check_some(5));
+  }
+  EXPECT_GT(comparisons, 300);
+  EXPECT_GT(cm_->locations_cache()->hits(), 100);
+  LOG(INFO) << comparisons << " comparisons, " << cm_->locations_cache()->hits() << " hits";
+}
+
+}  // namespace nyala::master

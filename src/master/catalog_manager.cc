@@ -1,0 +1,233 @@
+// CatalogManager: construction, loading, the background thread, dead servers,
+// listing servers and shared helpers. Tables: catalog_manager_tables.cc; tablets,
+// reports and RPCs: catalog_manager_tablets.cc; GetTableLocations:
+// catalog_manager_locations.cc.
+#include "master/catalog_manager.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/wire_protocol.h"
+
+DEFINE_int32(table_locations_cache_capacity_mb, 64,
+             "Capacity of the master's table-locations cache (serialized GetTableLocations "
+             "answers), in MiB; 0 disables the cache.");
+DEFINE_validator(table_locations_cache_capacity_mb, [](const char*, int32_t v) { return v >= 0; });
+DEFINE_int32(catalog_manager_bg_interval_ms, 100,
+             "Interval of the catalog manager's background pass (RPC retries, creation "
+             "timeouts, dead tablet servers) when nothing wakes it earlier.");
+DEFINE_validator(catalog_manager_bg_interval_ms, [](const char*, int32_t v) { return v > 0; });
+DECLARE_int32(tablet_creation_timeout_ms);
+
+namespace nyala::master {
+
+void SetupError(MasterErrorPB* err, MasterErrorPB::Code code, const Status& s) {
+  err->set_code(code);
+  StatusToPB(s, err->mutable_status());
+}
+
+namespace {
+std::unique_ptr<TableLocationsCache> MakeCache(MetricRegistry* metrics) {
+  if (FLAGS_table_locations_cache_capacity_mb == 0) return nullptr;
+  return std::make_unique<TableLocationsCache>(
+      size_t(FLAGS_table_locations_cache_capacity_mb) * 1024 * 1024, metrics);
+}
+}  // namespace
+
+CatalogManager::CatalogManager(SysCatalog* sys_catalog, TSManager* ts_manager,
+                               std::shared_ptr<rpc::Messenger> messenger, MetricRegistry* metrics)
+    : sys_catalog_(sys_catalog),
+      ts_manager_(ts_manager),
+      messenger_(std::move(messenger)),
+      cache_(MakeCache(metrics)),
+      tasks_(std::make_shared<TabletRpcTasks>(messenger_)),
+      rng_(std::random_device{}()) {}
+
+CatalogManager::~CatalogManager() { Shutdown(); }
+
+Status CatalogManager::Load() {
+  MutexLock w(write_mu_);
+  std::vector<std::shared_ptr<TableInfo>> tables;
+  RETURN_NOT_OK(sys_catalog_->VisitTables([&](const std::string& id, SysTableEntryPB&& pb) {
+    auto t = std::make_shared<TableInfo>();
+    t->id = id;
+    t->pb = std::move(pb);
+    tables.push_back(std::move(t));
+    return Status::OK();
+  }));
+  std::vector<std::shared_ptr<TabletInfo>> tablets;
+  const MonoTime deadline =
+      MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_tablet_creation_timeout_ms);
+  RETURN_NOT_OK(sys_catalog_->VisitTablets([&](const std::string& id, SysTabletEntryPB&& pb) {
+    auto t = std::make_shared<TabletInfo>();
+    t->id = id;
+    t->pb = std::move(pb);
+    t->partition = Partition::FromPB(t->pb.partition());
+    t->creation_deadline = deadline;
+    tablets.push_back(std::move(t));
+    return Status::OK();
+  }));
+
+  ExclusiveLock l(state_mu_);
+  for (auto& t : tables) {
+    if (t->pb.state() != TABLE_DELETED) table_ids_by_name_[t->pb.name()] = t->id;
+    tables_[t->id] = std::move(t);
+  }
+  for (auto& t : tablets) {
+    auto table_it = tables_.find(t->pb.table_id());
+    if (table_it == tables_.end()) {
+      return Status::Corruption("sys catalog: tablet " + t->id + " of unknown table",
+                                t->pb.table_id());
+    }
+    TableInfo& table = *table_it->second;
+    table.all_tablet_ids.push_back(t->id);
+    const TabletStatePB st = t->pb.state();
+    if (st == TABLET_CREATING || st == TABLET_RUNNING) {
+      table.tablets_by_start[t->partition.partition_key_start] = t;
+    }
+    if (st == TABLET_CREATING || st == TABLET_DELETED || st == TABLET_REPLACED) {
+      pending_tablets_.insert(t->id);
+    }
+    tablets_[t->id] = std::move(t);
+  }
+  LOG(INFO) << "catalog loaded: " << tables_.size() << " tables (" << table_ids_by_name_.size()
+            << " live), " << tablets_.size() << " tablets";
+  return Status::OK();
+}
+
+void CatalogManager::StartBackgroundTasks() {
+  bg_thread_ = std::thread([this] { BackgroundLoop(); });
+}
+
+void CatalogManager::Shutdown() {
+  if (stopping_.exchange(true)) return;
+  tasks_->Wake();
+  if (bg_thread_.joinable()) bg_thread_.join();
+}
+
+void CatalogManager::BackgroundLoop() {
+  while (!stopping_.load()) {
+    BackgroundPass();
+    tasks_->WaitForWork(MonoDelta::FromMilliseconds(FLAGS_catalog_manager_bg_interval_ms));
+  }
+}
+
+void CatalogManager::BackgroundPass() {
+  const MonoTime now = MonoTime::Now();
+  CheckDeadServers(now);
+  ApplyTaskResults();
+  WARN_NOT_OK(ReplaceTimedOutTablets(now), "replacing timed-out tablets");
+  SendPendingRpcs(now);
+}
+
+void CatalogManager::CheckDeadServers(MonoTime now) {
+  std::vector<std::string> expired = ts_manager_->ExpiredLiveServers(now);
+  if (expired.empty()) return;
+  ExclusiveLock l(state_mu_);
+  for (const auto& uuid : expired) {
+    // Purge first: the server's death changes its tables' answers.
+    for (const auto& table_id : TablesOnServerLocked(uuid)) InvalidateLocked(table_id);
+    ts_manager_->MarkDeadIfExpired(uuid, now);
+  }
+}
+
+std::vector<std::string> CatalogManager::TablesOnServerLocked(const std::string& uuid) const {
+  std::vector<std::string> out;
+  for (const auto& [id, table] : tables_) {
+    if (table->pb.state() == TABLE_DELETED) continue;
+    bool found = false;
+    for (const auto& [start, tablet] : table->tablets_by_start) {
+      for (const auto& r : tablet->pb.replica_uuids()) found |= r == uuid;
+      if (found) break;
+    }
+    if (found) out.push_back(id);
+  }
+  return out;
+}
+
+void CatalogManager::InvalidateLocked(const std::string& table_id) {
+  if (cache_) cache_->InvalidateTable(table_id);
+}
+
+std::shared_ptr<CatalogManager::TableInfo> CatalogManager::FindTableLocked(
+    const TableIdentifierPB& id) const {
+  std::shared_ptr<TableInfo> t;
+  if (!id.table_id().empty()) {
+    auto it = tables_.find(id.table_id());
+    if (it != tables_.end()) t = it->second;
+  } else if (!id.table_name().empty()) {
+    auto it = table_ids_by_name_.find(id.table_name());
+    if (it != table_ids_by_name_.end()) t = tables_.at(it->second);
+  }
+  if (t && t->pb.state() == TABLE_DELETED) return nullptr;
+  return t;
+}
+
+ServerLoads CatalogManager::LiveServerLoadsLocked() const {
+  ServerLoads loads;
+  for (const auto& uuid : ts_manager_->LiveServerUuids()) loads[uuid] = 0;
+  for (const auto& [id, tablet] : tablets_) {
+    const TabletStatePB st = tablet->pb.state();
+    if (st != TABLET_CREATING && st != TABLET_RUNNING) continue;
+    for (const auto& r : tablet->pb.replica_uuids()) {
+      auto it = loads.find(r);
+      if (it != loads.end()) it->second++;
+    }
+  }
+  return loads;
+}
+
+std::map<std::string, int64_t> CatalogManager::ReplicasPerServer() const {
+  SharedLock l(state_mu_);
+  std::map<std::string, int64_t> out;
+  for (const auto& [id, tablet] : tablets_) {
+    const TabletStatePB st = tablet->pb.state();
+    if (st != TABLET_CREATING && st != TABLET_RUNNING) continue;
+    for (const auto& r : tablet->pb.replica_uuids()) out[r]++;
+  }
+  return out;
+}
+
+void CatalogManager::ListTabletServers(const ListTabletServersRequestPB& req,
+                                       ListTabletServersResponsePB* resp) {
+  const MonoTime now = MonoTime::Now();
+  for (const TSDescriptor& ts : ts_manager_->GetAll()) {
+    auto* e = resp->add_servers();
+    e->mutable_instance_id()->set_permanent_uuid(ts.uuid);
+    e->mutable_instance_id()->set_instance_seqno(ts.instance_seqno);
+    *e->mutable_registration() = ts.registration;
+    e->set_millis_since_heartbeat((now - ts.last_heartbeat).ToMilliseconds());
+    e->set_live(ts.live);
+    e->set_num_live_tablets(int32_t(ts.running_tablets.size()));
+  }
+}
+
+std::vector<TableSnapshot> CatalogManager::GetTableSnapshots() const {
+  SharedLock l(state_mu_);
+  std::vector<TableSnapshot> out;
+  for (const auto& [id, table] : tables_) {
+    TableSnapshot s;
+    s.id = id;
+    s.entry = table->pb;
+    for (const auto& [start, tablet] : table->tablets_by_start) {
+      s.tablets.emplace_back(tablet->id, tablet->pb);
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const TableSnapshot& a, const TableSnapshot& b) {
+    return a.entry.name() != b.entry.name() ? a.entry.name() < b.entry.name() : a.id < b.id;
+  });
+  return out;
+}
+
+int CatalogManager::NumTables() const {
+  SharedLock l(state_mu_);
+  return int(table_ids_by_name_.size());
+}
+
+size_t CatalogManager::NumPendingTabletsForTests() const {
+  SharedLock l(state_mu_);
+  return pending_tablets_.size();
+}
+
+}  // namespace nyala::master

@@ -1,0 +1,207 @@
+// CatalogManager: the master's tables and tablets. It validates and creates
+// tables, places their tablets on tablet servers (placement.h), drives
+// CreateTablet / DeleteTablet on the servers from a background thread
+// (tablet_rpc_tasks.h), follows tablet reports from heartbeats, and answers
+// GetTableLocations through the table-locations cache.
+//
+// State machine. Tablet: CREATING (placed, CreateTablet sent) -> RUNNING (every
+// replica confirmed, by a successful CreateTablet response or by a heartbeat
+// reporting it RUNNING, whichever comes first) -> DELETED with its table; or
+// CREATING -> REPLACED when it is not running within --tablet_creation_timeout_ms,
+// a new tablet with the same partition being placed in its stead (avoiding the
+// old servers where possible). Table: CREATING -> RUNNING (all its tablets
+// running) -> DELETED. Deleted tables and their tablets stay in the catalog so
+// that servers reporting them later are told to delete them.
+//
+// Durability. Every change to persisted state is written to the SysCatalog
+// (sync, one batch) before the in-memory state changes; Load() rebuilds the
+// in-memory state. Which replicas confirmed, and RPC progress, are in memory only
+// (after a restart, CREATING tablets are simply created again: CreateTablet is
+// idempotent).
+//
+// Lock ordering (acquire in this order, never the reverse):
+//   write_mu_  serialises every catalog mutation: read state, write the sys
+//              catalog, apply. Held across sys-catalog I/O, never across RPCs.
+//   state_mu_  (RwMutex) guards the in-memory maps, table/tablet state and which
+//              servers are live (TSManager transitions that change answers are
+//              made holding it exclusively). Held exclusively only for in-memory
+//              updates; the table-locations cache of a table is purged under it
+//              before the change is applied, and misses are inserted under it
+//              shared, so a cached answer is never stale.
+//   TSManager::mu_, TabletRpcTasks::mu_, TableLocationsCache::mu_: leaves.
+//
+// Thread-safety: every public method is thread-safe. RPC-level methods fill the
+// response's `error` (MasterErrorPB) on failure and never block on tablet
+// servers. `sys_catalog`, `ts_manager` and `metrics` must outlive this object.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/monotime.h"
+#include "common/mutex.h"
+#include "common/partition.h"
+#include "common/status.h"
+#include "master/master.pb.h"
+#include "master/placement.h"
+#include "master/rw_mutex.h"
+#include "master/sys_catalog.h"
+#include "master/table_locations_cache.h"
+#include "master/tablet_rpc_tasks.h"
+#include "master/ts_manager.h"
+#include "rpc/messenger.h"
+
+namespace nyala::master {
+
+// What the web UI shows of one table (a copy).
+struct TableSnapshot {
+  std::string id;
+  SysTableEntryPB entry;
+  std::vector<std::pair<std::string, SysTabletEntryPB>> tablets;  // current ones, by partition
+};
+
+class CatalogManager {
+ public:
+  // `messenger` carries the calls to tablet servers.
+  CatalogManager(SysCatalog* sys_catalog, TSManager* ts_manager,
+                 std::shared_ptr<rpc::Messenger> messenger, MetricRegistry* metrics);
+  ~CatalogManager();
+  CatalogManager(const CatalogManager&) = delete;
+  CatalogManager& operator=(const CatalogManager&) = delete;
+
+  // Reads the sys catalog into memory. Call once, before anything else.
+  Status Load() EXCLUDES(write_mu_, state_mu_);
+  // Starts / stops the background thread (placement retries, RPCs, dead servers).
+  void StartBackgroundTasks();
+  void Shutdown();
+
+  // --- RPC operations (master.proto) ---
+  void CreateTable(const CreateTableRequestPB& req, CreateTableResponsePB* resp)
+      EXCLUDES(write_mu_, state_mu_);
+  void IsCreateTableDone(const IsCreateTableDoneRequestPB& req, IsCreateTableDoneResponsePB* resp)
+      EXCLUDES(state_mu_);
+  void DeleteTable(const DeleteTableRequestPB& req, DeleteTableResponsePB* resp)
+      EXCLUDES(write_mu_, state_mu_);
+  void ListTables(const ListTablesRequestPB& req, ListTablesResponsePB* resp) EXCLUDES(state_mu_);
+  void GetTableSchema(const GetTableSchemaRequestPB& req, GetTableSchemaResponsePB* resp)
+      EXCLUDES(state_mu_);
+  void ListTabletServers(const ListTabletServersRequestPB& req, ListTabletServersResponsePB* resp)
+      EXCLUDES(state_mu_);
+  void TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatResponsePB* resp)
+      EXCLUDES(write_mu_, state_mu_);
+  // The serialized GetTableLocationsResponsePB (an answer or an error) for `req`:
+  // from the cache when `use_cache` and the cache is on, else built now (and then
+  // cached when it is a successful answer).
+  std::shared_ptr<const std::string> GetTableLocations(const GetTableLocationsRequestPB& req,
+                                                       bool use_cache = true) EXCLUDES(state_mu_);
+
+  // --- Introspection ---
+  std::vector<TableSnapshot> GetTableSnapshots() const EXCLUDES(state_mu_);
+  int NumTables() const EXCLUDES(state_mu_);  // not deleted
+  // Replicas placed per server (tablets not deleted or replaced).
+  std::map<std::string, int64_t> ReplicasPerServer() const EXCLUDES(state_mu_);
+  TableLocationsCache* locations_cache() const { return cache_.get(); }
+  // The master's identity in heartbeat responses.
+  void set_master_instance(NodeInstancePB instance) { master_instance_ = std::move(instance); }
+
+  // One pass of the background work, now, on the calling thread.
+  void RunBackgroundPassForTests() { BackgroundPass(); }
+  size_t NumPendingTabletsForTests() const EXCLUDES(state_mu_);
+  size_t NumRpcTasksForTests() const { return tasks_->NumTasks(); }
+
+ private:
+  struct TabletInfo {
+    std::string id;
+    SysTabletEntryPB pb;
+    Partition partition;
+    // In memory only.
+    std::set<std::string> confirmed;     // replicas known to run it
+    std::set<std::string> delete_acked;  // replicas known to have dropped it
+    MonoTime creation_deadline;
+  };
+  struct TableInfo {
+    std::string id;
+    SysTableEntryPB pb;
+    // The current (not replaced) tablets by partition_key_start.
+    std::map<std::string, std::shared_ptr<TabletInfo>> tablets_by_start;
+    // Every tablet ever created for the table, including replaced ones.
+    std::vector<std::string> all_tablet_ids;
+  };
+  using Confirmation = std::pair<std::string, std::string>;  // tablet id, server uuid
+
+  // --- catalog_manager.cc: loading, background thread, helpers ---
+  void BackgroundLoop();
+  void BackgroundPass() EXCLUDES(write_mu_, state_mu_);
+  // Marks expired servers dead, purging the locations of their tables first.
+  void CheckDeadServers(MonoTime now) EXCLUDES(state_mu_);
+  // Ids of the live tables with a replica on `uuid`.
+  std::vector<std::string> TablesOnServerLocked(const std::string& uuid) const
+      REQUIRES_SHARED(state_mu_);
+  void InvalidateLocked(const std::string& table_id) REQUIRES(state_mu_);
+  // Table by id or name (id wins); nullptr if unknown or deleted.
+  std::shared_ptr<TableInfo> FindTableLocked(const TableIdentifierPB& id) const
+      REQUIRES_SHARED(state_mu_);
+  ServerLoads LiveServerLoadsLocked() const REQUIRES_SHARED(state_mu_);
+
+  // --- catalog_manager_tables.cc ---
+  // Validates `req`; fills the parsed schema pieces. Sets *code on failure.
+  Status ValidateCreateTable(const CreateTableRequestPB& req, Schema* schema,
+                             PartitionSchema* partition_schema, std::vector<Partition>* partitions,
+                             int* num_replicas, MasterErrorPB::Code* code) const;
+
+  // --- catalog_manager_tablets.cc ---
+  // Confirms replicas (from RPCs or reports); tablets fully confirmed become RUNNING,
+  // tables with every tablet running become RUNNING.
+  Status ConfirmReplicas(const std::vector<Confirmation>& confirmations)
+      EXCLUDES(write_mu_, state_mu_);
+  void ApplyTaskResults() EXCLUDES(write_mu_, state_mu_);
+  Status ReplaceTimedOutTablets(MonoTime now) EXCLUDES(write_mu_, state_mu_);
+  void SendPendingRpcs(MonoTime now) EXCLUDES(state_mu_);
+  void ProcessTabletReport(const std::string& uuid, const TabletReportPB& report)
+      EXCLUDES(write_mu_, state_mu_);
+
+  // --- catalog_manager_locations.cc ---
+  // Builds the answer for `table`; an error response for TABLET_NOT_RUNNING.
+  // `first` is the first tablet to return (tablets_by_start.end() for none).
+  void BuildLocationsLocked(
+      const TableInfo& table, const GetTableLocationsRequestPB& req,
+      std::map<std::string, std::shared_ptr<TabletInfo>>::const_iterator first,
+      GetTableLocationsResponsePB* resp) const REQUIRES_SHARED(state_mu_);
+
+  // Set in the constructor, never changed.
+  SysCatalog* const sys_catalog_;
+  TSManager* const ts_manager_;
+  const std::shared_ptr<rpc::Messenger> messenger_;
+  const std::unique_ptr<TableLocationsCache> cache_;  // null when disabled
+  const std::shared_ptr<TabletRpcTasks> tasks_;
+  NodeInstancePB master_instance_;
+
+  Mutex write_mu_ ACQUIRED_BEFORE(state_mu_);
+  std::mt19937_64 rng_ GUARDED_BY(write_mu_);
+
+  mutable RwMutex state_mu_;
+  std::unordered_map<std::string, std::shared_ptr<TableInfo>> tables_ GUARDED_BY(state_mu_);
+  std::unordered_map<std::string, std::string> table_ids_by_name_ GUARDED_BY(state_mu_);
+  std::unordered_map<std::string, std::shared_ptr<TabletInfo>> tablets_ GUARDED_BY(state_mu_);
+  // Tablets with RPC work left: CREATING, or DELETED/REPLACED with replicas to drop.
+  std::set<std::string> pending_tablets_ GUARDED_BY(state_mu_);
+  // (server, tablet) pairs a server reported that it should not have.
+  std::set<std::pair<std::string, std::string>> orphans_ GUARDED_BY(state_mu_);
+
+  std::atomic<bool> stopping_{false};
+  std::thread bg_thread_;
+};
+
+// Fills `err` with `code` and `s`.
+void SetupError(MasterErrorPB* err, MasterErrorPB::Code code, const Status& s);
+
+}  // namespace nyala::master

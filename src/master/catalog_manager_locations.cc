@@ -1,0 +1,128 @@
+// CatalogManager::GetTableLocations: resolving the request, the cache, building
+// the answer.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <unordered_map>
+
+#include "master/catalog_manager.h"
+
+DEFINE_int32(table_locations_ttl_ms, 300000,
+             "How long clients may cache the answers of GetTableLocations (ttl_millis).");
+DEFINE_validator(table_locations_ttl_ms, [](const char*, int32_t v) { return v >= 0; });
+
+namespace nyala::master {
+
+namespace {
+std::shared_ptr<const std::string> Serialize(const GetTableLocationsResponsePB& resp) {
+  auto out = std::make_shared<std::string>();
+  resp.SerializeToString(out.get());
+  return out;
+}
+
+std::shared_ptr<const std::string> ErrorResponse(MasterErrorPB::Code code, const Status& s) {
+  GetTableLocationsResponsePB resp;
+  SetupError(resp.mutable_error(), code, s);
+  return Serialize(resp);
+}
+}  // namespace
+
+std::shared_ptr<const std::string> CatalogManager::GetTableLocations(
+    const GetTableLocationsRequestPB& req, bool use_cache) {
+  const std::string& start = req.partition_key_start();
+  const std::string& end = req.partition_key_end();
+  if (!start.empty() && !end.empty() && start > end) {
+    return ErrorResponse(MasterErrorPB::INVALID_ARGUMENT,
+                         Status::InvalidArgument("partition_key_start is after partition_key_end"));
+  }
+  SharedLock l(state_mu_);
+  auto table = FindTableLocked(req.table());
+  if (!table) {
+    return ErrorResponse(MasterErrorPB::TABLE_NOT_FOUND,
+                         Status::NotFound("table not found",
+                                          req.table().table_id() + req.table().table_name()));
+  }
+  // The first tablet: the one holding `start`, else (a gap between bounded ranges)
+  // the next one.
+  const auto& tablets = table->tablets_by_start;
+  auto first = tablets.upper_bound(start);
+  if (first != tablets.begin()) {
+    auto prev = std::prev(first);
+    if (prev->second->partition.ContainsPartitionKey(Slice(start))) first = prev;
+  }
+  TableLocationsCacheKey key;
+  std::string encoded_key;
+  const bool cached = use_cache && cache_ != nullptr;
+  if (cached) {
+    key.table_id = table->id;
+    // A marker byte keeps "no tablet" apart from a tablet starting at "", and a
+    // start key inside the first tablet ('+') apart from one in the gap before it.
+    if (first != tablets.end()) {
+      const bool holds = first->second->partition.ContainsPartitionKey(Slice(start));
+      key.first_tablet_start = (holds ? "+" : "-") + first->first;
+    }
+    key.partition_key_end = end;
+    if (req.has_max_returned_locations()) key.max_returned_locations = req.max_returned_locations();
+    key.intern_ts_infos = req.intern_ts_infos_in_response();
+    encoded_key = key.Encode();
+    if (auto hit = cache_->Lookup(encoded_key)) return hit;
+  }
+  GetTableLocationsResponsePB resp;
+  BuildLocationsLocked(*table, req, first, &resp);
+  auto bytes = Serialize(resp);
+  // Inserted while state_mu_ is held shared: no change to this table can slip
+  // between building the answer and caching it (see the file comment of the header).
+  if (cached && !resp.has_error()) cache_->Insert(table->id, encoded_key, bytes);
+  return bytes;
+}
+
+void CatalogManager::BuildLocationsLocked(
+    const TableInfo& table, const GetTableLocationsRequestPB& req,
+    std::map<std::string, std::shared_ptr<TabletInfo>>::const_iterator first,
+    GetTableLocationsResponsePB* resp) const {
+  const std::string& end = req.partition_key_end();
+  const uint32_t max = req.has_max_returned_locations() ? req.max_returned_locations() : UINT32_MAX;
+  const bool intern = req.intern_ts_infos_in_response();
+  std::unordered_map<std::string, uint32_t> interned;  // uuid -> index in ts_infos
+  uint32_t n = 0;
+  for (auto it = first; it != table.tablets_by_start.end() && n < max; ++it, ++n) {
+    const TabletInfo& t = *it->second;
+    // Every tablet starting before `end`, and always the one holding the start key.
+    const bool holds_start = t.partition.ContainsPartitionKey(Slice(req.partition_key_start()));
+    if (!end.empty() && it->first >= end && !(it == first && holds_start)) break;
+    if (t.pb.state() != TABLET_RUNNING) {
+      resp->Clear();
+      SetupError(resp->mutable_error(), MasterErrorPB::TABLET_NOT_RUNNING,
+                 Status::ServiceUnavailable("tablet is not running yet", t.id));
+      return;
+    }
+    auto* loc = resp->add_tablet_locations();
+    loc->set_tablet_id(t.id);
+    *loc->mutable_partition() = t.pb.partition();
+    for (int r = 0; r < t.pb.replica_uuids_size(); r++) {
+      const std::string& uuid = t.pb.replica_uuids(r);
+      const ReplicaRolePB role = r == 0 ? LEADER : FOLLOWER;
+      if (!intern) {
+        auto info = ts_manager_->LiveTSInfo(uuid);
+        if (!info) continue;  // dead or not (yet) registered: not offered to clients
+        auto* replica = loc->add_replicas();
+        *replica->mutable_ts_info() = std::move(*info);
+        replica->set_role(role);
+        continue;
+      }
+      auto found = interned.find(uuid);
+      if (found == interned.end()) {
+        auto info = ts_manager_->LiveTSInfo(uuid);
+        if (!info) continue;
+        found = interned.emplace(uuid, uint32_t(resp->ts_infos_size())).first;
+        *resp->add_ts_infos() = std::move(*info);
+      }
+      auto* replica = loc->add_interned_replicas();
+      replica->set_ts_info_idx(found->second);
+      replica->set_role(role);
+    }
+  }
+  resp->set_ttl_millis(uint32_t(FLAGS_table_locations_ttl_ms));
+}
+
+}  // namespace nyala::master

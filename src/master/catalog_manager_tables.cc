@@ -1,0 +1,321 @@
+// CatalogManager: CreateTable (validation, placement), DeleteTable, ListTables,
+// GetTableSchema, IsCreateTableDone.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <unordered_set>
+
+#include "common/row_operations.h"
+#include "common/schema.h"
+#include "master/catalog_manager.h"
+#include "server/fs_manager.h"
+
+DEFINE_int32(default_num_replicas, 1, "Replicas of each tablet when CreateTable does not say.");
+DEFINE_validator(default_num_replicas, [](const char*, int32_t v) { return v > 0 && v % 2 == 1; });
+DEFINE_int32(max_num_replicas, 7, "The largest replication factor a table may have.");
+DEFINE_int32(max_create_tablets_per_ts, 1000,
+             "CreateTable fails with TOO_MANY_TABLETS when tablets x replicas would exceed this "
+             "many per live tablet server.");
+DECLARE_int32(tablet_creation_timeout_ms);
+
+namespace nyala::master {
+
+namespace {
+
+constexpr size_t kMaxTableNameBytes = 256;
+
+Status ValidateTableName(const std::string& name) {
+  if (name.empty()) return Status::InvalidArgument("table name must not be empty");
+  if (name.size() > kMaxTableNameBytes) {
+    return Status::InvalidArgument("table name is longer than 256 bytes",
+                                   std::to_string(name.size()) + " bytes");
+  }
+  for (size_t i = 0; i < name.size(); i++) {
+    const unsigned char c = name[i];
+    if (c < 0x20 || c == 0x7f) {
+      return Status::InvalidArgument("table name holds a control character at byte " +
+                                     std::to_string(i));
+    }
+  }
+  return Status::OK();
+}
+
+// Checks that name Schema::FromPB would otherwise report less specifically.
+Status PrecheckSchema(const SchemaPB& pb) {
+  if (pb.columns_size() == 0) return Status::InvalidArgument("schema has no columns");
+  std::unordered_set<std::string> names;
+  bool seen_value_column = false;
+  for (const auto& c : pb.columns()) {
+    if (!names.insert(c.name()).second) {
+      return Status::InvalidArgument("duplicate column name", c.name());
+    }
+    if (c.is_key() && seen_value_column) {
+      return Status::InvalidArgument("key column must come before every non-key column", c.name());
+    }
+    if (c.is_key() && c.is_nullable()) {
+      return Status::InvalidArgument("key column must not be nullable", c.name());
+    }
+    seen_value_column |= !c.is_key();
+  }
+  if (!pb.columns(0).is_key()) return Status::InvalidArgument("schema has no key column");
+  return Status::OK();
+}
+
+Status PrecheckPartitionSchema(const PartitionSchemaPB& pb, const Schema& schema) {
+  auto check_key_column = [&](const std::string& name, const std::string& where) -> Status {
+    const int idx = schema.FindColumn(name);
+    if (idx < 0) return Status::InvalidArgument(where + " column not in the schema", name);
+    if (!schema.is_key_column(idx)) {
+      return Status::InvalidArgument(where + " column is not a key column", name);
+    }
+    return Status::OK();
+  };
+  for (int d = 0; d < pb.hash_dimensions_size(); d++) {
+    const auto& dim = pb.hash_dimensions(d);
+    const std::string where = "hash dimension " + std::to_string(d);
+    if (dim.num_buckets() < 2) {
+      return Status::InvalidArgument(where + " has fewer than 2 buckets",
+                                     std::to_string(dim.num_buckets()));
+    }
+    for (const auto& c : dim.columns()) RETURN_NOT_OK(check_key_column(c, where));
+  }
+  for (const auto& c : pb.range_schema().columns()) RETURN_NOT_OK(check_key_column(c, "range"));
+  return Status::OK();
+}
+
+}  // namespace
+
+Status CatalogManager::ValidateCreateTable(const CreateTableRequestPB& req, Schema* schema,
+                                           PartitionSchema* partition_schema,
+                                           std::vector<Partition>* partitions, int* num_replicas,
+                                           MasterErrorPB::Code* code) const {
+  *code = MasterErrorPB::INVALID_TABLE_NAME;
+  RETURN_NOT_OK(ValidateTableName(req.name()));
+
+  *code = MasterErrorPB::ILLEGAL_REPLICATION_FACTOR;
+  *num_replicas = req.num_replicas() == 0 ? FLAGS_default_num_replicas : req.num_replicas();
+  if (*num_replicas < 1 || *num_replicas % 2 == 0 || *num_replicas > FLAGS_max_num_replicas) {
+    return Status::InvalidArgument(
+        "num_replicas must be odd and between 1 and " + std::to_string(FLAGS_max_num_replicas),
+        std::to_string(*num_replicas));
+  }
+
+  *code = MasterErrorPB::INVALID_SCHEMA;
+  RETURN_NOT_OK(PrecheckSchema(req.schema()));
+  SchemaPB schema_pb = req.schema();
+  schema_pb.set_version(0);
+  for (auto& c : *schema_pb.mutable_columns()) c.clear_id();  // a new table's ids: 0..n-1
+  ASSIGN_OR_RETURN(*schema, Schema::FromPB(schema_pb));
+
+  *code = MasterErrorPB::INVALID_PARTITION_SCHEMA;
+  RETURN_NOT_OK(PrecheckPartitionSchema(req.partition_schema(), *schema));
+  ASSIGN_OR_RETURN(*partition_schema, PartitionSchema::FromPB(req.partition_schema(), *schema));
+  if (req.split_rows_range_bounds().rows().empty()) {
+    ASSIGN_OR_RETURN(*partitions, partition_schema->CreatePartitions(
+                                      std::vector<std::string>{},
+                                      std::vector<std::pair<std::string, std::string>>{}));
+  } else {
+    DecodedRowOps rows;
+    RETURN_NOT_OK_PREPEND(DecodeRowOperations(req.split_rows_range_bounds(), *schema,
+                                              RowBlockKind::kPartitionRows, &rows),
+                          "split_rows_range_bounds");
+    for (size_t i = 0; i < rows.size(); i++) {
+      RETURN_NOT_OK_PREPEND(rows[i].error, "split_rows_range_bounds row " + std::to_string(i));
+    }
+    ASSIGN_OR_RETURN(*partitions, partition_schema->CreatePartitions(rows));
+  }
+  return Status::OK();
+}
+
+void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableResponsePB* resp) {
+  Schema schema;
+  PartitionSchema partition_schema;
+  std::vector<Partition> partitions;
+  int num_replicas = 0;
+  MasterErrorPB::Code code;
+  Status s = ValidateCreateTable(req, &schema, &partition_schema, &partitions, &num_replicas, &code);
+  if (!s.ok()) {
+    SetupError(resp->mutable_error(), code, s);
+    return;
+  }
+
+  MutexLock w(write_mu_);
+  ServerLoads loads;
+  {
+    SharedLock l(state_mu_);
+    if (table_ids_by_name_.count(req.name())) {
+      SetupError(resp->mutable_error(), MasterErrorPB::TABLE_ALREADY_PRESENT,
+                 Status::AlreadyPresent("table already exists", req.name()));
+      return;
+    }
+    loads = LiveServerLoadsLocked();
+  }
+  if (int(loads.size()) < num_replicas) {
+    SetupError(resp->mutable_error(), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
+               Status::InvalidArgument("num_replicas " + std::to_string(num_replicas) +
+                                       " is more than the " + std::to_string(loads.size()) +
+                                       " live tablet servers"));
+    return;
+  }
+  const int64_t new_replicas = int64_t(partitions.size()) * num_replicas;
+  if (new_replicas > int64_t(FLAGS_max_create_tablets_per_ts) * int64_t(loads.size())) {
+    SetupError(resp->mutable_error(), MasterErrorPB::TOO_MANY_TABLETS,
+               Status::InvalidArgument(
+                   "the table would have " + std::to_string(new_replicas) + " tablet replicas, "
+                   "more than --max_create_tablets_per_ts=" +
+                   std::to_string(FLAGS_max_create_tablets_per_ts) + " times " +
+                   std::to_string(loads.size()) + " live tablet servers"));
+    return;
+  }
+
+  // Build the entries and write them, then apply.
+  auto table = std::make_shared<TableInfo>();
+  table->id = server::GenerateUuid();
+  table->pb.set_name(req.name());
+  schema.ToPB(table->pb.mutable_schema());
+  partition_schema.ToPB(table->pb.mutable_partition_schema());
+  table->pb.set_num_replicas(num_replicas);
+  table->pb.set_state(TABLE_CREATING);
+  table->pb.set_create_time_micros(GetWallTimeMicros());
+  SysCatalogBatch batch;
+  batch.put_tables.emplace_back(table->id, table->pb);
+  std::vector<std::shared_ptr<TabletInfo>> tablets;
+  const MonoTime deadline =
+      MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_tablet_creation_timeout_ms);
+  for (const Partition& p : partitions) {
+    auto t = std::make_shared<TabletInfo>();
+    t->id = server::GenerateUuid();
+    t->partition = p;
+    t->creation_deadline = deadline;
+    t->pb.set_table_id(table->id);
+    p.ToPB(t->pb.mutable_partition());
+    t->pb.set_state(TABLET_CREATING);
+    auto placed = PlaceReplicas(num_replicas, &loads, &rng_);
+    if (!placed.ok()) {
+      SetupError(resp->mutable_error(), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, placed.status());
+      return;
+    }
+    for (const auto& uuid : *placed) t->pb.add_replica_uuids(uuid);
+    batch.put_tablets.emplace_back(t->id, t->pb);
+    table->all_tablet_ids.push_back(t->id);
+    table->tablets_by_start[p.partition_key_start] = t;
+    tablets.push_back(std::move(t));
+  }
+  s = sys_catalog_->Write(batch);
+  if (!s.ok()) {
+    LOG(ERROR) << "CreateTable " << req.name() << ": sys catalog write failed: " << s.ToString();
+    SetupError(resp->mutable_error(), MasterErrorPB::UNKNOWN_ERROR, s);
+    return;
+  }
+  {
+    ExclusiveLock l(state_mu_);
+    InvalidateLocked(table->id);
+    tables_[table->id] = table;
+    table_ids_by_name_[req.name()] = table->id;
+    for (auto& t : tablets) {
+      pending_tablets_.insert(t->id);
+      tablets_[t->id] = t;
+    }
+  }
+  LOG(INFO) << "created table " << req.name() << " (" << table->id << ") with "
+            << tablets.size() << " tablets x " << num_replicas << " replicas";
+  resp->set_table_id(table->id);
+  tasks_->Wake();
+}
+
+void CatalogManager::IsCreateTableDone(const IsCreateTableDoneRequestPB& req,
+                                       IsCreateTableDoneResponsePB* resp) {
+  SharedLock l(state_mu_);
+  auto table = FindTableLocked(req.table());
+  if (!table) {
+    SetupError(resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
+               Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+    return;
+  }
+  int running = 0;
+  for (const auto& [start, t] : table->tablets_by_start) running += t->pb.state() == TABLET_RUNNING;
+  resp->set_tablets_running(running);
+  resp->set_tablets_total(int32_t(table->tablets_by_start.size()));
+  resp->set_done(table->pb.state() == TABLE_RUNNING);
+}
+
+void CatalogManager::DeleteTable(const DeleteTableRequestPB& req, DeleteTableResponsePB* resp) {
+  MutexLock w(write_mu_);
+  std::shared_ptr<TableInfo> table;
+  SysCatalogBatch batch;
+  std::vector<std::pair<std::shared_ptr<TabletInfo>, SysTabletEntryPB>> updates;
+  {
+    SharedLock l(state_mu_);
+    table = FindTableLocked(req.table());
+    if (!table) {
+      SetupError(resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
+                 Status::NotFound("table not found",
+                                  req.table().table_id() + req.table().table_name()));
+      return;
+    }
+    SysTableEntryPB pb = table->pb;
+    pb.set_state(TABLE_DELETED);
+    pb.set_state_msg("deleted at " + std::to_string(GetWallTimeMicros()));
+    batch.put_tables.emplace_back(table->id, pb);
+    for (const auto& id : table->all_tablet_ids) {
+      const auto& t = tablets_.at(id);
+      if (t->pb.state() == TABLET_DELETED) continue;
+      SysTabletEntryPB tpb = t->pb;
+      if (tpb.state() != TABLET_REPLACED) tpb.set_state(TABLET_DELETED);
+      batch.put_tablets.emplace_back(id, tpb);
+      updates.emplace_back(t, std::move(tpb));
+    }
+  }
+  Status s = sys_catalog_->Write(batch);
+  if (!s.ok()) {
+    SetupError(resp->mutable_error(), MasterErrorPB::UNKNOWN_ERROR, s);
+    return;
+  }
+  {
+    ExclusiveLock l(state_mu_);
+    InvalidateLocked(table->id);
+    table->pb = batch.put_tables[0].second;
+    table_ids_by_name_.erase(table->pb.name());
+    for (auto& [t, pb] : updates) {
+      t->pb = std::move(pb);
+      pending_tablets_.insert(t->id);
+    }
+  }
+  LOG(INFO) << "deleted table " << table->pb.name() << " (" << table->id << ")";
+  tasks_->Wake();
+}
+
+void CatalogManager::ListTables(const ListTablesRequestPB& req, ListTablesResponsePB* resp) {
+  SharedLock l(state_mu_);
+  std::map<std::string, std::shared_ptr<TableInfo>> sorted;
+  for (const auto& [name, id] : table_ids_by_name_) {
+    if (name.find(req.name_filter()) != std::string::npos) sorted[name] = tables_.at(id);
+  }
+  for (const auto& [name, t] : sorted) {
+    auto* e = resp->add_tables();
+    e->set_id(t->id);
+    e->set_name(name);
+    e->set_state(t->pb.state());
+    e->set_num_tablets(int32_t(t->tablets_by_start.size()));
+    e->set_num_replicas(t->pb.num_replicas());
+  }
+}
+
+void CatalogManager::GetTableSchema(const GetTableSchemaRequestPB& req,
+                                    GetTableSchemaResponsePB* resp) {
+  SharedLock l(state_mu_);
+  auto table = FindTableLocked(req.table());
+  if (!table) {
+    SetupError(resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
+               Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+    return;
+  }
+  *resp->mutable_schema() = table->pb.schema();
+  *resp->mutable_partition_schema() = table->pb.partition_schema();
+  resp->set_num_replicas(table->pb.num_replicas());
+  resp->set_table_id(table->id);
+  resp->set_table_name(table->pb.name());
+  resp->set_create_table_done(table->pb.state() == TABLE_RUNNING);
+}
+
+}  // namespace nyala::master

@@ -1,0 +1,208 @@
+// Test helpers for the master's unit tests (include only from *-test.cc):
+//  - FakeTabletServer: a real Messenger on 127.0.0.1:0 serving a small
+//    TabletServerAdminService (CreateTablet / DeleteTablet / ListTablets) that
+//    records its tablets, and builds the heartbeats the real tablet server sends.
+//    Stands in for nyala-tserver until the integration tests run the real one.
+//  - MakeCreateTableRequest: CreateTable requests of the test schema
+//    (key INT64 KEY, v STRING NULLABLE) with hash buckets, splits and bounds.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/partition.h"
+#include "common/row.h"
+#include "common/row_operations.h"
+#include "common/schema.h"
+#include "master/master.pb.h"
+#include "rpc/messenger.h"
+#include "rpc/rpc_context.h"
+#include "rpc/service_if.h"
+#include "server/fs_manager.h"
+#include "tserver/tserver_admin.pb.h"
+
+namespace nyala::master {
+
+class FakeTabletServer {
+ public:
+  struct State {
+    Mutex mu;
+    std::map<std::string, tserver::CreateTabletRequestPB> tablets;  // by tablet id
+    std::atomic<bool> fail_creates{false};
+    std::atomic<int> creates{0};
+    std::atomic<int> deletes{0};
+  };
+
+  class AdminService : public rpc::ServiceIf {
+   public:
+    explicit AdminService(std::shared_ptr<State> st)
+        : ServiceIf("nyala.tserver.TabletServerAdminService") {
+      using namespace tserver;  // NOLINT(build/namespaces)
+      RegisterMethod<CreateTabletRequestPB, CreateTabletResponsePB>(
+          "CreateTablet",
+          [st](const CreateTabletRequestPB* req, CreateTabletResponsePB* resp, rpc::RpcContext* ctx) {
+            st->creates++;
+            if (st->fail_creates) {
+              resp->mutable_error()->set_code(TabletServerErrorPB::UNKNOWN_ERROR);
+              resp->mutable_error()->mutable_status()->set_code(Status::kIOError);
+              resp->mutable_error()->mutable_status()->set_message("injected failure");
+            } else {
+              MutexLock l(st->mu);
+              st->tablets[req->tablet_id()] = *req;
+            }
+            ctx->RespondSuccess();
+          });
+      RegisterMethod<DeleteTabletRequestPB, DeleteTabletResponsePB>(
+          "DeleteTablet",
+          [st](const DeleteTabletRequestPB* req, DeleteTabletResponsePB* resp, rpc::RpcContext* ctx) {
+            st->deletes++;
+            MutexLock l(st->mu);
+            if (st->tablets.erase(req->tablet_id()) == 0) {
+              resp->mutable_error()->set_code(TabletServerErrorPB::TABLET_NOT_FOUND);
+              resp->mutable_error()->mutable_status()->set_code(Status::kNotFound);
+            }
+            ctx->RespondSuccess();
+          });
+      RegisterMethod<ListTabletsRequestPB, ListTabletsResponsePB>(
+          "ListTablets",
+          [st](const ListTabletsRequestPB*, ListTabletsResponsePB* resp, rpc::RpcContext* ctx) {
+            MutexLock l(st->mu);
+            for (const auto& [id, t] : st->tablets) {
+              auto* e = resp->add_tablets();
+              e->set_tablet_id(id);
+              e->set_table_id(t.table_id());
+            }
+            ctx->RespondSuccess();
+          });
+    }
+  };
+
+  FakeTabletServer() : uuid_(server::GenerateUuid()), state_(std::make_shared<State>()) {}
+  ~FakeTabletServer() {
+    if (messenger_) messenger_->Shutdown();
+  }
+
+  Status Start() {
+    rpc::MessengerOptions o;
+    o.name = "fake-ts";
+    o.num_reactors = 1;
+    ASSIGN_OR_RETURN(messenger_, rpc::Messenger::Create(o));
+    RETURN_NOT_OK(messenger_->RegisterService(std::make_unique<AdminService>(state_), 1, 100));
+    return messenger_->AddListener(rpc::Sockaddr::Loopback(0), &addr_);
+  }
+  // Stops serving (calls to it fail); Start() again serves on a new port.
+  void Stop() {
+    messenger_->Shutdown();
+    messenger_.reset();
+  }
+
+  // A heartbeat as the tablet server sends it: registration and a full report
+  // (`first`), or an incremental report with nothing changed.
+  TSHeartbeatRequestPB MakeHeartbeat(bool registration, bool full_report) const {
+    TSHeartbeatRequestPB req;
+    req.mutable_common()->set_permanent_uuid(uuid_);
+    req.mutable_common()->set_instance_seqno(seqno_);
+    if (registration) {
+      auto* hp = req.mutable_registration()->add_rpc_addresses();
+      hp->set_host(addr_.host());
+      hp->set_port(addr_.port());
+    }
+    auto* report = req.mutable_tablet_report();
+    report->set_is_incremental(!full_report);
+    report->set_sequence_number(seq_++);
+    if (full_report) {
+      MutexLock l(state_->mu);
+      for (const auto& [id, t] : state_->tablets) {
+        auto* rt = report->add_updated_tablets();
+        rt->set_tablet_id(id);
+        rt->set_table_id(t.table_id());
+        rt->set_state(TABLET_RUNNING);
+      }
+    }
+    return req;
+  }
+
+  // Pretends to hold `tablet_id` (e.g. one the master never created).
+  void AddTabletForTests(const std::string& tablet_id) {
+    MutexLock l(state_->mu);
+    state_->tablets[tablet_id].set_tablet_id(tablet_id);
+  }
+  bool HasTablet(const std::string& id) const {
+    MutexLock l(state_->mu);
+    return state_->tablets.count(id) > 0;
+  }
+  size_t NumTablets() const {
+    MutexLock l(state_->mu);
+    return state_->tablets.size();
+  }
+  void set_seqno(int64_t s) { seqno_ = s; }
+  State* state() { return state_.get(); }
+  const std::string& uuid() const { return uuid_; }
+  const rpc::Sockaddr& addr() const { return addr_; }
+
+ private:
+  const std::string uuid_;
+  int64_t seqno_ = 1;
+  mutable int32_t seq_ = 0;
+  std::shared_ptr<State> state_;
+  std::shared_ptr<rpc::Messenger> messenger_;
+  rpc::Sockaddr addr_;
+};
+
+// The test schema: key INT64 (key), v STRING NULLABLE.
+inline SchemaPB TestSchemaPB() {
+  SchemaPB pb;
+  auto* k = pb.add_columns();
+  k->set_name("key");
+  k->set_type(INT64);
+  k->set_is_key(true);
+  auto* v = pb.add_columns();
+  v->set_name("v");
+  v->set_type(STRING);
+  v->set_is_nullable(true);
+  return pb;
+}
+
+// A CreateTable request for the test schema: `hash_buckets` (0: no hash
+// dimension) on "key", range partitioning on "key" when `range` with `splits` and
+// [lower, upper) `bounds`.
+inline CreateTableRequestPB MakeCreateTableRequest(
+    const std::string& name, int hash_buckets, bool range, const std::vector<int64_t>& splits = {},
+    const std::vector<std::pair<int64_t, int64_t>>& bounds = {}, int num_replicas = 1) {
+  CreateTableRequestPB req;
+  req.set_name(name);
+  *req.mutable_schema() = TestSchemaPB();
+  req.set_num_replicas(num_replicas);
+  if (hash_buckets > 0) {
+    auto* d = req.mutable_partition_schema()->add_hash_dimensions();
+    d->add_columns("key");
+    d->set_num_buckets(hash_buckets);
+  }
+  if (range) req.mutable_partition_schema()->mutable_range_schema()->add_columns("key");
+  if (!splits.empty() || !bounds.empty()) {
+    auto schema = Schema::FromPB(req.schema());
+    EXPECT_TRUE(schema.ok()) << schema.status().ToString();
+    RowOperationsEncoder enc(&*schema);
+    auto add = [&](RowOpType type, int64_t key) {
+      Row row(&*schema);
+      EXPECT_TRUE(row.Set("key", Cell::Int64(key)).ok());
+      EXPECT_TRUE(enc.Add(type, row).ok());
+    };
+    for (int64_t s : splits) add(RowOpType::kSplitRow, s);
+    for (auto [lo, hi] : bounds) {
+      add(RowOpType::kRangeLowerBound, lo);
+      add(RowOpType::kRangeUpperBound, hi);
+    }
+    enc.Finish(req.mutable_split_rows_range_bounds());
+  }
+  return req;
+}
+
+}  // namespace nyala::master

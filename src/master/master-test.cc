@@ -1,0 +1,193 @@
+// The in-process Master over real RPC and HTTP: service wiring, the serialized
+// GetTableLocations path and its cache metrics, the web pages.
+#include "master/master.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/test_util.h"
+#include "master/catalog_manager.h"
+#include "master/master-test-util.h"
+#include "master/master_service.h"
+#include "rpc/proxy.h"
+#include "rpc/rpc_controller.h"
+
+namespace nyala::master {
+
+namespace {
+// GET `path` from 127.0.0.1:`port` (HTTP/1.0); the whole response.
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  if (write(fd, req.data(), req.size()) != ssize_t(req.size())) {
+    close(fd);
+    return "";
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, size_t(n));
+  close(fd);
+  return out;
+}
+}  // namespace
+
+class MasterTest : public NyalaTest {
+ protected:
+  void SetUp() override {
+    NyalaTest::SetUp();
+    ASSERT_NO_FATAL_FAILURE(StartMaster());
+    rpc::MessengerOptions o;
+    o.name = "client";
+    o.num_reactors = 1;
+    auto m = rpc::Messenger::Create(o);
+    ASSERT_OK(m.status());
+    client_ = *m;
+  }
+  void TearDown() override {
+    if (client_) client_->Shutdown();
+    master_.reset();
+    NyalaTest::TearDown();
+  }
+  void StartMaster() {
+    server::ServerBaseOptions o;
+    o.kind = "master";
+    o.data_dirs = {test_dir() + "/master"};
+    o.rpc_bind_addresses = "127.0.0.1:0";
+    o.webserver_interface = "127.0.0.1";
+    o.webserver_port = 0;
+    o.default_rpc_port = Master::kDefaultRpcPort;
+    master_ = std::make_unique<Master>(o);
+    ASSERT_OK(master_->Init());
+    ASSERT_OK(master_->Start());
+  }
+  template <typename Req, typename Resp>
+  Status Call(const std::string& method, const Req& req, Resp* resp) {
+    rpc::Proxy proxy(client_, master_->bound_rpc_addresses()[0], MasterServiceImpl::kServiceName);
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    return proxy.SyncRequest(method, req, resp, &rpc);
+  }
+  // Registers `ts` over RPC, as the tablet server does.
+  void Register(FakeTabletServer& ts) {
+    TSHeartbeatResponsePB resp;
+    ASSERT_OK(Call("TSHeartbeat", ts.MakeHeartbeat(true, true), &resp));
+    ASSERT_FALSE(resp.has_error());
+    EXPECT_EQ(master_->uuid(), resp.master_instance().permanent_uuid());
+  }
+
+  std::unique_ptr<Master> master_;
+  std::shared_ptr<rpc::Messenger> client_;
+};
+
+TEST_F(MasterTest, ServiceEndToEnd) {
+  PingResponsePB ping;
+  ASSERT_OK(Call("Ping", PingRequestPB(), &ping));
+  FakeTabletServer ts;
+  ASSERT_OK(ts.Start());
+  ASSERT_NO_FATAL_FAILURE(Register(ts));
+
+  GetMasterRegistrationResponsePB reg;
+  ASSERT_OK(Call("GetMasterRegistration", GetMasterRegistrationRequestPB(), &reg));
+  EXPECT_EQ(master_->uuid(), reg.instance_id().permanent_uuid());
+  EXPECT_EQ(master_->bound_rpc_addresses()[0].port(), reg.rpc_addresses(0).port());
+  EXPECT_EQ(1, reg.num_live_tablet_servers());
+
+  CreateTableResponsePB created;
+  ASSERT_OK(Call("CreateTable", MakeCreateTableRequest("t", 3, false), &created));
+  ASSERT_FALSE(created.has_error()) << created.error().ShortDebugString();
+  IsCreateTableDoneRequestPB done_req;
+  done_req.mutable_table()->set_table_name("t");
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    IsCreateTableDoneResponsePB done;
+    ASSERT_OK(Call("IsCreateTableDone", done_req, &done));
+    ASSERT_TRUE(done.done());
+  });
+
+  // Locations through the serialized-response path; the second is a cache hit.
+  GetTableLocationsRequestPB req;
+  req.mutable_table()->set_table_name("t");
+  req.set_max_returned_locations(1000);
+  req.set_intern_ts_infos_in_response(true);
+  TableLocationsCache* cache = master_->catalog_manager()->locations_cache();
+  ASSERT_NE(nullptr, cache);  // on by default
+  const int64_t hits = cache->hits();
+  GetTableLocationsResponsePB a, b;
+  ASSERT_OK(Call("GetTableLocations", req, &a));
+  ASSERT_OK(Call("GetTableLocations", req, &b));
+  ASSERT_FALSE(a.has_error()) << a.error().ShortDebugString();
+  EXPECT_EQ(3, a.tablet_locations_size());
+  ASSERT_EQ(1, a.ts_infos_size());
+  EXPECT_EQ(ts.uuid(), a.ts_infos(0).permanent_uuid());
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+  EXPECT_EQ(hits + 1, cache->hits());
+
+  // Errors travel in the response too.
+  req.mutable_table()->set_table_name("nope");
+  ASSERT_OK(Call("GetTableLocations", req, &a));
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, a.error().code());
+
+  ListTabletServersResponsePB servers;
+  ASSERT_OK(Call("ListTabletServers", ListTabletServersRequestPB(), &servers));
+  ASSERT_EQ(1, servers.servers_size());
+  EXPECT_TRUE(servers.servers(0).live());
+  // The fake reported its tablets in the registering full report, before they existed.
+  EXPECT_EQ(0, servers.servers(0).num_live_tablets());
+  ASSERT_NO_FATAL_FAILURE(Register(ts));  // a full report now lists all three
+  ASSERT_OK(Call("ListTabletServers", ListTabletServersRequestPB(), &servers));
+  EXPECT_EQ(3, servers.servers(0).num_live_tablets());
+}
+
+TEST_F(MasterTest, WebPagesEscapeNames) {
+  FakeTabletServer ts;
+  ASSERT_OK(ts.Start());
+  ASSERT_NO_FATAL_FAILURE(Register(ts));
+  auto req = MakeCreateTableRequest("<script>alert(1)</script>", 0, false);
+  req.mutable_schema()->mutable_columns(1)->set_name("<b>col</b>");
+  CreateTableResponsePB created;
+  ASSERT_OK(Call("CreateTable", req, &created));
+  ASSERT_FALSE(created.has_error()) << created.error().ShortDebugString();
+  const int port = master_->webserver()->port();
+  const std::string tables = HttpGet(port, "/tables");
+  EXPECT_NE(std::string::npos, tables.find("&lt;script&gt;alert(1)&lt;/script&gt;")) << tables;
+  EXPECT_EQ(std::string::npos, tables.find("<script>alert")) << tables;
+  EXPECT_NE(std::string::npos, tables.find("&lt;b&gt;col&lt;/b&gt;"));
+  EXPECT_NE(std::string::npos, tables.find(created.table_id()));
+  const std::string servers = HttpGet(port, "/tablet-servers");
+  EXPECT_NE(std::string::npos, servers.find(ts.uuid())) << servers;
+  EXPECT_NE(std::string::npos, servers.find("live"));
+  const std::string latency = HttpGet(port, "/rpc-latency?method=CreateTable");
+  EXPECT_NE(std::string::npos, latency.find("Count: 1")) << latency;
+  EXPECT_NE(std::string::npos, latency.find("99.99%"));
+  const std::string metrics = HttpGet(port, "/metrics?metrics=table_locations_cache");
+  EXPECT_NE(std::string::npos, metrics.find("table_locations_cache_hits")) << metrics;
+}
+
+TEST_F(MasterTest, RestartKeepsTheCatalog) {
+  FakeTabletServer ts;
+  ASSERT_OK(ts.Start());
+  ASSERT_NO_FATAL_FAILURE(Register(ts));
+  CreateTableResponsePB created;
+  ASSERT_OK(Call("CreateTable", MakeCreateTableRequest("t", 0, true, {1, 2}), &created));
+  ASSERT_FALSE(created.has_error());
+  master_->Shutdown();
+  master_.reset();
+  ASSERT_NO_FATAL_FAILURE(StartMaster());
+  ListTablesResponsePB list;
+  ASSERT_OK(Call("ListTables", ListTablesRequestPB(), &list));
+  ASSERT_EQ(1, list.tables_size());
+  EXPECT_EQ(created.table_id(), list.tables(0).id());
+  EXPECT_EQ(3, list.tables(0).num_tablets());
+}
+
+}  // namespace nyala::master

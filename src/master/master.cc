@@ -1,0 +1,69 @@
+#include "master/master.h"
+
+#include <glog/logging.h>
+
+#include "master/catalog_manager.h"
+#include "master/master_service.h"
+#include "master/sys_catalog.h"
+#include "master/ts_manager.h"
+#include "server/webserver.h"
+
+namespace nyala::master {
+
+Master::Master(server::ServerBaseOptions options) : ServerBase(std::move(options)) {}
+
+Master::~Master() { Shutdown(); }
+
+Status Master::Init() {
+  RETURN_NOT_OK(ServerBase::Init());
+  instance_.set_permanent_uuid(uuid());
+  instance_.set_instance_seqno(GetWallTimeMicros());
+  ASSIGN_OR_RETURN(sys_catalog_, SysCatalog::Open(fs()->data_dirs()[0] + "/sys_catalog"));
+  ts_manager_ = std::make_unique<TSManager>();
+  catalog_ = std::make_unique<CatalogManager>(sys_catalog_.get(), ts_manager_.get(), messenger(),
+                                              metrics());
+  catalog_->set_master_instance(instance_);
+  RETURN_NOT_OK_PREPEND(catalog_->Load(), "loading the sys catalog");
+  return messenger()->RegisterService(std::make_unique<MasterServiceImpl>(this));
+}
+
+Status Master::Start() {
+  RETURN_NOT_OK(ServerBase::Start());
+  if (webserver()) RegisterWebPages();
+  catalog_->StartBackgroundTasks();
+  return Status::OK();
+}
+
+void Master::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  // Background tasks first (they send RPCs), then the messenger (which fails the
+  // calls still in flight); the catalog and sys catalog go with the object.
+  if (catalog_) catalog_->Shutdown();
+  ServerBase::Shutdown();
+}
+
+void Master::FillRegistration(GetMasterRegistrationResponsePB* resp) const {
+  *resp->mutable_instance_id() = instance_;
+  for (const auto& hp : advertised_rpc_addresses()) {
+    auto* pb = resp->add_rpc_addresses();
+    pb->set_host(hp.host());
+    pb->set_port(hp.port());
+  }
+  for (const auto& hp : http_addresses()) {
+    auto* pb = resp->add_http_addresses();
+    pb->set_host(hp.host());
+    pb->set_port(hp.port());
+  }
+  resp->set_software_version(server::kNyalaVersion);
+  resp->set_start_time_micros(start_time_wall_micros());
+  resp->set_num_tables(catalog_->NumTables());
+  resp->set_num_live_tablet_servers(ts_manager_->NumLiveServers());
+}
+
+void Master::AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {
+  rows->emplace_back("Tables", std::to_string(catalog_->NumTables()));
+  rows->emplace_back("Live tablet servers", std::to_string(ts_manager_->NumLiveServers()));
+}
+
+}  // namespace nyala::master

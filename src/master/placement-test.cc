@@ -1,0 +1,76 @@
+#include "master/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/test_util.h"
+
+namespace nyala::master {
+
+TEST(PlacementTest, NeverTwoReplicasOnOneServer) {
+  std::mt19937_64 rng(TestRandomSeed());
+  ServerLoads loads = {{"a", 0}, {"b", 0}, {"c", 0}};
+  for (int i = 0; i < 200; i++) {
+    auto r = PlaceReplicas(3, &loads, &rng);
+    ASSERT_OK(r.status());
+    std::set<std::string> distinct(r->begin(), r->end());
+    ASSERT_EQ(3u, distinct.size());
+  }
+  EXPECT_EQ(200, loads["a"]);
+  EXPECT_EQ(200, loads["b"]);
+  EXPECT_EQ(200, loads["c"]);
+}
+
+TEST(PlacementTest, PowerOfTwoChoicesBalances) {
+  std::mt19937_64 rng(TestRandomSeed());
+  ServerLoads loads;
+  for (int i = 0; i < 10; i++) loads["ts" + std::to_string(i)] = 0;
+  for (int i = 0; i < 1000; i++) ASSERT_OK(PlaceReplicas(1, &loads, &rng).status());
+  int64_t lo = INT64_MAX, hi = 0;
+  for (const auto& [uuid, n] : loads) {
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  }
+  // Uniform random placement of 1000 on 10 spreads about +-30; two choices keep
+  // every server within a few of the mean of 100.
+  EXPECT_LE(hi - lo, 10) << "min " << lo << " max " << hi;
+}
+
+TEST(PlacementTest, FillsAnUnloadedNewServerFirst) {
+  std::mt19937_64 rng(TestRandomSeed());
+  ServerLoads loads = {{"old1", 50}, {"old2", 50}, {"new", 0}};
+  int on_new = 0;
+  for (int i = 0; i < 30; i++) {
+    auto r = PlaceReplicas(1, &loads, &rng);
+    ASSERT_OK(r.status());
+    on_new += (*r)[0] == "new";
+  }
+  // "new" wins every draw it takes part in (2 of 3 pairs), so well over a third.
+  EXPECT_GE(on_new, 15);
+}
+
+TEST(PlacementTest, AvoidedServersOnlyWhenNeeded) {
+  std::mt19937_64 rng(TestRandomSeed());
+  ServerLoads loads = {{"a", 0}, {"b", 100}};
+  for (int i = 0; i < 20; i++) {
+    auto r = PlaceReplicas(1, &loads, &rng, {"a"});
+    ASSERT_OK(r.status());
+    EXPECT_EQ("b", (*r)[0]);
+  }
+  auto r = PlaceReplicas(2, &loads, &rng, {"a"});
+  ASSERT_OK(r.status());
+  EXPECT_EQ(2u, r->size());
+}
+
+TEST(PlacementTest, NotEnoughServers) {
+  std::mt19937_64 rng(1);
+  ServerLoads none;
+  EXPECT_TRUE(PlaceReplicas(1, &none, &rng).status().IsInvalidArgument());
+  ServerLoads two = {{"a", 0}, {"b", 0}};
+  EXPECT_TRUE(PlaceReplicas(3, &two, &rng).status().IsInvalidArgument());
+  EXPECT_TRUE(PlaceReplicas(0, &two, &rng).status().IsInvalidArgument());
+  EXPECT_EQ(0, two["a"]);  // nothing charged on failure
+}
+
+}  // namespace nyala::master

@@ -1,0 +1,155 @@
+#include "master/tablet_rpc_tasks.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/wire_protocol.h"
+#include "rpc/proxy.h"
+#include "rpc/retry.h"
+#include "rpc/rpc_controller.h"
+#include "rpc/sockaddr.h"
+
+DEFINE_int32(master_tablet_rpc_timeout_ms, 10000,
+             "Timeout of each CreateTablet / DeleteTablet call from the master to a tablet server.");
+DEFINE_validator(master_tablet_rpc_timeout_ms, [](const char*, int32_t v) { return v > 0; });
+
+namespace nyala::master {
+
+using tserver::TabletServerErrorPB;
+
+namespace {
+
+Result<rpc::Sockaddr> ResolveAddress(const std::string& address) {
+  auto numeric = rpc::Sockaddr::ParseNumeric(address);
+  if (numeric.ok()) return *numeric;
+  ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::HostPort::Parse(address, 0));
+  ASSIGN_OR_RETURN(std::vector<rpc::Sockaddr> addrs, hp.Resolve());
+  if (addrs.empty()) return Status::NetworkError("no address for " + address);
+  return addrs[0];
+}
+
+// The outcome of an admin call: the RPC status, else the response's error.
+Status CallOutcome(const rpc::RpcController& rpc, const TabletServerErrorPB* err,
+                   bool not_found_is_ok) {
+  if (!rpc.status().ok()) return rpc.status();
+  if (err == nullptr) return Status::OK();
+  if (not_found_is_ok && err->code() == TabletServerErrorPB::TABLET_NOT_FOUND) return Status::OK();
+  Status s = StatusFromPB(err->status());
+  if (s.ok()) s = Status::RuntimeError("tablet server error without status");
+  return s.CloneAndPrepend(TabletServerErrorPB::Code_Name(err->code()));
+}
+
+template <typename Req, typename Resp>
+struct Call {
+  Req req;
+  Resp resp;
+  rpc::RpcController rpc;
+};
+
+}  // namespace
+
+bool TabletRpcTasks::IsDue(const Key& key, MonoTime now) const {
+  MutexLock l(mu_);
+  auto it = tasks_.find(key);
+  return it == tasks_.end() || (!it->second.in_flight && it->second.next_attempt <= now);
+}
+
+bool TabletRpcTasks::Start(const Key& key, MonoTime now) {
+  MutexLock l(mu_);
+  TaskState& t = tasks_[key];
+  if (t.in_flight || t.next_attempt > now) return false;
+  t.in_flight = true;
+  t.attempts++;
+  return true;
+}
+
+void TabletRpcTasks::Finish(const Key& key, Status s) {
+  {
+    MutexLock l(mu_);
+    auto it = tasks_.find(key);
+    if (it != tasks_.end()) {
+      if (s.ok()) {
+        tasks_.erase(it);
+      } else {
+        it->second.in_flight = false;
+        it->second.next_attempt =
+            MonoTime::Now() + rpc::ComputeBackoff(it->second.attempts - 1,
+                                                  MonoDelta::FromMilliseconds(100),
+                                                  MonoDelta::FromSeconds(5));
+      }
+    }
+    results_.push_back(Result{key, std::move(s)});
+  }
+  Wake();
+}
+
+void TabletRpcTasks::SendCreate(const std::string& address, tserver::CreateTabletRequestPB req,
+                                MonoTime now) {
+  Key key{Kind::kCreate, req.dest_uuid(), req.tablet_id()};
+  if (!Start(key, now)) return;
+  auto addr = ResolveAddress(address);
+  if (!addr.ok()) return Finish(key, addr.status());
+  using C = Call<tserver::CreateTabletRequestPB, tserver::CreateTabletResponsePB>;
+  auto call = std::make_shared<C>();
+  call->req = std::move(req);
+  call->rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_master_tablet_rpc_timeout_ms));
+  rpc::Proxy proxy(messenger_, *addr, kAdminService);
+  auto self = shared_from_this();
+  proxy.AsyncRequest("CreateTablet", call->req, &call->resp, &call->rpc, [self, call, key] {
+    self->Finish(key, CallOutcome(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr,
+                                  /*not_found_is_ok=*/false));
+  });
+}
+
+void TabletRpcTasks::SendDelete(const std::string& address, tserver::DeleteTabletRequestPB req,
+                                MonoTime now) {
+  Key key{Kind::kDelete, req.dest_uuid(), req.tablet_id()};
+  if (!Start(key, now)) return;
+  auto addr = ResolveAddress(address);
+  if (!addr.ok()) return Finish(key, addr.status());
+  using C = Call<tserver::DeleteTabletRequestPB, tserver::DeleteTabletResponsePB>;
+  auto call = std::make_shared<C>();
+  call->req = std::move(req);
+  call->rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_master_tablet_rpc_timeout_ms));
+  rpc::Proxy proxy(messenger_, *addr, kAdminService);
+  auto self = shared_from_this();
+  proxy.AsyncRequest("DeleteTablet", call->req, &call->resp, &call->rpc, [self, call, key] {
+    self->Finish(key, CallOutcome(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr,
+                                  /*not_found_is_ok=*/true));
+  });
+}
+
+std::vector<TabletRpcTasks::Result> TabletRpcTasks::TakeResults() {
+  MutexLock l(mu_);
+  std::vector<Result> out;
+  out.swap(results_);
+  return out;
+}
+
+size_t TabletRpcTasks::NumInFlight() const {
+  MutexLock l(mu_);
+  size_t n = 0;
+  for (const auto& [k, t] : tasks_) n += t.in_flight ? 1 : 0;
+  return n;
+}
+
+size_t TabletRpcTasks::NumTasks() const {
+  MutexLock l(mu_);
+  return tasks_.size();
+}
+
+void TabletRpcTasks::Wake() {
+  {
+    std::lock_guard<std::mutex> l(wake_mu_);
+    woken_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
+void TabletRpcTasks::WaitForWork(MonoDelta max_wait) {
+  std::unique_lock<std::mutex> l(wake_mu_);
+  wake_cv_.wait_for(l, std::chrono::nanoseconds(max_wait.ToNanoseconds()), [this] { return woken_; });
+  woken_ = false;
+}
+
+}  // namespace nyala::master

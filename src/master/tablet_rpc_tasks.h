@@ -1,0 +1,95 @@
+// TabletRpcTasks: the master's outstanding CreateTablet / DeleteTablet calls to
+// tablet servers, one task per (kind, server, tablet). The catalog manager's
+// background thread decides which tasks it wants each pass and calls Send*; a task
+// already in flight or backing off after a failure is not sent again until due.
+// Completions are queued (TakeResults) and wake the background thread.
+//
+// Shared (shared_ptr) between the catalog manager and the RPC callbacks, so a
+// callback that runs after the catalog manager stopped touches only this object.
+//
+// Thread-safety: thread-safe; mu_ is a leaf lock. Callbacks run on reactor threads
+// and never block.
+#pragma once
+
+#include <compare>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/monotime.h"
+#include "common/mutex.h"
+#include "common/status.h"
+#include "rpc/messenger.h"
+#include "tserver/tserver_admin.pb.h"
+
+namespace nyala::master {
+
+class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
+ public:
+  enum class Kind { kCreate, kDelete };
+  struct Key {
+    Kind kind;
+    std::string ts_uuid;
+    std::string tablet_id;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Result {
+    Key key;
+    Status status;
+  };
+
+  static constexpr const char* kAdminService = "nyala.tserver.TabletServerAdminService";
+
+  explicit TabletRpcTasks(std::shared_ptr<rpc::Messenger> messenger)
+      : messenger_(std::move(messenger)) {}
+
+  // True when `key` is neither in flight nor backing off at `now`.
+  bool IsDue(const Key& key, MonoTime now) const EXCLUDES(mu_);
+  // Send the call to `address` ("host:port"); the outcome arrives in TakeResults().
+  // A call for a key that is not due is dropped.
+  void SendCreate(const std::string& address, tserver::CreateTabletRequestPB req,
+                  MonoTime now) EXCLUDES(mu_);
+  void SendDelete(const std::string& address, tserver::DeleteTabletRequestPB req,
+                  MonoTime now) EXCLUDES(mu_);
+  // Forgets tasks whose key fails `keep` (e.g. of tablets now running or gone).
+  template <typename Pred>
+  void Retain(Pred keep) EXCLUDES(mu_) {
+    MutexLock l(mu_);
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      it = (it->second.in_flight || keep(it->first)) ? std::next(it) : tasks_.erase(it);
+    }
+  }
+
+  std::vector<Result> TakeResults() EXCLUDES(mu_);
+  size_t NumInFlight() const EXCLUDES(mu_);
+  // Tasks in flight or backing off.
+  size_t NumTasks() const EXCLUDES(mu_);
+
+  // Background-thread wakeups: Wake() from any thread; WaitForWork() returns after
+  // `max_wait`, on Wake(), or at once if woken since the last call.
+  void Wake();
+  void WaitForWork(MonoDelta max_wait);
+
+ private:
+  struct TaskState {
+    bool in_flight = false;
+    int attempts = 0;
+    MonoTime next_attempt;
+  };
+  // Marks `key` in flight if due; false if it is not.
+  bool Start(const Key& key, MonoTime now) EXCLUDES(mu_);
+  void Finish(const Key& key, Status s) EXCLUDES(mu_);
+
+  const std::shared_ptr<rpc::Messenger> messenger_;
+  mutable Mutex mu_;
+  std::map<Key, TaskState> tasks_ GUARDED_BY(mu_);
+  std::vector<Result> results_ GUARDED_BY(mu_);
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;  // protected by wake_mu_
+};
+
+}  // namespace nyala::master

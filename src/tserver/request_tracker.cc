@@ -1,0 +1,100 @@
+#include "tserver/request_tracker.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "rpc/rpc_context.h"
+
+DEFINE_int32(write_dedup_ttl_ms, 600000,
+             "How long the responses of a silent client's writes are kept to answer its "
+             "retries, in ms.");
+DEFINE_validator(write_dedup_ttl_ms, [](const char*, int32_t v) { return v > 0; });
+
+namespace nyala::tserver {
+
+RequestTracker::Outcome RequestTracker::Begin(const rpc::RequestIdPB& id, WriteResponsePB* resp,
+                                              rpc::RpcContext* ctx) {
+  const MonoTime now = MonoTime::Now();
+  MutexLock l(mu_);
+  if (now - last_sweep_ > MonoDelta::FromMilliseconds(FLAGS_write_dedup_ttl_ms / 10 + 1)) {
+    SweepLocked(now);
+  }
+  Client& c = clients_[id.client_id()];
+  c.last_access = now;
+  if (id.has_first_incomplete_seq_no() && id.first_incomplete_seq_no() > c.first_incomplete) {
+    c.first_incomplete = id.first_incomplete_seq_no();
+    // The client has every answer below this: forget them.
+    for (auto it = c.entries.begin(); it != c.entries.end() && it->first < c.first_incomplete;) {
+      if (!it->second.done) {
+        ++it;
+        continue;
+      }
+      it = c.entries.erase(it);
+    }
+  }
+  auto it = c.entries.find(id.seq_no());
+  if (it == c.entries.end()) {
+    if (id.seq_no() < c.first_incomplete) return Outcome::kStale;
+    c.entries.emplace(id.seq_no(), Entry());
+    return Outcome::kNew;
+  }
+  if (it->second.done) {
+    *resp = it->second.resp;
+    return Outcome::kAnswered;
+  }
+  it->second.waiters.emplace_back(resp, ctx);
+  return Outcome::kAttached;
+}
+
+void RequestTracker::Finish(const rpc::RequestIdPB& id, const WriteResponsePB& resp,
+                            bool remember) {
+  std::vector<std::pair<WriteResponsePB*, rpc::RpcContext*>> waiters;
+  {
+    MutexLock l(mu_);
+    auto cit = clients_.find(id.client_id());
+    if (cit != clients_.end()) {
+      auto it = cit->second.entries.find(id.seq_no());
+      if (it != cit->second.entries.end()) {
+        waiters.swap(it->second.waiters);
+        if (remember && id.seq_no() >= cit->second.first_incomplete) {
+          it->second.done = true;
+          it->second.resp = resp;
+        } else {
+          cit->second.entries.erase(it);
+        }
+      }
+    }
+  }
+  for (auto& [wresp, ctx] : waiters) {
+    *wresp = resp;
+    ctx->RespondSuccess();
+  }
+}
+
+void RequestTracker::SweepLocked(MonoTime now) {
+  last_sweep_ = now;
+  const MonoDelta ttl = MonoDelta::FromMilliseconds(FLAGS_write_dedup_ttl_ms);
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    bool running = false;
+    for (const auto& [seq, e] : it->second.entries) running |= !e.done;
+    if (!running && now - it->second.last_access > ttl) {
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+size_t RequestTracker::NumClientsForTests() const {
+  MutexLock l(mu_);
+  return clients_.size();
+}
+
+size_t RequestTracker::NumResponsesForTests() const {
+  MutexLock l(mu_);
+  size_t n = 0;
+  for (const auto& [id, c] : clients_) n += c.entries.size();
+  return n;
+}
+
+}  // namespace nyala::tserver

@@ -1,0 +1,60 @@
+// RowLocks: striped locks over storage keys, so that concurrent writes touching the
+// same row serialize between their existence check and their commit. A key maps to
+// one of a fixed number of stripes by hash; a writer locks every stripe its batch
+// touches, in ascending stripe order (so two batches never deadlock), once each.
+// Two different keys may share a stripe: that only serializes more than needed.
+//
+// Thread-safety: thread-safe. A RowLockSet belongs to one thread and releases its
+// stripes when destroyed or Release()d.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/slice.h"
+
+namespace nyala::tserver {
+
+class RowLocks {
+ public:
+  // `num_stripes` is rounded up to a power of two.
+  explicit RowLocks(size_t num_stripes = 8192);
+  RowLocks(const RowLocks&) = delete;
+  RowLocks& operator=(const RowLocks&) = delete;
+
+  size_t num_stripes() const { return mask_ + 1; }
+  size_t StripeOf(Slice key) const;
+
+ private:
+  friend class RowLockSet;
+  struct alignas(64) Stripe {
+    std::mutex mu;
+  };
+  const size_t mask_;
+  std::unique_ptr<Stripe[]> stripes_;
+};
+
+// The stripes held by one write. Reusable: Release() keeps the buffer.
+class RowLockSet {
+ public:
+  RowLockSet() = default;
+  ~RowLockSet() { Release(); }
+  RowLockSet(const RowLockSet&) = delete;
+  RowLockSet& operator=(const RowLockSet&) = delete;
+
+  // Adds `key` to the set to lock. REQUIRES: not locked.
+  void Add(const RowLocks& locks, Slice key) { pending_.push_back(locks.StripeOf(key)); }
+  // Locks every stripe added (blocking). REQUIRES: not locked; one RowLocks for all keys.
+  void Lock(RowLocks* locks);
+  void Release();
+  size_t num_stripes_held() const { return locked_ ? pending_.size() : 0; }
+
+ private:
+  RowLocks* locks_ = nullptr;
+  std::vector<uint32_t> pending_;
+  bool locked_ = false;
+};
+
+}  // namespace nyala::tserver

@@ -1,0 +1,143 @@
+// Tablet: one tablet's rows inside a TabletStore, and the operations on them that
+// the RPC services call: Write (a row-operations block applied as one WriteBatch),
+// Get (one MultiGet) and the pieces a scan is built from (snapshot, bounded
+// iterator, row decoding, projections).
+//
+// Write, in order: check the tablet is running and the request's schema matches;
+// decode the block (malformed: the whole request fails, nothing written); encode
+// each row's storage key; lock the keys' stripes (RowLocks); read the rows that
+// the operations need with one MultiGet (only keys not already known absent); apply
+// the operations in block order to a per-key state, so that duplicate keys in one
+// block behave as if applied one after another; commit one WriteBatch; unlock.
+//
+// Operation semantics (docs/storage-format.md):
+//   INSERT         AlreadyPresent row error if the key exists
+//   INSERT_IGNORE  nothing if the key exists
+//   UPSERT         inserts, or merges the set columns into the existing row (columns
+//                  not set keep their values); a row setting every column is written
+//                  without reading
+//   UPDATE         merges the set columns into the existing row; NotFound if none
+//   UPDATE_IGNORE  nothing if the key does not exist
+//   DELETE         NotFound row error if the key does not exist
+//   DELETE_IGNORE  nothing if the key does not exist
+// WriteResponsePB.rows_applied counts the operations that changed a row (ignored
+// operations and failed rows are not counted).
+//
+// Thread-safety: every public method is thread-safe. The metadata, schema and seq
+// never change after creation. A write or get that started before MarkDeleted()
+// finishes before MarkDeleted() returns; later ones fail with TABLET_NOT_FOUND.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/partition.h"
+#include "common/predicate.h"
+#include "common/result.h"
+#include "common/row.h"
+#include "common/schema.h"
+#include "common/status.h"
+#include "tserver/tablet_metadata.pb.h"
+#include "tserver/tserver.pb.h"
+
+namespace nyala::tserver {
+
+class RowLocks;
+class StoreIterator;
+class StoreSnapshot;
+class TabletStore;
+struct TServerMetrics;
+
+enum class TabletState { kRunning, kFailed, kDeleted };
+const char* TabletStateName(TabletState state);
+
+// The columns a Get or Scan returns: a projection schema and, for each projected
+// column, its index in the tablet schema. Immutable; shared between requests.
+struct Projection {
+  Schema schema;
+  std::vector<int> source_index;
+  bool needs_key = false;  // some projected column is a key column
+  SchemaPB schema_pb;
+};
+
+// Fills `pb` with `code` and `status`.
+void SetTabletError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb);
+
+class Tablet {
+ public:
+  // A running tablet from its stored metadata; `store`, `locks` and `metrics`
+  // must outlive it. Fails when the stored schema or partition schema is invalid.
+  static Result<std::shared_ptr<Tablet>> Open(TabletMetadataPB meta, TabletStore* store,
+                                              RowLocks* locks, TServerMetrics* metrics);
+  // A tablet whose metadata could not be used, kept to report it FAILED.
+  static std::shared_ptr<Tablet> Failed(TabletMetadataPB meta, Status error, TabletStore* store,
+                                        RowLocks* locks, TServerMetrics* metrics);
+
+  const std::string& tablet_id() const { return meta_.tablet_id(); }
+  const TabletMetadataPB& metadata() const { return meta_; }
+  const Schema& schema() const { return schema_; }
+  const PartitionSchema& partition_schema() const { return partition_schema_; }
+  uint64_t seq() const { return meta_.seq(); }
+  TabletStore* store() const { return store_; }
+  TabletState state() const { return state_.load(std::memory_order_acquire); }
+  // Why the tablet is FAILED (OK otherwise).
+  const Status& failure() const { return failure_; }
+
+  // Applies `req` (already routed to this tablet by id). Whole-request failures go
+  // to resp->error and write nothing; otherwise per-row errors and rows_applied.
+  void Write(const WriteRequestPB& req, WriteResponsePB* resp);
+
+  // Looks up req.keys() with one MultiGet. Found rows go to `rows`/`indirect` in
+  // the row-block layout of the projection (request order); resp gets found[] and
+  // the projection; resp->data().num_rows() is set (the sidecar indexes are the
+  // caller's). A whole-request failure goes to resp->error (nothing produced).
+  void Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows, std::string* indirect);
+
+  // The projection of `names` (empty: every column, shared). MISMATCHED_SCHEMA for
+  // an unknown or repeated name.
+  Result<std::shared_ptr<const Projection>> MakeProjection(
+      const google::protobuf::RepeatedPtrField<std::string>& names) const;
+
+  // --- Scans (see scanners.h).
+  std::unique_ptr<StoreSnapshot> GetSnapshot() const;
+  // Iterates the storage keys of encoded primary keys [range.start, range.stop).
+  std::unique_ptr<StoreIterator> NewIterator(const StoreSnapshot* snapshot,
+                                             const KeyRange& range) const;
+  // Decodes a stored row into `row` (a row of schema()): the key columns from the
+  // storage key when `decode_key`, the rest from `value`.
+  Status DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, Row* row) const;
+
+  // Stops writes and gets (waiting for those running) and marks the tablet deleted.
+  void MarkDeleted();
+
+  // Approximate bytes of this tablet's rows on disk and in memtables.
+  int64_t OnDiskSize() const;
+
+ private:
+  Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServerMetrics* metrics);
+  // The write proper; REQUIRES: ops_mu_ held shared and the tablet running.
+  void WriteLocked(const WriteRequestPB& req, WriteResponsePB* resp);
+  // OK when `pb` describes the tablet's columns (names, types, key, nullability).
+  Status CheckClientSchema(const SchemaPB& pb) const;
+  // Returns an error if the tablet does not take reads or writes now.
+  bool CheckRunning(TabletServerErrorPB* error) const;
+
+  // Set at creation, never changed.
+  const TabletMetadataPB meta_;
+  TabletStore* const store_;
+  RowLocks* const locks_;
+  TServerMetrics* const metrics_;
+  Schema schema_;
+  PartitionSchema partition_schema_;
+  std::shared_ptr<const Projection> full_projection_;
+  Status failure_;
+
+  // Held shared by every write and get, exclusively by MarkDeleted().
+  mutable std::shared_mutex ops_mu_;
+  std::atomic<TabletState> state_{TabletState::kRunning};
+};
+
+}  // namespace nyala::tserver

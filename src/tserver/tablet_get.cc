@@ -1,0 +1,95 @@
+// Tablet::Get: point lookups with one MultiGet, no snapshot, no iterator.
+#include <glog/logging.h>
+
+#include <mutex>
+
+#include "common/row_block.h"
+#include "tserver/tablet.h"
+#include "tserver/tablet_store.h"
+#include "tserver/tserver_metrics.h"
+
+namespace nyala::tserver {
+
+namespace {
+
+struct GetScratch {
+  std::string keys;
+  std::vector<uint32_t> key_end;
+  std::vector<Slice> key_slices;
+  StoreMultiGet reads;
+};
+
+GetScratch* ThreadGetScratch() {
+  thread_local GetScratch scratch;
+  return &scratch;
+}
+
+}  // namespace
+
+void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
+                 std::string* indirect) {
+  std::shared_lock<std::shared_mutex> gate(ops_mu_);
+  if (!CheckRunning(resp->mutable_error())) return;
+  resp->clear_error();
+  auto proj_or = MakeProjection(req.projected_columns());
+  if (!proj_or.ok()) {
+    SetTabletError(TabletServerErrorPB::MISMATCHED_SCHEMA, proj_or.status(), resp->mutable_error());
+    return;
+  }
+  const std::shared_ptr<const Projection> proj = std::move(proj_or).value();
+
+  GetScratch* g = ThreadGetScratch();
+  const int n = req.keys_size();
+  g->keys.clear();
+  g->key_end.resize(n);
+  for (int i = 0; i < n; i++) {
+    AppendTabletPrefix(seq(), &g->keys);
+    g->keys.append(req.keys(i));
+    g->key_end[i] = static_cast<uint32_t>(g->keys.size());
+  }
+  g->key_slices.resize(n);
+  for (int i = 0, start = 0; i < n; i++) {
+    g->key_slices[i] = Slice(g->keys.data() + start, g->key_end[i] - start);
+    start = static_cast<int>(g->key_end[i]);
+  }
+  store_->MultiGet(nullptr, n, g->key_slices.data(), /*sorted=*/false, &g->reads);
+  if (!g->reads.status().ok()) {
+    g->reads.Clear();
+    SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR, g->reads.status(), resp->mutable_error());
+    return;
+  }
+
+  RowBlockEncoder enc(&proj->schema);
+  Row row(&schema_);
+  auto* found = resp->mutable_found();
+  found->Reserve(n);
+  int num_found = 0;
+  for (int i = 0; i < n; i++) {
+    const bool f = g->reads.found(i);
+    found->Add(f);
+    if (!f) continue;
+    row.arena()->Reset();
+    Status s = DecodeStoredRow(g->key_slices[i], g->reads.value(i), proj->needs_key, &row);
+    if (!s.ok()) {
+      g->reads.Clear();
+      resp->clear_found();
+      SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR,
+                     s.CloneAndPrepend("tablet " + tablet_id() + ": stored row"),
+                     resp->mutable_error());
+      LOG(ERROR) << resp->error().status().message();
+      return;
+    }
+    enc.AppendRow(row.view().cells(), proj->source_index.data());
+    num_found++;
+  }
+  g->reads.Clear();
+  enc.Finish(rows, indirect);
+  resp->mutable_data()->set_num_rows(num_found);
+  *resp->mutable_projection() = proj->schema_pb;
+  if (metrics_) {
+    metrics_->get_keys->Increment(n);
+    metrics_->get_rows_found->Increment(num_found);
+  }
+}
+
+}  // namespace nyala::tserver

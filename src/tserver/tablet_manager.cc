@@ -1,0 +1,246 @@
+#include "tserver/tablet_manager.h"
+
+#include <glog/logging.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include <filesystem>
+
+#include "common/wire_protocol.h"
+#include "tserver/row_locks.h"
+#include "tserver/tablet_store.h"
+#include "tserver/tserver_metrics.h"
+
+namespace nyala::tserver {
+
+using google::protobuf::util::MessageDifferencer;
+
+master::TabletStatePB ReportedState(const Tablet& tablet) {
+  switch (tablet.state()) {
+    case TabletState::kRunning:
+      return master::TABLET_RUNNING;
+    case TabletState::kFailed:
+      return master::TABLET_FAILED;
+    case TabletState::kDeleted:
+      return master::TABLET_DELETED;
+  }
+  return master::TABLET_UNKNOWN;
+}
+
+TabletManager::TabletManager(std::vector<std::string> data_dirs, TServerMetrics* metrics)
+    : data_dirs_(std::move(data_dirs)),
+      metrics_(metrics),
+      row_locks_(std::make_unique<RowLocks>()) {}
+
+TabletManager::~TabletManager() { Shutdown(); }
+
+Status TabletManager::OpenStore(const std::string& dir) {
+  const std::string path = dir + "/tablets";
+  ASSIGN_OR_RETURN(std::unique_ptr<TabletStore> store,
+                   TabletStore::Open(path, metrics_ ? metrics_->registry : nullptr));
+  std::vector<TabletMetadataPB> metas;
+  RETURN_NOT_OK_PREPEND(store->LoadTabletMetadata(&metas), path);
+  int loaded = 0;
+  for (TabletMetadataPB& meta : metas) {
+    const std::string id = meta.tablet_id();
+    if (meta.state() == TABLET_DATA_DELETED) {
+      LOG(INFO) << "tablet " << id << ": finishing an interrupted delete";
+      RETURN_NOT_OK_PREPEND(store->DropTablet(meta.seq(), id), "deleting tablet " + id);
+      continue;
+    }
+    std::shared_ptr<Tablet> tablet;
+    auto opened = Tablet::Open(meta, store.get(), row_locks_.get(), metrics_);
+    if (opened.ok()) {
+      tablet = std::move(opened).value();
+    } else {
+      LOG(ERROR) << "tablet " << id << " in " << path << " is FAILED: " << opened.status();
+      tablet = Tablet::Failed(std::move(meta), opened.status(), store.get(), row_locks_.get(),
+                              metrics_);
+    }
+    MutexLock l(mu_);
+    if (tablets_.count(id)) {
+      LOG(ERROR) << "tablet " << id << " is in two data dirs; ignoring the copy in " << path;
+      continue;
+    }
+    tablets_.emplace(id, std::move(tablet));
+    RecordChangeLocked(id, false);
+    loaded++;
+  }
+  LOG(INFO) << "opened " << path << ": " << loaded << " tablets";
+  stores_.push_back(std::move(store));
+  return Status::OK();
+}
+
+Status TabletManager::Open() {
+  if (data_dirs_.empty()) return Status::InvalidArgument("no data dirs");
+  for (const std::string& dir : data_dirs_) RETURN_NOT_OK(OpenStore(dir));
+  return Status::OK();
+}
+
+void TabletManager::Shutdown() {
+  {
+    MutexLock l(mu_);
+    tablets_.clear();
+  }
+  for (auto& store : stores_) WARN_NOT_OK(store->Flush(), "flushing " + store->path());
+  stores_.clear();
+}
+
+std::shared_ptr<Tablet> TabletManager::Lookup(std::string_view id) const {
+  MutexLock l(mu_);
+  auto it = tablets_.find(std::string(id));
+  return it == tablets_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<Tablet>> TabletManager::GetTablets() const {
+  MutexLock l(mu_);
+  std::vector<std::shared_ptr<Tablet>> out;
+  out.reserve(tablets_.size());
+  for (const auto& [id, t] : tablets_) out.push_back(t);
+  return out;
+}
+
+size_t TabletManager::NumTablets() const {
+  MutexLock l(mu_);
+  return tablets_.size();
+}
+
+Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
+                                   TabletServerErrorPB::Code* code) {
+  *code = TabletServerErrorPB::UNKNOWN_ERROR;
+  if (req.tablet_id().empty()) {
+    *code = TabletServerErrorPB::INVALID_CONFIG;
+    return Status::InvalidArgument("CreateTablet without a tablet id");
+  }
+  MutexLock admin(admin_mu_);
+  if (std::shared_ptr<Tablet> existing = Lookup(req.tablet_id())) {
+    const TabletMetadataPB& m = existing->metadata();
+    if (m.table_id() == req.table_id() && m.table_name() == req.table_name() &&
+        MessageDifferencer::Equals(m.schema(), req.schema()) &&
+        MessageDifferencer::Equals(m.partition_schema(), req.partition_schema()) &&
+        MessageDifferencer::Equals(m.partition(), req.partition())) {
+      return Status::OK();
+    }
+    *code = TabletServerErrorPB::TABLET_ALREADY_EXISTS;
+    return Status::AlreadyPresent("tablet " + req.tablet_id() +
+                                  " already exists with another definition (table " +
+                                  m.table_name() + ")");
+  }
+  auto schema = Schema::FromPB(req.schema());
+  if (!schema.ok()) {
+    *code = TabletServerErrorPB::INVALID_SCHEMA;
+    return schema.status().CloneAndPrepend("schema");
+  }
+  auto pschema = PartitionSchema::FromPB(req.partition_schema(), *schema);
+  if (!pschema.ok()) {
+    *code = TabletServerErrorPB::INVALID_SCHEMA;
+    return pschema.status().CloneAndPrepend("partition schema");
+  }
+  TabletMetadataPB meta;
+  meta.set_tablet_id(req.tablet_id());
+  meta.set_table_id(req.table_id());
+  meta.set_table_name(req.table_name());
+  *meta.mutable_schema() = req.schema();
+  *meta.mutable_partition_schema() = req.partition_schema();
+  *meta.mutable_partition() = req.partition();
+  meta.set_state(TABLET_DATA_READY);
+  TabletStore* store = stores_[next_store_++ % stores_.size()].get();
+  RETURN_NOT_OK(store->CreateTabletMetadata(&meta));
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> tablet,
+                   Tablet::Open(std::move(meta), store, row_locks_.get(), metrics_));
+  {
+    MutexLock l(mu_);
+    tablets_[req.tablet_id()] = tablet;
+    RecordChangeLocked(req.tablet_id(), false);
+  }
+  LOG(INFO) << "created tablet " << req.tablet_id() << " of table " << req.table_name() << " ("
+            << req.table_id() << ") seq " << tablet->seq() << " in " << store->path();
+  NotifyChange();
+  return Status::OK();
+}
+
+Status TabletManager::DeleteTablet(const std::string& tablet_id) {
+  MutexLock admin(admin_mu_);
+  std::shared_ptr<Tablet> tablet = Lookup(tablet_id);
+  if (!tablet) return Status::NotFound("no tablet " + tablet_id);
+  tablet->MarkDeleted();  // waits for running writes and gets
+  TabletMetadataPB tombstone = tablet->metadata();
+  tombstone.set_state(TABLET_DATA_DELETED);
+  RETURN_NOT_OK_PREPEND(tablet->store()->PutTabletMetadata(tombstone), "tombstone");
+  {
+    MutexLock l(mu_);
+    tablets_.erase(tablet_id);
+    RecordChangeLocked(tablet_id, true);
+  }
+  NotifyChange();
+  // The tombstone makes the next start finish this if it fails or we crash.
+  RETURN_NOT_OK_PREPEND(tablet->store()->DropTablet(tablet->seq(), tablet_id),
+                        "dropping the rows of tablet " + tablet_id);
+  LOG(INFO) << "deleted tablet " << tablet_id;
+  return Status::OK();
+}
+
+int64_t TabletManager::RecordChangeLocked(const std::string& id, bool deleted) {
+  changes_[id] = Change{++last_change_, deleted};
+  return last_change_;
+}
+
+void TabletManager::NotifyChange() {
+  std::function<void()> cb;
+  {
+    MutexLock l(mu_);
+    cb = change_cb_;
+  }
+  if (cb) cb();
+}
+
+void TabletManager::set_change_callback(std::function<void()> cb) {
+  MutexLock l(mu_);
+  change_cb_ = std::move(cb);
+}
+
+int64_t TabletManager::LatestChange() const {
+  MutexLock l(mu_);
+  return last_change_;
+}
+
+namespace {
+void FillReported(const Tablet& t, master::ReportedTabletPB* pb) {
+  pb->set_tablet_id(t.tablet_id());
+  pb->set_state(ReportedState(t));
+  pb->set_table_id(t.metadata().table_id());
+  pb->set_schema_version(t.metadata().schema().version());
+  if (t.state() == TabletState::kFailed) StatusToPB(t.failure(), pb->mutable_error());
+}
+}  // namespace
+
+int64_t TabletManager::BuildReport(bool full, int64_t since, master::TabletReportPB* report) const {
+  MutexLock l(mu_);
+  report->set_is_incremental(!full);
+  if (full) {
+    for (const auto& [id, t] : tablets_) FillReported(*t, report->add_updated_tablets());
+    return last_change_;
+  }
+  for (const auto& [id, change] : changes_) {
+    if (change.seq <= since) continue;
+    if (change.deleted) {
+      report->add_removed_tablet_ids(id);
+      continue;
+    }
+    auto it = tablets_.find(id);
+    if (it != tablets_.end()) FillReported(*it->second, report->add_updated_tablets());
+  }
+  return last_change_;
+}
+
+void TabletManager::PruneReportedDeletes(int64_t upto) {
+  MutexLock l(mu_);
+  for (auto it = changes_.begin(); it != changes_.end();) {
+    if (it->second.deleted && it->second.seq <= upto) {
+      it = changes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace nyala::tserver

@@ -1,0 +1,105 @@
+// TabletManager: the tablets this server hosts. Opens one TabletStore (RocksDB)
+// per data dir at <dir>/tablets, loads every tablet's metadata from them, finishes
+// deletes a crash interrupted, and creates and deletes tablets for the admin
+// service (new tablets are spread over the data dirs round-robin).
+//
+// It also keeps, for heartbeats, a change sequence: every tablet created, failed or
+// deleted gets the next number, so a tablet report can list exactly the tablets
+// that changed since a given number.
+//
+// Thread-safety: thread-safe. Lookup() is the hot path (one mutex, one hash probe).
+// A mutex over the maps is never held during disk I/O; create and delete are
+// serialized by their own mutex.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "master/master.pb.h"
+#include "tserver/tablet.h"
+#include "tserver/tserver.pb.h"
+#include "tserver/tserver_admin.pb.h"
+
+namespace nyala::tserver {
+
+class RowLocks;
+class TabletStore;
+struct TServerMetrics;
+
+class TabletManager {
+ public:
+  // `metrics` must outlive the manager (may be null in tests).
+  TabletManager(std::vector<std::string> data_dirs, TServerMetrics* metrics);
+  ~TabletManager();
+
+  // Opens the stores and loads the tablets. Fails when a store cannot be opened.
+  Status Open();
+  // Flushes and closes the stores. Call after everything using tablets stopped.
+  void Shutdown();
+
+  // The tablet with id `id`, or null.
+  std::shared_ptr<Tablet> Lookup(std::string_view id) const;
+  std::vector<std::shared_ptr<Tablet>> GetTablets() const;
+  size_t NumTablets() const;
+
+  // Creates the tablet `req` describes. Identical to an existing tablet: OK, nothing
+  // done. On failure `*code` says why: TABLET_ALREADY_EXISTS (another definition
+  // under that id), INVALID_SCHEMA (bad schema or partition schema), UNKNOWN_ERROR
+  // (storage).
+  Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);
+  // Deletes the tablet and its rows. NotFound if there is no such tablet.
+  Status DeleteTablet(const std::string& tablet_id);
+
+  // --- Tablet reports (heartbeater.h).
+  // The change number of the latest change (0 before any).
+  int64_t LatestChange() const;
+  // Fills `report` with every live tablet (full) or with the tablets changed after
+  // change `since` (incremental, deleted ones in removed_tablet_ids). Returns the
+  // change number the report is complete up to.
+  int64_t BuildReport(bool full, int64_t since, master::TabletReportPB* report) const;
+  // Forgets deleted tablets whose deletion every master has seen (change <= `upto`).
+  void PruneReportedDeletes(int64_t upto);
+  // Called (without locks held) after every change; e.g. to heartbeat sooner.
+  void set_change_callback(std::function<void()> cb);
+
+  const std::vector<std::unique_ptr<TabletStore>>& stores() const { return stores_; }
+  RowLocks* row_locks() const { return row_locks_.get(); }
+
+ private:
+  void NotifyChange();
+  // Records a change of `id` (live, or deleted) and returns its number.
+  int64_t RecordChangeLocked(const std::string& id, bool deleted) REQUIRES(mu_);
+  Status OpenStore(const std::string& dir);
+
+  // Set in the constructor / Open(), never changed after Open().
+  const std::vector<std::string> data_dirs_;
+  TServerMetrics* const metrics_;
+  std::unique_ptr<RowLocks> row_locks_;
+  std::vector<std::unique_ptr<TabletStore>> stores_;
+
+  // Serializes CreateTablet and DeleteTablet (they do disk I/O outside mu_).
+  Mutex admin_mu_;
+  size_t next_store_ GUARDED_BY(admin_mu_) = 0;
+
+  mutable Mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Tablet>> tablets_ GUARDED_BY(mu_);
+  struct Change {
+    int64_t seq;
+    bool deleted;
+  };
+  std::map<std::string, Change> changes_ GUARDED_BY(mu_);
+  int64_t last_change_ GUARDED_BY(mu_) = 0;
+  std::function<void()> change_cb_ GUARDED_BY(mu_);
+};
+
+// The report state of a tablet for the master.
+master::TabletStatePB ReportedState(const Tablet& tablet);
+
+}  // namespace nyala::tserver

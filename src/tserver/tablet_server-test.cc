@@ -1,0 +1,341 @@
+// Service-level tests: an in-process TabletServer on loopback, called through a
+// client Messenger and Proxies; heartbeats to a fake master service; web pages.
+#include <arpa/inet.h>
+#include <gflags/gflags.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <deque>
+
+#include "common/row_block.h"
+#include "common/test_util.h"
+#include "common/wire_protocol.h"
+#include "master/master.pb.h"
+#include "rpc/messenger.h"
+#include "rpc/proxy.h"
+#include "rpc/rpc_context.h"
+#include "rpc/rpc_controller.h"
+#include "rpc/service_if.h"
+#include "tserver/heartbeater.h"
+#include "tserver/tablet_manager.h"
+#include "tserver/tablet_server.h"
+#include "tserver/tablet_service.h"
+#include "tserver/tserver_test_util.h"
+
+DECLARE_int32(heartbeat_interval_ms);
+
+namespace nyala::tserver {
+namespace {
+
+using namespace testing;  // NOLINT(build/namespaces)
+
+// A master that records heartbeats and answers as told.
+class FakeMaster : public rpc::ServiceIf {
+ public:
+  FakeMaster() : ServiceIf(Heartbeater::kMasterServiceName) {
+    RegisterMethod<master::TSHeartbeatRequestPB, master::TSHeartbeatResponsePB>(
+        "TSHeartbeat", [this](const master::TSHeartbeatRequestPB* req,
+                              master::TSHeartbeatResponsePB* resp, rpc::RpcContext* ctx) {
+          MutexLock l(mu_);
+          beats_.push_back(*req);
+          resp->set_needs_reregister(ask_reregister_);
+          ask_reregister_ = false;
+          resp->set_acked_report_sequence_number(req->tablet_report().sequence_number());
+          ctx->RespondSuccess();
+        });
+  }
+  std::vector<master::TSHeartbeatRequestPB> beats() {
+    MutexLock l(mu_);
+    return {beats_.begin(), beats_.end()};
+  }
+  void AskReregister() {
+    MutexLock l(mu_);
+    ask_reregister_ = true;
+  }
+
+ private:
+  Mutex mu_;
+  std::deque<master::TSHeartbeatRequestPB> beats_ GUARDED_BY(mu_);
+  bool ask_reregister_ GUARDED_BY(mu_) = false;
+};
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == ssize_t(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+    }
+  }
+  close(fd);
+  return out;
+}
+
+class TabletServerTest : public NyalaTest {
+ protected:
+  void SetUp() override {
+    NyalaTest::SetUp();
+    FLAGS_heartbeat_interval_ms = 50;
+    schema_ = SeedSchema();
+    // The fake master.
+    rpc::MessengerOptions mo;
+    mo.name = "fake-master";
+    mo.num_reactors = 1;
+    auto m = rpc::Messenger::Create(mo);
+    ASSERT_OK(m.status());
+    master_msgr_ = *m;
+    auto fake = std::make_unique<FakeMaster>();
+    master_ = fake.get();
+    ASSERT_OK(master_msgr_->RegisterService(std::move(fake), 1, 50));
+    rpc::Sockaddr master_addr;
+    ASSERT_OK(master_msgr_->AddListener(rpc::Sockaddr::Loopback(0), &master_addr));
+    // The tablet server.
+    server::ServerBaseOptions opts;
+    opts.kind = "tserver";
+    opts.data_dirs = {test_dir() + "/ts"};
+    opts.rpc_bind_addresses = "127.0.0.1:0";
+    opts.webserver_port = 0;
+    opts.num_reactors = 1;
+    server_ = std::make_unique<TabletServer>(
+        opts, std::vector<rpc::HostPort>{rpc::HostPort("127.0.0.1", master_addr.port())});
+    ASSERT_OK(server_->Init());
+    ASSERT_OK(server_->Start());
+    mo.name = "client";
+    auto c = rpc::Messenger::Create(mo);
+    ASSERT_OK(c.status());
+    client_ = *c;
+    const rpc::Sockaddr addr = server_->bound_rpc_addresses()[0];
+    proxy_ = std::make_unique<rpc::Proxy>(client_, addr, TabletServiceImpl::kServiceName);
+    admin_ = std::make_unique<rpc::Proxy>(client_, addr, TabletAdminServiceImpl::kServiceName);
+  }
+  void TearDown() override {
+    if (client_) client_->Shutdown();
+    if (server_) server_->Shutdown();
+    if (master_msgr_) master_msgr_->Shutdown();
+    NyalaTest::TearDown();
+  }
+  Status Call(const rpc::Proxy& p, const char* method, const google::protobuf::Message& req,
+              google::protobuf::Message* resp, rpc::RpcController* rpc = nullptr) {
+    rpc::RpcController local;
+    if (!rpc) rpc = &local;
+    rpc->set_timeout(MonoDelta::FromSeconds(10));
+    return p.SyncRequest(method, req, resp, rpc);
+  }
+  void CreateTablet(const std::string& id, const std::string& table = "test_table") {
+    CreateTabletResponsePB resp;
+    ASSERT_OK(Call(*admin_, "CreateTablet", MakeCreateTablet(id, schema_, table), &resp));
+    ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
+  }
+
+  Schema schema_;
+  std::shared_ptr<rpc::Messenger> master_msgr_;
+  FakeMaster* master_ = nullptr;
+  std::unique_ptr<TabletServer> server_;
+  std::shared_ptr<rpc::Messenger> client_;
+  std::unique_ptr<rpc::Proxy> proxy_;
+  std::unique_ptr<rpc::Proxy> admin_;
+};
+
+TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  WriteResponsePB wresp;
+  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 0, 500), &wresp));
+  ASSERT_FALSE(wresp.has_error());
+  EXPECT_EQ(wresp.rows_applied(), 500);
+
+  GetRequestPB greq;
+  greq.set_tablet_id("t1");
+  greq.add_keys(EncodedKey(schema_, 42));
+  greq.add_keys(EncodedKey(schema_, 4242));
+  GetResponsePB gresp;
+  rpc::RpcController grpc;
+  ASSERT_OK(Call(*proxy_, "Get", greq, &gresp, &grpc));
+  ASSERT_FALSE(gresp.has_error());
+  ASSERT_EQ(gresp.found_size(), 2);
+  EXPECT_TRUE(gresp.found(0));
+  EXPECT_FALSE(gresp.found(1));
+  Slice rows, indirect;
+  ASSERT_OK(grpc.GetInboundSidecar(gresp.data().rows_sidecar(), &rows));
+  ASSERT_OK(grpc.GetInboundSidecar(gresp.data().indirect_data_sidecar(), &indirect));
+  RowBlock block;
+  ASSERT_OK(RowBlock::Parse(&schema_, gresp.data().num_rows(), rows, indirect, &block));
+  std::vector<Cell> cells(schema_.num_columns());
+  block.GetRow(0, cells.data());
+  EXPECT_TRUE(MatchesSeedRow(cells.data(), 42));
+
+  // A scan in small batches over RPC.
+  ScanRequestPB sreq;
+  sreq.mutable_new_scan_request()->set_tablet_id("t1");
+  sreq.set_batch_size_bytes(4096);
+  int64_t total = 0;
+  for (uint32_t seq = 0; seq < 1000; seq++) {
+    ScanResponsePB sresp;
+    rpc::RpcController srpc;
+    ASSERT_OK(Call(*proxy_, "Scan", sreq, &sresp, &srpc));
+    ASSERT_FALSE(sresp.has_error()) << sresp.ShortDebugString();
+    ASSERT_OK(srpc.GetInboundSidecar(sresp.data().rows_sidecar(), &rows));
+    ASSERT_OK(srpc.GetInboundSidecar(sresp.data().indirect_data_sidecar(), &indirect));
+    ASSERT_OK(RowBlock::Parse(&schema_, sresp.data().num_rows(), rows, indirect, &block));
+    for (int r = 0; r < block.num_rows(); r++) {
+      block.GetRow(r, cells.data());
+      ASSERT_EQ(cells[0].int_value(), total + r);
+    }
+    total += block.num_rows();
+    if (!sresp.has_more_results()) break;
+    if (seq == 0) {
+      ScannerKeepAliveRequestPB ka;
+      ka.set_scanner_id(sresp.scanner_id());
+      ScannerKeepAliveResponsePB kresp;
+      ASSERT_OK(Call(*proxy_, "ScannerKeepAlive", ka, &kresp));
+      EXPECT_FALSE(kresp.has_error());
+    }
+    sreq.Clear();
+    sreq.set_scanner_id(sresp.scanner_id());
+    sreq.set_call_seq_id(seq + 1);
+    sreq.set_batch_size_bytes(4096);
+  }
+  EXPECT_EQ(total, 500);
+  PingResponsePB presp;
+  ASSERT_OK(Call(*proxy_, "Ping", PingRequestPB(), &presp));
+}
+
+TEST_F(TabletServerTest, RetriedWriteIsAnsweredNotReapplied) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  rpc::RequestIdPB id;
+  id.set_client_id("client-a");
+  id.set_seq_no(7);
+  id.set_first_incomplete_seq_no(7);
+  WriteRequestPB req = MakeSeedWrite("t1", schema_, 0, 10);
+  WriteResponsePB first, retry;
+  rpc::RpcController rpc1, rpc2;
+  rpc1.set_request_id(id);
+  rpc2.set_request_id(id);
+  ASSERT_OK(Call(*proxy_, "Write", req, &first, &rpc1));
+  EXPECT_EQ(first.rows_applied(), 10);
+  ASSERT_OK(Call(*proxy_, "Write", req, &retry, &rpc2));
+  EXPECT_EQ(retry.rows_applied(), 10);
+  EXPECT_EQ(retry.per_row_errors_size(), 0);  // not ALREADY_PRESENT
+  // Without a request id the same block is applied again: every row is a duplicate.
+  WriteResponsePB plain;
+  ASSERT_OK(Call(*proxy_, "Write", req, &plain));
+  EXPECT_EQ(plain.per_row_errors_size(), 10);
+  // Once the client moves past 7, the answer is forgotten; a late retry is refused.
+  rpc::RequestIdPB next = id;
+  next.set_seq_no(8);
+  next.set_first_incomplete_seq_no(8);
+  rpc::RpcController rpc3, rpc4;
+  rpc3.set_request_id(next);
+  WriteResponsePB r3, r4;
+  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 100, 1), &r3, &rpc3));
+  rpc4.set_request_id(id);
+  EXPECT_FALSE(Call(*proxy_, "Write", req, &r4, &rpc4).ok());
+}
+
+TEST_F(TabletServerTest, AdminServiceCreatesListsAndDeletes) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1", "<b>table</b>"));
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1", "<b>table</b>"));  // identical: no-op
+  CreateTabletResponsePB cresp;
+  ASSERT_OK(Call(*admin_, "CreateTablet", MakeCreateTablet("t1", schema_, "other"), &cresp));
+  EXPECT_EQ(cresp.error().code(), TabletServerErrorPB::TABLET_ALREADY_EXISTS);
+  CreateTabletRequestPB wrong = MakeCreateTablet("t2", schema_);
+  wrong.set_dest_uuid("not-this-server");
+  ASSERT_OK(Call(*admin_, "CreateTablet", wrong, &cresp));
+  EXPECT_EQ(cresp.error().code(), TabletServerErrorPB::WRONG_SERVER_UUID);
+
+  ListTabletsResponsePB lresp;
+  ASSERT_OK(Call(*admin_, "ListTablets", ListTabletsRequestPB(), &lresp));
+  ASSERT_EQ(lresp.tablets_size(), 1);
+  EXPECT_EQ(lresp.tablets(0).tablet_id(), "t1");
+  EXPECT_EQ(lresp.tablets(0).state(), TABLET_DATA_READY);
+
+  // Web pages list it, escaped.
+  const int port = server_->webserver()->port();
+  std::string page = HttpGet(port, "/tablets");
+  EXPECT_NE(page.find("&lt;b&gt;table&lt;/b&gt;"), std::string::npos) << page;
+  EXPECT_EQ(page.find("<b>table</b>"), std::string::npos);
+  EXPECT_NE(HttpGet(port, "/scans").find("Open scanners (0)"), std::string::npos);
+
+  DeleteTabletRequestPB dreq;
+  dreq.set_tablet_id("t1");
+  DeleteTabletResponsePB dresp;
+  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  EXPECT_FALSE(dresp.has_error());
+  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  EXPECT_EQ(dresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+  WriteResponsePB wresp;
+  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 0, 1), &wresp));
+  EXPECT_EQ(wresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+}
+
+TEST_F(TabletServerTest, HeartbeatsRegisterAndReportTablets) {
+  // The first beat registers and carries a full report.
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(master_->beats().size(), 1u); });
+  master::TSHeartbeatRequestPB first = master_->beats()[0];
+  EXPECT_EQ(first.common().permanent_uuid(), server_->uuid());
+  ASSERT_TRUE(first.has_registration());
+  ASSERT_EQ(first.registration().rpc_addresses_size(), 1);
+  EXPECT_EQ(first.registration().rpc_addresses(0).port(), server_->bound_rpc_addresses()[0].port());
+  EXPECT_FALSE(first.tablet_report().is_incremental());
+
+  // A new tablet shows up in an incremental report.
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    bool seen = false;
+    for (const auto& b : master_->beats()) {
+      for (const auto& t : b.tablet_report().updated_tablets()) {
+        seen |= b.tablet_report().is_incremental() && t.tablet_id() == "t1" &&
+                t.state() == master::TABLET_RUNNING;
+      }
+    }
+    ASSERT_TRUE(seen);
+  });
+  // Asked to re-register: registration and a full report again.
+  const size_t before = master_->beats().size();
+  master_->AskReregister();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    auto beats = master_->beats();
+    bool again = false;
+    for (size_t i = before; i < beats.size(); i++) {
+      again |= beats[i].has_registration() && !beats[i].tablet_report().is_incremental() &&
+               beats[i].tablet_report().updated_tablets_size() == 1;
+    }
+    ASSERT_TRUE(again);
+  });
+  // A deleted tablet is reported removed.
+  DeleteTabletRequestPB dreq;
+  dreq.set_tablet_id("t1");
+  DeleteTabletResponsePB dresp;
+  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    bool removed = false;
+    for (const auto& b : master_->beats()) {
+      for (const auto& id : b.tablet_report().removed_tablet_ids()) removed |= id == "t1";
+    }
+    ASSERT_TRUE(removed);
+  });
+}
+
+TEST_F(TabletServerTest, HeartbeatsRetryWhileTheMasterIsDown) {
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(master_->beats().size(), 1u); });
+  master_msgr_->Shutdown();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    ASSERT_GE(server_->heartbeater()->NumHeartbeatsFailedForTests(), 2);
+  });
+  // Serving goes on.
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  PingResponsePB presp;
+  ASSERT_OK(Call(*proxy_, "Ping", PingRequestPB(), &presp));
+}
+
+}  // namespace
+}  // namespace nyala::tserver

@@ -1,0 +1,107 @@
+#include "tserver/tablet_server.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "tserver/heartbeater.h"
+#include "tserver/request_tracker.h"
+#include "tserver/scanners.h"
+#include "tserver/tablet_manager.h"
+#include "tserver/tablet_service.h"
+#include "tserver/tserver_metrics.h"
+
+DEFINE_string(tserver_master_addrs, "127.0.0.1:7051",
+              "Comma-separated host:port addresses of the masters this tablet server "
+              "heartbeats to (a missing port is 7051).");
+
+namespace nyala::tserver {
+
+TabletServer::TabletServer(server::ServerBaseOptions options, std::vector<rpc::HostPort> masters)
+    : ServerBase(std::move(options)), masters_(std::move(masters)) {}
+
+TabletServer::~TabletServer() { Shutdown(); }
+
+server::ServerBaseOptions TabletServer::OptionsFromFlags() {
+  return server::ServerBaseOptions::FromFlags("tserver", kDefaultRpcPort);
+}
+
+Result<std::vector<rpc::HostPort>> TabletServer::MasterAddrsFromFlags() {
+  auto r = rpc::HostPort::ParseList(FLAGS_tserver_master_addrs, kDefaultMasterPort);
+  if (!r.ok()) return r.status().CloneAndPrepend("--tserver_master_addrs");
+  return r;
+}
+
+Status TabletServer::Init() {
+  RETURN_NOT_OK(ServerBase::Init());
+  tmetrics_ = std::make_unique<TServerMetrics>(metrics());
+  tablets_ = std::make_unique<TabletManager>(fs()->data_dirs(), tmetrics_.get());
+  RETURN_NOT_OK(tablets_->Open());
+  scanners_ = std::make_unique<ScannerManager>(tmetrics_.get());
+  tracker_ = std::make_unique<RequestTracker>();
+  TabletServiceDeps deps;
+  deps.tablets = tablets_.get();
+  deps.scanners = scanners_.get();
+  deps.tracker = tracker_.get();
+  deps.metrics = tmetrics_.get();
+  RETURN_NOT_OK(messenger()->RegisterService(std::make_unique<TabletServiceImpl>(deps)));
+  RETURN_NOT_OK(messenger()->RegisterService(
+      std::make_unique<TabletAdminServiceImpl>(tablets_.get(), uuid(), tmetrics_.get())));
+  metrics()->RegisterFunctionGauge(
+      "tserver_tablets", "Tablets hosted", {},
+      [this] { return static_cast<int64_t>(tablets_->NumTablets()); }, this);
+  metrics()->RegisterFunctionGauge(
+      "tserver_open_scanners", "Scanners kept for continuations", {},
+      [this] { return static_cast<int64_t>(scanners_->NumScanners()); }, this);
+  return Status::OK();
+}
+
+Status TabletServer::Start() {
+  RETURN_NOT_OK(ServerBase::Start());
+  if (webserver()) RegisterWebPages();
+  if (!masters_.empty()) {
+    HeartbeaterOptions ho;
+    ho.masters = masters_;
+    ho.instance.set_permanent_uuid(uuid());
+    ho.instance.set_instance_seqno(start_time_wall_micros());
+    ho.fill_registration = [this](master::TSRegistrationPB* reg) {
+      for (const auto& hp : advertised_rpc_addresses()) {
+        auto* a = reg->add_rpc_addresses();
+        a->set_host(hp.host());
+        a->set_port(hp.port());
+      }
+      for (const auto& hp : http_addresses()) {
+        auto* a = reg->add_http_addresses();
+        a->set_host(hp.host());
+        a->set_port(hp.port());
+      }
+      reg->set_software_version(server::kNyalaVersion);
+      reg->set_start_time_micros(start_time_wall_micros());
+    };
+    heartbeater_ = std::make_unique<Heartbeater>(std::move(ho), messenger(), tablets_.get(), metrics());
+    tablets_->set_change_callback([hb = heartbeater_.get()] { hb->TriggerASAP(); });
+    heartbeater_->Start();
+  }
+  return Status::OK();
+}
+
+void TabletServer::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (tablets_) tablets_->set_change_callback(nullptr);
+  if (heartbeater_) heartbeater_->Stop();
+  metrics()->RemoveFunctionGauges(this);
+  ServerBase::Shutdown();  // web UI, then the messenger: stops accepting, drains calls
+  if (scanners_) scanners_->Shutdown();
+  if (tablets_) tablets_->Shutdown();  // flushes RocksDB
+  LOG(INFO) << "tablet server " << (fs() ? uuid() : "") << " shut down";
+}
+
+void TabletServer::AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {
+  rows->emplace_back("Tablets", std::to_string(tablets_->NumTablets()));
+  rows->emplace_back("Open scanners", std::to_string(scanners_->NumScanners()));
+  std::string masters;
+  for (const auto& hp : masters_) masters += (masters.empty() ? "" : ", ") + hp.ToString();
+  rows->emplace_back("Masters", server::EscapeHtml(masters));
+}
+
+}  // namespace nyala::tserver

@@ -1,0 +1,66 @@
+// TabletServer: the nyala-tserver daemon. On top of ServerBase (data dirs and
+// uuid, messenger, web server, metrics) it owns the tablets (TabletManager, one
+// RocksDB per data dir), the scanners, the write-retry tracker, the two RPC
+// services, the heartbeater and the /tablets and /scans pages.
+//
+// Life cycle: Init() (dirs, stores, services), Start() (listen, web UI,
+// heartbeats), Shutdown() (stop heartbeating, stop accepting and drain calls, drop
+// scanners, flush and close RocksDB). Shutdown is idempotent and also run by the
+// destructor.
+//
+// Thread-safety: the accessors are safe from any thread between Init and Shutdown.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "rpc/sockaddr.h"
+#include "server/server_base.h"
+
+namespace nyala::tserver {
+
+class Heartbeater;
+class RequestTracker;
+class ScannerManager;
+class TabletManager;
+struct TServerMetrics;
+
+class TabletServer : public server::ServerBase {
+ public:
+  static constexpr uint16_t kDefaultRpcPort = 7050;
+  static constexpr int kDefaultWebPort = 8050;
+  static constexpr uint16_t kDefaultMasterPort = 7051;
+
+  // `masters` may be empty (no heartbeats; tests).
+  TabletServer(server::ServerBaseOptions options, std::vector<rpc::HostPort> masters);
+  ~TabletServer() override;
+
+  // The options and master addresses from the daemon flags (--tserver_master_addrs).
+  static server::ServerBaseOptions OptionsFromFlags();
+  static Result<std::vector<rpc::HostPort>> MasterAddrsFromFlags();
+
+  Status Init() override;
+  Status Start() override;
+  void Shutdown() override;
+
+  TabletManager* tablet_manager() const { return tablets_.get(); }
+  ScannerManager* scanner_manager() const { return scanners_.get(); }
+  RequestTracker* request_tracker() const { return tracker_.get(); }
+  Heartbeater* heartbeater() const { return heartbeater_.get(); }
+
+ protected:
+  void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) override;
+
+ private:
+  void RegisterWebPages();  // tserver_web.cc
+
+  const std::vector<rpc::HostPort> masters_;
+  std::unique_ptr<TServerMetrics> tmetrics_;
+  std::unique_ptr<TabletManager> tablets_;
+  std::unique_ptr<ScannerManager> scanners_;
+  std::unique_ptr<RequestTracker> tracker_;
+  std::unique_ptr<Heartbeater> heartbeater_;
+  bool shut_down_ = false;
+};
+
+}  // namespace nyala::tserver

@@ -1,0 +1,385 @@
+#include "tserver/tablet_store.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <rocksdb/cache.h>
+#include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+
+#include "common/metrics.h"
+#include "tserver/tablet_metadata.pb.h"
+
+DEFINE_int64(block_cache_capacity_mb, 512,
+             "RocksDB block cache shared by every data dir of the tablet server, in MiB.");
+DEFINE_int32(rocksdb_write_buffer_mb, 64, "Size of one RocksDB memtable of the rows, in MiB.");
+DEFINE_int32(rocksdb_max_write_buffers, 3,
+             "Memtables of the rows that may exist at once (one active, the rest flushing).");
+DEFINE_int32(rocksdb_max_background_jobs, 4, "RocksDB flush and compaction threads per data dir.");
+DEFINE_int32(rocksdb_bloom_bits_per_key, 10,
+             "Bits per key of the bloom filter of each row SST file (0 disables), for Get and "
+             "the existence checks of writes.");
+DEFINE_double(rocksdb_memtable_bloom_ratio, 0.02,
+              "Fraction of the memtable size given to a whole-key bloom filter (0 disables); "
+              "makes lookups of absent keys (inserts) cheap.");
+DEFINE_int32(rocksdb_block_size_bytes, 8192, "Target size of an SST data block, in bytes.");
+DEFINE_string(rocksdb_compression, "lz4",
+              "Compression of row SST files: none, snappy, lz4 or zstd (falls back to none "
+              "when this RocksDB build lacks it).");
+DEFINE_int32(rocksdb_max_open_files, -1, "Open SST files kept per data dir (-1: all).");
+DEFINE_bool(fsync_writes, false,
+            "fsync the WAL before acknowledging each write (power-loss durability). Without it, "
+            "acknowledged writes survive a process crash but not a machine crash.");
+
+namespace nyala::tserver {
+
+namespace {
+
+constexpr char kMetaCfName[] = "meta";
+constexpr char kTabletMetaPrefix[] = "tablet/";
+constexpr char kNextSeqKey[] = "next_tablet_seq";
+
+// The one place a rocksdb::Status becomes a nyala Status.
+Status FromRocks(const rocksdb::Status& s, const char* context = nullptr) {
+  if (s.ok()) return Status::OK();
+  std::string msg = context ? std::string(context) + ": " + s.ToString() : s.ToString();
+  switch (s.code()) {
+    case rocksdb::Status::kNotFound:
+      return Status::NotFound(msg);
+    case rocksdb::Status::kCorruption:
+      return Status::Corruption(msg);
+    case rocksdb::Status::kNotSupported:
+      return Status::NotSupported(msg);
+    case rocksdb::Status::kInvalidArgument:
+      return Status::InvalidArgument(msg);
+    case rocksdb::Status::kIOError:
+      return Status::IOError(msg);
+    case rocksdb::Status::kBusy:
+    case rocksdb::Status::kTryAgain:
+      return Status::ServiceUnavailable(msg);
+    case rocksdb::Status::kTimedOut:
+      return Status::TimedOut(msg);
+    case rocksdb::Status::kAborted:
+      return Status::Aborted(msg);
+    case rocksdb::Status::kShutdownInProgress:
+      return Status::ServiceUnavailable(msg);
+    default:
+      return Status::RuntimeError(msg);
+  }
+}
+
+inline rocksdb::Slice ToRocks(Slice s) { return rocksdb::Slice(s.cdata(), s.size()); }
+inline Slice FromRocksSlice(const rocksdb::Slice& s) { return Slice(s.data(), s.size()); }
+
+rocksdb::CompressionType CompressionFromFlag() {
+  rocksdb::CompressionType want = rocksdb::kNoCompression;
+  const std::string& f = FLAGS_rocksdb_compression;
+  if (f == "snappy") want = rocksdb::kSnappyCompression;
+  if (f == "lz4") want = rocksdb::kLZ4Compression;
+  if (f == "zstd") want = rocksdb::kZSTD;
+  if (want == rocksdb::kNoCompression) return want;
+  auto supported = rocksdb::GetSupportedCompressions();
+  if (std::find(supported.begin(), supported.end(), want) == supported.end()) {
+    LOG(WARNING) << "--rocksdb_compression=" << f << " is not supported by this RocksDB; using none";
+    return rocksdb::kNoCompression;
+  }
+  return want;
+}
+
+// One block cache for every store of the process.
+std::shared_ptr<rocksdb::Cache> SharedBlockCache() {
+  static std::shared_ptr<rocksdb::Cache> cache =
+      rocksdb::NewLRUCache(static_cast<size_t>(std::max<int64_t>(FLAGS_block_cache_capacity_mb, 1))
+                           << 20);
+  return cache;
+}
+
+rocksdb::ColumnFamilyOptions RowsCfOptions() {
+  rocksdb::ColumnFamilyOptions o;
+  o.write_buffer_size = static_cast<size_t>(FLAGS_rocksdb_write_buffer_mb) << 20;
+  o.max_write_buffer_number = FLAGS_rocksdb_max_write_buffers;
+  o.compression = CompressionFromFlag();
+  o.bottommost_compression = o.compression;
+  o.level_compaction_dynamic_level_bytes = true;
+  o.memtable_prefix_bloom_size_ratio = FLAGS_rocksdb_memtable_bloom_ratio;
+  o.memtable_whole_key_filtering = FLAGS_rocksdb_memtable_bloom_ratio > 0;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = SharedBlockCache();
+  t.block_size = FLAGS_rocksdb_block_size_bytes;
+  if (FLAGS_rocksdb_bloom_bits_per_key > 0) {
+    t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(FLAGS_rocksdb_bloom_bits_per_key));
+    t.whole_key_filtering = true;
+  }
+  t.format_version = 5;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
+}
+
+rocksdb::ColumnFamilyOptions MetaCfOptions() {
+  rocksdb::ColumnFamilyOptions o;
+  o.write_buffer_size = 4 << 20;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = SharedBlockCache();
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
+}
+
+}  // namespace
+
+// ---- StoreWriteBatch --------------------------------------------------------------
+
+StoreWriteBatch::StoreWriteBatch() : rep_(std::make_unique<rocksdb::WriteBatch>()) {}
+StoreWriteBatch::~StoreWriteBatch() = default;
+void StoreWriteBatch::Put(Slice key, Slice value) {
+  // Cannot fail for the default column family and keys/values below 4 GiB.
+  rocksdb::Status s = rep_->Put(ToRocks(key), ToRocks(value));
+  DCHECK(s.ok()) << s.ToString();
+}
+void StoreWriteBatch::Delete(Slice key) {
+  rocksdb::Status s = rep_->Delete(ToRocks(key));
+  DCHECK(s.ok()) << s.ToString();
+}
+void StoreWriteBatch::Clear() { rep_->Clear(); }
+int StoreWriteBatch::Count() const { return static_cast<int>(rep_->Count()); }
+size_t StoreWriteBatch::ByteSize() const { return rep_->GetDataSize(); }
+
+// ---- StoreSnapshot ----------------------------------------------------------------
+
+StoreSnapshot::~StoreSnapshot() { db_->ReleaseSnapshot(snap_); }
+
+// ---- StoreMultiGet ----------------------------------------------------------------
+
+struct StoreMultiGet::Rep {
+  std::vector<rocksdb::PinnableSlice> values;
+  std::vector<rocksdb::Status> statuses;
+};
+StoreMultiGet::StoreMultiGet() : rep_(std::make_unique<Rep>()) {}
+StoreMultiGet::~StoreMultiGet() = default;
+bool StoreMultiGet::found(size_t i) const { return rep_->statuses[i].ok(); }
+Slice StoreMultiGet::value(size_t i) const { return FromRocksSlice(rep_->values[i]); }
+void StoreMultiGet::Clear() {
+  for (size_t i = 0; i < size_; i++) rep_->values[i].Reset();
+  size_ = 0;
+}
+
+// ---- StoreIterator ----------------------------------------------------------------
+
+struct StoreIterator::Bounds {
+  rocksdb::Slice lower;
+  rocksdb::Slice upper;
+};
+StoreIterator::~StoreIterator() = default;
+void StoreIterator::Seek(Slice key) { it_->Seek(ToRocks(key)); }
+void StoreIterator::SeekToFirst() { it_->SeekToFirst(); }
+void StoreIterator::SeekToLast() { it_->SeekToLast(); }
+bool StoreIterator::Valid() const { return it_->Valid(); }
+void StoreIterator::Next() { it_->Next(); }
+Slice StoreIterator::key() const { return FromRocksSlice(it_->key()); }
+Slice StoreIterator::value() const { return FromRocksSlice(it_->value()); }
+Status StoreIterator::status() const { return FromRocks(it_->status(), "iterator"); }
+
+// ---- TabletStore ------------------------------------------------------------------
+
+TabletStore::TabletStore(std::string path, MetricRegistry* metrics)
+    : path_(std::move(path)), metrics_(metrics) {}
+
+Result<std::unique_ptr<TabletStore>> TabletStore::Open(const std::string& path,
+                                                       MetricRegistry* metrics) {
+  std::unique_ptr<TabletStore> store(new TabletStore(path, metrics));
+  RETURN_NOT_OK_PREPEND(store->OpenDb(), "cannot open tablet store " + path);
+  if (metrics) store->RegisterMetrics();
+  return store;
+}
+
+Status TabletStore::OpenDb() {
+  rocksdb::DBOptions opts;
+  opts.create_if_missing = true;
+  opts.create_missing_column_families = true;
+  opts.max_background_jobs = FLAGS_rocksdb_max_background_jobs;
+  opts.max_open_files = FLAGS_rocksdb_max_open_files;
+  opts.bytes_per_sync = 1 << 20;
+  opts.wal_bytes_per_sync = 1 << 20;
+  opts.keep_log_file_num = 5;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, RowsCfOptions()},
+      {kMetaCfName, MetaCfOptions()},
+  };
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  RETURN_NOT_OK(FromRocks(rocksdb::DB::Open(opts, path_, cfs, &handles, &db), "open"));
+  db_.reset(db);
+  rows_cf_ = handles[0];
+  meta_cf_ = handles[1];
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, kNextSeqKey, &v);
+  if (s.ok()) {
+    if (v.size() != 8) return Status::Corruption("bad " + std::string(kNextSeqKey) + " record");
+    MutexLock l(seq_mu_);
+    next_seq_ = DecodeFixed64BE(reinterpret_cast<const uint8_t*>(v.data()));
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "reading next tablet seq");
+  }
+  return Status::OK();
+}
+
+void TabletStore::RegisterMetrics() {
+  const MetricLabels labels = {{"dir", path_}};
+  auto prop = [this](const char* name) {
+    return [this, name]() -> int64_t {
+      uint64_t v = 0;
+      db_->GetIntProperty(rows_cf_, name, &v);
+      return static_cast<int64_t>(v);
+    };
+  };
+  metrics_->RegisterFunctionGauge("rocksdb_memtable_bytes", "Bytes in the RocksDB memtables of rows",
+                                  labels, prop("rocksdb.cur-size-all-mem-tables"), this);
+  metrics_->RegisterFunctionGauge("rocksdb_pending_compaction_bytes",
+                                  "Estimated bytes RocksDB compaction still has to rewrite", labels,
+                                  prop("rocksdb.estimate-pending-compaction-bytes"), this);
+  metrics_->RegisterFunctionGauge("rocksdb_live_sst_bytes", "Bytes of live SST files of rows",
+                                  labels, prop("rocksdb.live-sst-files-size"), this);
+  metrics_->RegisterFunctionGauge(
+      "rocksdb_block_cache_usage_bytes", "Bytes held by the shared RocksDB block cache", {},
+      [] { return static_cast<int64_t>(SharedBlockCache()->GetUsage()); }, this);
+  metrics_->RegisterFunctionGauge(
+      "rocksdb_block_cache_capacity_bytes", "Capacity of the shared RocksDB block cache", {},
+      [] { return static_cast<int64_t>(SharedBlockCache()->GetCapacity()); }, this);
+}
+
+TabletStore::~TabletStore() {
+  if (metrics_) metrics_->RemoveFunctionGauges(this);
+  if (!db_) return;
+  rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+  for (auto* h : {meta_cf_, rows_cf_}) {
+    if (h) WARN_NOT_OK(FromRocks(db_->DestroyColumnFamilyHandle(h)), "closing column family");
+  }
+  WARN_NOT_OK(FromRocks(db_->Close()), "closing " + path_);
+  db_.reset();
+}
+
+Status TabletStore::LoadTabletMetadata(std::vector<TabletMetadataPB>* out) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf_));
+  const rocksdb::Slice prefix(kTabletMetaPrefix);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    TabletMetadataPB pb;
+    if (!pb.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return Status::Corruption("unparseable tablet metadata under key " + it->key().ToString());
+    }
+    out->push_back(std::move(pb));
+  }
+  return FromRocks(it->status(), "reading tablet metadata");
+}
+
+Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
+  MutexLock l(seq_mu_);
+  meta->set_seq(next_seq_);
+  std::string next;
+  PutFixed64BE(&next, next_seq_ + 1);
+  rocksdb::WriteBatch batch;
+  RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kNextSeqKey, next)));
+  RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(),
+                                    meta->SerializeAsString())));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "writing tablet metadata"));
+  next_seq_++;
+  return Status::OK();
+}
+
+Status TabletStore::PutTabletMetadata(const TabletMetadataPB& meta) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(
+      db_->Put(wo, meta_cf_, kTabletMetaPrefix + meta.tablet_id(), meta.SerializeAsString()),
+      "writing tablet metadata");
+}
+
+Status TabletStore::DropTablet(uint64_t seq, const std::string& tablet_id) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  const std::string begin = TabletPrefix(seq), end = TabletPrefix(seq + 1);
+  RETURN_NOT_OK(FromRocks(db_->DeleteRange(wo, rows_cf_, begin, end), "dropping rows"));
+  RETURN_NOT_OK(FromRocks(db_->Delete(wo, meta_cf_, kTabletMetaPrefix + tablet_id),
+                          "dropping tablet metadata"));
+  // The range tombstone drops the rows from the files as compaction passes by.
+  return Status::OK();
+}
+
+Status TabletStore::Write(StoreWriteBatch* batch) {
+  rocksdb::WriteOptions wo;
+  wo.sync = FLAGS_fsync_writes;
+  return FromRocks(db_->Write(wo, batch->rep_.get()), "write");
+}
+
+void TabletStore::MultiGet(const StoreSnapshot* snapshot, size_t n, const Slice* keys, bool sorted,
+                           StoreMultiGet* out) {
+  StoreMultiGet::Rep* rep = out->rep_.get();
+  if (rep->values.size() < n) {
+    rep->values.resize(n);
+    rep->statuses.resize(n);
+  }
+  for (size_t i = 0; i < n; i++) rep->values[i].Reset();
+  out->size_ = n;
+  out->status_ = Status::OK();
+  if (n == 0) return;
+  // rocksdb::Slice and nyala::Slice differ in type only; convert on the stack in chunks.
+  constexpr size_t kChunk = 128;
+  rocksdb::Slice rkeys[kChunk];
+  rocksdb::ReadOptions ro;
+  if (snapshot) ro.snapshot = snapshot->snap_;
+  for (size_t base = 0; base < n; base += kChunk) {
+    const size_t m = std::min(kChunk, n - base);
+    for (size_t i = 0; i < m; i++) rkeys[i] = ToRocks(keys[base + i]);
+    db_->MultiGet(ro, rows_cf_, m, rkeys, rep->values.data() + base, rep->statuses.data() + base,
+                  sorted);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const rocksdb::Status& s = rep->statuses[i];
+    if (!s.ok() && !s.IsNotFound()) {
+      out->status_ = FromRocks(s, "multiget");
+      break;
+    }
+  }
+}
+
+std::unique_ptr<StoreSnapshot> TabletStore::GetSnapshot() {
+  return std::unique_ptr<StoreSnapshot>(new StoreSnapshot(db_.get(), db_->GetSnapshot()));
+}
+
+std::unique_ptr<StoreIterator> TabletStore::NewIterator(const StoreSnapshot* snapshot,
+                                                        std::string lower, std::string upper) {
+  std::unique_ptr<StoreIterator> it(new StoreIterator());
+  it->lower_ = std::move(lower);
+  it->upper_ = std::move(upper);
+  it->bounds_ = std::make_unique<StoreIterator::Bounds>();
+  it->bounds_->lower = rocksdb::Slice(it->lower_);
+  it->bounds_->upper = rocksdb::Slice(it->upper_);
+  rocksdb::ReadOptions ro;
+  if (snapshot) ro.snapshot = snapshot->snap_;
+  ro.iterate_lower_bound = &it->bounds_->lower;
+  if (!it->upper_.empty()) ro.iterate_upper_bound = &it->bounds_->upper;
+  it->it_.reset(db_->NewIterator(ro, rows_cf_));
+  return it;
+}
+
+int64_t TabletStore::ApproximateSize(Slice start, Slice end) {
+  rocksdb::Range range(ToRocks(start), ToRocks(end));
+  rocksdb::SizeApproximationOptions o;
+  o.include_memtables = true;
+  o.include_files = true;
+  uint64_t size = 0;
+  rocksdb::Status s = db_->GetApproximateSizes(o, rows_cf_, &range, 1, &size);
+  return s.ok() ? static_cast<int64_t>(size) : 0;
+}
+
+Status TabletStore::Flush() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return FromRocks(db_->Flush(fo, {rows_cf_, meta_cf_}), "flush");
+}
+
+}  // namespace nyala::tserver

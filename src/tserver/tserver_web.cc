@@ -1,0 +1,86 @@
+// The tablet server's web pages: /tablets and /scans.
+#include <algorithm>
+
+#include "server/webserver.h"
+#include "tserver/scanners.h"
+#include "tserver/tablet.h"
+#include "tserver/tablet_manager.h"
+#include "tserver/tablet_server.h"
+
+namespace nyala::tserver {
+
+namespace {
+
+std::string HexKey(const std::string& s) {
+  if (s.empty()) return "&lt;unbounded&gt;";
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (unsigned char c : s) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+std::string FormatBytes(int64_t b) {
+  char buf[32];
+  if (b < 1024) {
+    snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(b));
+  } else if (b < (1 << 20)) {
+    snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
+  } else if (b < (int64_t{1} << 30)) {
+    snprintf(buf, sizeof(buf), "%.1f MiB", b / 1048576.0);
+  } else {
+    snprintf(buf, sizeof(buf), "%.2f GiB", b / 1073741824.0);
+  }
+  return buf;
+}
+
+}  // namespace
+
+void TabletServer::RegisterWebPages() {
+  using server::EscapeHtml;
+  webserver()->RegisterPage(
+      "/tablets", "Tablets", [this](const server::WebRequest&, server::WebResponse* resp) {
+        auto tablets = tablets_->GetTablets();
+        std::sort(tablets.begin(), tablets.end(), [](const auto& a, const auto& b) {
+          return std::tie(a->metadata().table_name(), a->metadata().partition().partition_key_start()) <
+                 std::tie(b->metadata().table_name(), b->metadata().partition().partition_key_start());
+        });
+        std::string& b = resp->body;
+        b += "<h2>Tablets (" + std::to_string(tablets.size()) + ")</h2>";
+        b += "<table><tr><th>Tablet id</th><th>Table</th><th>Partition</th><th>State</th>"
+             "<th>On-disk size</th></tr>";
+        for (const auto& t : tablets) {
+          const TabletMetadataPB& m = t->metadata();
+          std::string state = TabletStateName(t->state());
+          if (t->state() == TabletState::kFailed) state += ": " + t->failure().ToString();
+          b += "<tr><td>" + EscapeHtml(m.tablet_id()) + "</td><td>" + EscapeHtml(m.table_name()) +
+               "</td><td>[" + HexKey(m.partition().partition_key_start()) + ", " +
+               HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
+               (t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" + EscapeHtml(state) +
+               "</td><td>" + FormatBytes(t->OnDiskSize()) + "</td></tr>";
+        }
+        b += "</table>";
+      });
+  webserver()->RegisterPage(
+      "/scans", "Scans", [this](const server::WebRequest&, server::WebResponse* resp) {
+        auto scanners = scanners_->ListScanners();
+        std::string& b = resp->body;
+        b += "<h2>Open scanners (" + std::to_string(scanners.size()) + ")</h2>";
+        b += "<table><tr><th>Scanner id</th><th>Tablet</th><th>Table</th><th>Projection</th>"
+             "<th>Predicates</th><th>Rows returned</th><th>Rows scanned</th><th>Age</th>"
+             "<th>Idle</th></tr>";
+        for (const ScannerInfo& s : scanners) {
+          b += "<tr><td>" + EscapeHtml(s.id) + "</td><td>" + EscapeHtml(s.tablet_id) +
+               "</td><td>" + EscapeHtml(s.table_name) + "</td><td>" + EscapeHtml(s.projection) +
+               "</td><td>" + EscapeHtml(s.predicates) + "</td><td>" +
+               std::to_string(s.rows_returned) + "</td><td>" + std::to_string(s.rows_scanned) +
+               "</td><td>" + EscapeHtml(s.age.ToString()) + "</td><td>" +
+               EscapeHtml(s.idle.ToString()) + "</td></tr>";
+        }
+        b += "</table>";
+      });
+}
+
+}  // namespace nyala::tserver
