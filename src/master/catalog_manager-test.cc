@@ -672,7 +672,9 @@ TEST_F(CatalogManagerTest, CachedAnswersAreNeverStale) {
     ASSERT_NO_FATAL_FAILURE(check_some(5));
   }
   EXPECT_GT(comparisons, 300);
-  EXPECT_GT(cm_->locations_cache()->hits(), 100);
+  // Enough answers came from the cache for the comparisons to mean something. (How
+  // many depends on how often the random changes purged it.)
+  EXPECT_GT(cm_->locations_cache()->hits(), 20);
   LOG(INFO) << comparisons << " comparisons, " << cm_->locations_cache()->hits() << " hits";
 }
 
