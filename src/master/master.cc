@@ -29,7 +29,6 @@ Status Master::Init() {
 
 Status Master::Start() {
   RETURN_NOT_OK(ServerBase::Start());
-  if (webserver()) RegisterWebPages();
   catalog_->StartBackgroundTasks();
   return Status::OK();
 }

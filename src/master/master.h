@@ -41,7 +41,7 @@ class Master : public server::ServerBase {
 
  private:
   // master_web.cc
-  void RegisterWebPages();
+  void RegisterWebPages() override;
 
   NodeInstancePB instance_;
   std::unique_ptr<SysCatalog> sys_catalog_;

@@ -76,6 +76,7 @@ Status ServerBase::Start() {
   if (options_.webserver_port >= 0) {
     webserver_ = std::make_unique<Webserver>("nyala-" + options_.kind);
     RegisterDefaultPages();
+    RegisterWebPages();
     std::string host = options_.webserver_interface.empty() ? bound_rpc_[0].host()
                                                            : options_.webserver_interface;
     RETURN_NOT_OK(webserver_->Start(host, options_.webserver_port));

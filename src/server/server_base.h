@@ -61,6 +61,9 @@ class ServerBase {
   const ServerBaseOptions& options() const { return options_; }
 
  protected:
+  // Registers the daemon's own web pages; called by Start() before the web server
+  // starts serving (so the route table is never written while requests are read).
+  virtual void RegisterWebPages() {}
   // Writes uuid, pid and bound addresses for --server_dump_info_path.
   Status DumpServerInfo(const std::string& path) const;
   // Adds the daemon's rows to the "/" overview table (name, HTML-escaped value).

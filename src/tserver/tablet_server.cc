@@ -57,7 +57,6 @@ Status TabletServer::Init() {
 
 Status TabletServer::Start() {
   RETURN_NOT_OK(ServerBase::Start());
-  if (webserver()) RegisterWebPages();
   if (!masters_.empty()) {
     HeartbeaterOptions ho;
     ho.masters = masters_;

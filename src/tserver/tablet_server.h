@@ -52,7 +52,7 @@ class TabletServer : public server::ServerBase {
   void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) override;
 
  private:
-  void RegisterWebPages();  // tserver_web.cc
+  void RegisterWebPages() override;  // tserver_web.cc
 
   const std::vector<rpc::HostPort> masters_;
   std::unique_ptr<TServerMetrics> tmetrics_;
