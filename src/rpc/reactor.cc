@@ -11,15 +11,13 @@
 
 namespace nyala::rpc {
 
-namespace {
-void InitLibeventOnce() {
+void InitLibeventThreading() {
   static const bool done = [] {
     CHECK_EQ(evthread_use_pthreads(), 0) << "libevent built without pthread support";
     return true;
   }();
   (void)done;
 }
-}  // namespace
 
 struct Reactor::DelayedTask {
   Reactor* reactor;
@@ -28,7 +26,7 @@ struct Reactor::DelayedTask {
 };
 
 Reactor::Reactor(std::string name) : name_(std::move(name)) {
-  InitLibeventOnce();
+  InitLibeventThreading();
   base_ = event_base_new();
   CHECK(base_) << "event_base_new failed";
   wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -26,6 +26,11 @@ namespace nyala::rpc {
 
 class Connection;
 
+// Turns on libevent's locking and cross-thread wakeups. Idempotent; must run before
+// any event_base that another thread will touch is created (Reactor does it; so must
+// other users of libevent, such as the web server).
+void InitLibeventThreading();
+
 class Reactor {
  public:
   explicit Reactor(std::string name);

@@ -7,6 +7,9 @@
 #include <glog/logging.h>
 #include <pthread.h>
 
+#include "common/monotime.h"
+#include "rpc/reactor.h"
+
 namespace nyala::server {
 
 std::string EscapeHtml(const std::string& s) {
@@ -57,6 +60,7 @@ void Webserver::RegisterRaw(const std::string& path, Handler handler) {
 }
 
 Status Webserver::Start(const std::string& host, int port) {
+  rpc::InitLibeventThreading();  // Shutdown() breaks the loop from another thread
   base_ = event_base_new();
   http_ = evhttp_new(base_);
   evhttp_set_gencb(http_, &Webserver::OnRequest, this);
@@ -79,13 +83,18 @@ Status Webserver::Start(const std::string& host, int port) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "webserver");
     event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    loop_exited_ = true;
   });
   return Status::OK();
 }
 
 void Webserver::Shutdown() {
   if (!base_) return;
-  event_base_loopbreak(base_);
+  // A break requested before the loop starts is forgotten when it starts: repeat it.
+  while (thread_.joinable() && !loop_exited_) {
+    event_base_loopbreak(base_);
+    SleepFor(MonoDelta::FromMilliseconds(1));
+  }
   if (thread_.joinable()) thread_.join();
   evhttp_free(http_);
   event_base_free(base_);

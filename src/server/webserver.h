@@ -7,6 +7,7 @@
 // and must be thread-safe with respect to the state they read.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -72,6 +73,7 @@ class Webserver {
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
   std::thread thread_;
+  std::atomic<bool> loop_exited_{false};
   int port_ = 0;
 };
 
