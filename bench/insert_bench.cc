@@ -107,7 +107,8 @@ Status LoadThroughClient(const std::string& masters, int64_t* elapsed_ms) {
   }
   for (auto& th : threads) th.join();
   *elapsed_ms = (MonoTime::Now() - start).ToMilliseconds();
-  if (errors.load() > 0) return Status::RuntimeError(std::to_string(errors.load()) + " rows failed");
+  if (errors.load() > 0)
+    return Status::RuntimeError(std::to_string(errors.load()) + " rows failed");
   return Status::OK();
 }
 
@@ -168,7 +169,8 @@ int Main() {
          FLAGS_threads, FLAGS_flush_watermark, FLAGS_num_tablets);
   printf("total : %lld ms\n", (long long)client_ms);
   printf("per row: %.6f ms\n", double(client_ms) / double(FLAGS_rows));
-  printf("client rows/s: %.0f\n", double(FLAGS_rows) * 1000.0 / double(std::max<int64_t>(client_ms, 1)));
+  printf("client rows/s: %.0f\n",
+         double(FLAGS_rows) * 1000.0 / double(std::max<int64_t>(client_ms, 1)));
   if (!FLAGS_skip_rocksdb) {
     CHECK_OK(LoadBareRocksDb(root + "/bare-rocksdb", &bare_ms));
     const double bare_rps = double(FLAGS_rows) * 1000.0 / double(std::max<int64_t>(bare_ms, 1));

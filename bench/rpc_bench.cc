@@ -57,8 +57,8 @@ struct Usage {
 Usage GetUsage() {
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return {ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec, ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec,
-          ru.ru_nvcsw + ru.ru_nivcsw};
+  return {ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec,
+          ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec, ru.ru_nvcsw + ru.ru_nivcsw};
 }
 
 std::atomic<bool> g_stop{false};
@@ -136,7 +136,8 @@ void Measure(const std::function<void()>& start_load, const std::function<void()
   const double secs = (t1 - t0).ToSeconds();
   printf("Mode: %s%s, client threads: %d, concurrency: %d, server reactors: %d, workers: %d\n",
          FLAGS_mode.c_str(), FLAGS_run_on_reactor ? " (handler on reactor)" : "",
-         FLAGS_client_threads, FLAGS_mode == "async" ? FLAGS_async_call_concurrency : FLAGS_client_threads,
+         FLAGS_client_threads,
+         FLAGS_mode == "async" ? FLAGS_async_call_concurrency : FLAGS_client_threads,
          FLAGS_server_reactors, FLAGS_worker_threads);
   printf("Reqs/sec: %.0f\n", reqs / secs);
   printf("User CPU per req: %.2fus\n", (u1.user_us - u0.user_us) / std::max<int64_t>(reqs, 1));
@@ -148,8 +149,8 @@ void Measure(const std::function<void()>& start_load, const std::function<void()
 
 int RunRpc() {
   auto server = NewMessenger("server", FLAGS_server_reactors);
-  CHECK_OK(server->RegisterService(std::make_unique<CalculatorService>(), FLAGS_worker_threads,
-                                   100000));
+  CHECK_OK(
+      server->RegisterService(std::make_unique<CalculatorService>(), FLAGS_worker_threads, 100000));
   Sockaddr addr;
   CHECK_OK(server->AddListener(Sockaddr::Loopback(0), &addr));
 
@@ -166,13 +167,16 @@ int RunRpc() {
     for (int i = 0; i < FLAGS_async_call_concurrency; i++) {
       chains.push_back(std::make_unique<Chain>(proxies[i % proxies.size()].get()));
     }
-    Measure([&] { for (auto& c : chains) c->Issue(); },
-            [&] {
-              g_stop = true;
-              for (auto& c : chains) {
-                while (!c->finished.load()) SleepFor(MonoDelta::FromMilliseconds(1));
-              }
-            });
+    Measure(
+        [&] {
+          for (auto& c : chains) c->Issue();
+        },
+        [&] {
+          g_stop = true;
+          for (auto& c : chains) {
+            while (!c->finished.load()) SleepFor(MonoDelta::FromMilliseconds(1));
+          }
+        });
   } else {
     Measure(
         [&] {

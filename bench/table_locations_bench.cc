@@ -89,13 +89,13 @@ master::CreateTableRequestPB BenchTable(int n) {
 }
 
 Status RunOnce(int cache_mb, RunResult* result) {
-  const std::string root = (FLAGS_benchmark_dir.empty() ? std::filesystem::temp_directory_path().string()
-                                                        : FLAGS_benchmark_dir) +
-                           "/table-locations-bench-" + std::to_string(getpid()) + "-" +
-                           std::to_string(cache_mb);
+  const std::string root =
+      (FLAGS_benchmark_dir.empty() ? std::filesystem::temp_directory_path().string()
+                                   : FLAGS_benchmark_dir) +
+      "/table-locations-bench-" + std::to_string(getpid()) + "-" + std::to_string(cache_mb);
   std::filesystem::remove_all(root);
-  const bool fake = FLAGS_benchmark_fake_tservers ||
-                    !std::filesystem::exists(test::BinDir() + "/nyala-tserver");
+  const bool fake =
+      FLAGS_benchmark_fake_tservers || !std::filesystem::exists(test::BinDir() + "/nyala-tserver");
   test::MiniClusterOptions o;
   o.root_dir = root;
   o.num_tservers = fake ? 0 : 3;
@@ -109,14 +109,16 @@ Status RunOnce(int cache_mb, RunResult* result) {
       fakes.push_back(std::make_unique<master::FakeTabletServer>());
       RETURN_NOT_OK(fakes.back()->Start());
       master::TSHeartbeatResponsePB resp;
-      RETURN_NOT_OK(cluster.CallMaster("TSHeartbeat", fakes.back()->MakeHeartbeat(true, true), &resp));
+      RETURN_NOT_OK(
+          cluster.CallMaster("TSHeartbeat", fakes.back()->MakeHeartbeat(true, true), &resp));
     }
   }
-  printf("%s, master with --rpc_num_service_threads=%d --table_locations_cache_capacity_mb=%d, "
-         "%d tablets, %d client threads, %.0f s\n",
-         fake ? "3 fake in-process tablet servers" : "3 nyala-tserver processes",
-         FLAGS_rpc_num_service_threads, cache_mb, FLAGS_benchmark_num_tablets,
-         FLAGS_benchmark_num_threads, FLAGS_benchmark_runtime_secs);
+  printf(
+      "%s, master with --rpc_num_service_threads=%d --table_locations_cache_capacity_mb=%d, "
+      "%d tablets, %d client threads, %.0f s\n",
+      fake ? "3 fake in-process tablet servers" : "3 nyala-tserver processes",
+      FLAGS_rpc_num_service_threads, cache_mb, FLAGS_benchmark_num_tablets,
+      FLAGS_benchmark_num_threads, FLAGS_benchmark_runtime_secs);
   std::string table_id;
   RETURN_NOT_OK(cluster.CreateTable(BenchTable(FLAGS_benchmark_num_tablets), &table_id));
   RETURN_NOT_OK(cluster.WaitForTableRunning(table_id, MonoDelta::FromSeconds(60)));
@@ -162,8 +164,8 @@ Status RunOnce(int cache_mb, RunResult* result) {
   for (auto& t : threads) t.join();
   const double secs = (MonoTime::Now() - start).ToSeconds();
 
-  const std::string hist = HttpGet(cluster.master()->http_port(),
-                                   "/rpc-latency?method=GetTableLocations");
+  const std::string hist =
+      HttpGet(cluster.master()->http_port(), "/rpc-latency?method=GetTableLocations");
   result->req_per_sec = double(ok_calls.load()) / secs;
   result->mean_handler_us = ParseLine(hist, "Mean: ");
   result->queue_overflows = int64_t(ParseLine(hist, "too_busy: "));
@@ -203,7 +205,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   RunResult on, off;
-  const int on_mb = FLAGS_table_locations_cache_capacity_mb > 0 ? FLAGS_table_locations_cache_capacity_mb : 64;
+  const int on_mb =
+      FLAGS_table_locations_cache_capacity_mb > 0 ? FLAGS_table_locations_cache_capacity_mb : 64;
   printf("=== cache on ===\n");
   nyala::Status s = nyala::RunOnce(on_mb, &on);
   if (s.ok()) {

@@ -17,9 +17,9 @@
 //              predicate on the key), read from /proc for the server's threads only;
 //              prints `get/scan server CPU ratio: X`
 // Every figure is the run's own; take the median of 3 runs (BENCHMARKING.md).
+#include <dirent.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -186,9 +186,10 @@ void RunInProcess(Env* env) {
   printf("insert (tablet write path, %s keys, %d-row blocks): %lld rows in %.2f s = %.0f rows/s\n",
          FLAGS_random_keys ? "random" : "sequential", FLAGS_batch_rows,
          static_cast<long long>(tablet_rows), tablet_secs, tablet_rate);
-  printf("insert (bare RocksDB WriteBatch, same bytes and options): %lld rows in %.2f s = %.0f "
-         "rows/s\n",
-         static_cast<long long>(bare_rows), bare_secs, bare_rate);
+  printf(
+      "insert (bare RocksDB WriteBatch, same bytes and options): %lld rows in %.2f s = %.0f "
+      "rows/s\n",
+      static_cast<long long>(bare_rows), bare_secs, bare_rate);
   printf("write ratio vs bare RocksDB: %.2f\n", tablet_rate / bare_rate);
   bare_store->reset();
 
@@ -404,8 +405,8 @@ void RunRpc(Env* env) {
       scan_cpu += ThreadsCpuSeconds(server_threads) - c1;
       scans += per_round;
     }
-    printf("server CPU per one-key Get: %.1f us; per one-row Scan: %.1f us\n",
-           get_cpu * 1e6 / gets, scan_cpu * 1e6 / scans);
+    printf("server CPU per one-key Get: %.1f us; per one-row Scan: %.1f us\n", get_cpu * 1e6 / gets,
+           scan_cpu * 1e6 / scans);
     printf("get/scan server CPU ratio: %.2f\n", (get_cpu / gets) / (scan_cpu / scans));
   }
   (*client)->Shutdown();
@@ -433,7 +434,8 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(env.dir);
   }
   env.metrics = std::make_unique<TServerMetrics>(&env.registry);
-  env.tablets = std::make_unique<TabletManager>(std::vector<std::string>{env.dir}, env.metrics.get());
+  env.tablets =
+      std::make_unique<TabletManager>(std::vector<std::string>{env.dir}, env.metrics.get());
   CHECK_OK(env.tablets->Open());
   env.scanners = std::make_unique<ScannerManager>(env.metrics.get());
   const nyala::MonoTime t0 = nyala::MonoTime::Now();

@@ -132,7 +132,8 @@ class Driver {
     if (client_->TableExists(table_name_)) RETURN_NOT_OK(client_->DeleteTable(table_name_));
     SchemaBuilder sb;
     sb.AddKeyColumn("key", DataType::kString);
-    for (int f = 0; f < fieldcount_; f++) sb.AddColumn("field" + std::to_string(f), DataType::kString);
+    for (int f = 0; f < fieldcount_; f++)
+      sb.AddColumn("field" + std::to_string(f), DataType::kString);
     ASSIGN_OR_RETURN(Schema schema, sb.Build());
     auto creator = client_->NewTableCreator();
     creator->table_name(table_name_).schema(schema).num_replicas(1);
@@ -169,45 +170,45 @@ class Driver {
     const int64_t maxscan = GetI(props_, "maxscanlength", 100);
     next_insert_ = recordcount_;
     ScrambledZipfian zipf;
-    return RunThreads(threads, GetI(props_, "operationcount", 1000), [&](int t, int64_t first,
-                                                                      int64_t last) {
-      auto session = client_->NewSession();
-      std::mt19937_64 rng(1000 + t);
-      std::uniform_real_distribution<double> coin(0, total);
-      auto choose_key = [&]() -> uint64_t {
-        const uint64_t n = uint64_t(next_insert_.load());
-        if (dist == "uniform") return rng() % n;
-        if (dist == "latest") return n - 1 - std::min<uint64_t>(zipf.Next(&rng, n), n - 1);
-        return zipf.Next(&rng, n);
-      };
-      for (int64_t i = first; i < last; i++) {
-        double c = coin(rng);
-        const char* name;
-        const int64_t t0 = GetMonoTimeMicros();
-        Status s;
-        if ((c -= read) < 0) {
-          name = "READ";
-          s = Read(KeyOf(choose_key()), use_get);
-        } else if ((c -= update) < 0) {
-          name = "UPDATE";
-          s = session->Apply(NewRow(RowOpType::kUpdate, choose_key(), &rng, 1));
-        } else if ((c -= insert) < 0) {
-          name = "INSERT";
-          s = session->Apply(NewRow(RowOpType::kInsert, next_insert_.fetch_add(1), &rng));
-        } else if ((c -= scan) < 0) {
-          name = "SCAN";
-          s = Scan(KeyOf(choose_key()), 1 + int64_t(rng() % uint64_t(maxscan)));
-        } else {
-          name = "READ-MODIFY-WRITE";
-          uint64_t k = choose_key();
-          s = Read(KeyOf(k), use_get);
-          if (s.ok()) s = session->Apply(NewRow(RowOpType::kUpdate, k, &rng, 1));
-        }
-        OpStats& st = stats_.at(name);
-        st.latency_us.Increment(GetMonoTimeMicros() - t0);
-        (s.ok() ? st.ok : st.failed)++;
-      }
-    });
+    return RunThreads(
+        threads, GetI(props_, "operationcount", 1000), [&](int t, int64_t first, int64_t last) {
+          auto session = client_->NewSession();
+          std::mt19937_64 rng(1000 + t);
+          std::uniform_real_distribution<double> coin(0, total);
+          auto choose_key = [&]() -> uint64_t {
+            const uint64_t n = uint64_t(next_insert_.load());
+            if (dist == "uniform") return rng() % n;
+            if (dist == "latest") return n - 1 - std::min<uint64_t>(zipf.Next(&rng, n), n - 1);
+            return zipf.Next(&rng, n);
+          };
+          for (int64_t i = first; i < last; i++) {
+            double c = coin(rng);
+            const char* name;
+            const int64_t t0 = GetMonoTimeMicros();
+            Status s;
+            if ((c -= read) < 0) {
+              name = "READ";
+              s = Read(KeyOf(choose_key()), use_get);
+            } else if ((c -= update) < 0) {
+              name = "UPDATE";
+              s = session->Apply(NewRow(RowOpType::kUpdate, choose_key(), &rng, 1));
+            } else if ((c -= insert) < 0) {
+              name = "INSERT";
+              s = session->Apply(NewRow(RowOpType::kInsert, next_insert_.fetch_add(1), &rng));
+            } else if ((c -= scan) < 0) {
+              name = "SCAN";
+              s = Scan(KeyOf(choose_key()), 1 + int64_t(rng() % uint64_t(maxscan)));
+            } else {
+              name = "READ-MODIFY-WRITE";
+              uint64_t k = choose_key();
+              s = Read(KeyOf(k), use_get);
+              if (s.ok()) s = session->Apply(NewRow(RowOpType::kUpdate, k, &rng, 1));
+            }
+            OpStats& st = stats_.at(name);
+            st.latency_us.Increment(GetMonoTimeMicros() - t0);
+            (s.ok() ? st.ok : st.failed)++;
+          }
+        });
   }
 
   void Report() const {

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <future>
 #include <atomic>
+#include <future>
 #include <map>
 #include <optional>
 #include <random>
@@ -295,27 +295,36 @@ TEST_F(ClientITest, ScansMatchTheSameFilterInMemory) {
     std::function<bool(const ModelRow&)> filter;
     std::optional<int64_t> lower, upper;
   };
-  auto cmp = [&](const char* col, CompareOp op, Cell v) { return t->NewComparisonPredicate(col, op, v); };
+  auto cmp = [&](const char* col, CompareOp op, Cell v) {
+    return t->NewComparisonPredicate(col, op, v);
+  };
   std::vector<Case> cases;
-  cases.push_back({"key = 17", {cmp("key", CompareOp::kEqual, Cell::Int64(model[17].key))},
+  cases.push_back({"key = 17",
+                   {cmp("key", CompareOp::kEqual, Cell::Int64(model[17].key))},
                    [&](const ModelRow& r) { return r.key == model[17].key; }});
-  cases.push_back({"key < -50", {cmp("key", CompareOp::kLess, Cell::Int64(-50))},
+  cases.push_back({"key < -50",
+                   {cmp("key", CompareOp::kLess, Cell::Int64(-50))},
                    [](const ModelRow& r) { return r.key < -50; }});
   cases.push_back({"key <= 10 and key >= -10",
                    {cmp("key", CompareOp::kLessEqual, Cell::Int64(10)),
                     cmp("key", CompareOp::kGreaterEqual, Cell::Int64(-10))},
                    [](const ModelRow& r) { return r.key <= 10 && r.key >= -10; }});
-  cases.push_back({"key > 1500", {cmp("key", CompareOp::kGreater, Cell::Int64(1500))},
+  cases.push_back({"key > 1500",
+                   {cmp("key", CompareOp::kGreater, Cell::Int64(1500))},
                    [](const ModelRow& r) { return r.key > 1500; }});
-  cases.push_back({"i < 0", {cmp("i", CompareOp::kLess, Cell::Int32(0))},
-                   [](const ModelRow& r) { return r.i && *r.i < 0; }});
-  cases.push_back({"i >= 250", {cmp("i", CompareOp::kGreaterEqual, Cell::Int32(250))},
+  cases.push_back({"i < 0", {cmp("i", CompareOp::kLess, Cell::Int32(0))}, [](const ModelRow& r) {
+                     return r.i && *r.i < 0;
+                   }});
+  cases.push_back({"i >= 250",
+                   {cmp("i", CompareOp::kGreaterEqual, Cell::Int32(250))},
                    [](const ModelRow& r) { return r.i && *r.i >= 250; }});
-  cases.push_back({"s = s5", {cmp("s", CompareOp::kEqual, Cell::String("s5"))},
+  cases.push_back({"s = s5",
+                   {cmp("s", CompareOp::kEqual, Cell::String("s5"))},
                    [](const ModelRow& r) { return r.s && *r.s == "s5"; }});
-  cases.push_back({"s IN (s1, s2, nope)",
-                   {t->NewInListPredicate("s", {Cell::String("s1"), Cell::String("s2"), Cell::String("nope")})},
-                   [](const ModelRow& r) { return r.s && (*r.s == "s1" || *r.s == "s2"); }});
+  cases.push_back(
+      {"s IN (s1, s2, nope)",
+       {t->NewInListPredicate("s", {Cell::String("s1"), Cell::String("s2"), Cell::String("nope")})},
+       [](const ModelRow& r) { return r.s && (*r.s == "s1" || *r.s == "s2"); }});
   std::vector<Cell> in_keys;
   for (int i = 0; i < 40; i++) in_keys.push_back(Cell::Int64(model[i * 13].key));
   in_keys.push_back(Cell::Int64(999999));
@@ -325,17 +334,25 @@ TEST_F(ClientITest, ScansMatchTheSameFilterInMemory) {
                      }
                      return false;
                    }});
-  cases.push_back({"i IS NULL", {t->NewIsNullPredicate("i")}, [](const ModelRow& r) { return !r.i; }});
-  cases.push_back({"s IS NOT NULL", {t->NewIsNotNullPredicate("s")},
-                   [](const ModelRow& r) { return r.s.has_value(); }});
+  cases.push_back(
+      {"i IS NULL", {t->NewIsNullPredicate("i")}, [](const ModelRow& r) { return !r.i; }});
+  cases.push_back({"s IS NOT NULL", {t->NewIsNotNullPredicate("s")}, [](const ModelRow& r) {
+                     return r.s.has_value();
+                   }});
   cases.push_back({"i IS NOT NULL and key < 0 and s IS NULL",
                    {t->NewIsNotNullPredicate("i"), cmp("key", CompareOp::kLess, Cell::Int64(0)),
                     t->NewIsNullPredicate("s")},
                    [](const ModelRow& r) { return r.i && r.key < 0 && !r.s; }});
-  cases.push_back({"bounds [-300, 250)", {}, [](const ModelRow& r) { return r.key >= -300 && r.key < 250; },
-                   -300, 250});
-  cases.push_back({"bounds and i > 0", {cmp("i", CompareOp::kGreater, Cell::Int32(0))},
-                   [](const ModelRow& r) { return r.key >= 0 && r.key < 1000 && r.i && *r.i > 0; }, 0, 1000});
+  cases.push_back({"bounds [-300, 250)",
+                   {},
+                   [](const ModelRow& r) { return r.key >= -300 && r.key < 250; },
+                   -300,
+                   250});
+  cases.push_back({"bounds and i > 0",
+                   {cmp("i", CompareOp::kGreater, Cell::Int32(0))},
+                   [](const ModelRow& r) { return r.key >= 0 && r.key < 1000 && r.i && *r.i > 0; },
+                   0,
+                   1000});
 
   for (Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -411,12 +428,15 @@ TEST_F(ClientITest, ScanAcrossManyTabletsInKeyOrder) {
 
   // Pruning: one key touches one tablet; a key range touches its ranges only.
   Scanner point(t);
-  ASSERT_OK(point.AddPredicate(*t->NewComparisonPredicate("key", CompareOp::kEqual, Cell::Int64(9))));
+  ASSERT_OK(
+      point.AddPredicate(*t->NewComparisonPredicate("key", CompareOp::kEqual, Cell::Int64(9))));
   EXPECT_EQ(ScanKeys(&point), std::vector<int64_t>{9});
   EXPECT_EQ(point.NumTabletsToScanForTests(), 1);
   Scanner range(t);
-  ASSERT_OK(range.AddPredicate(*t->NewComparisonPredicate("key", CompareOp::kGreaterEqual, Cell::Int64(0))));
-  ASSERT_OK(range.AddPredicate(*t->NewComparisonPredicate("key", CompareOp::kLess, Cell::Int64(1000))));
+  ASSERT_OK(range.AddPredicate(
+      *t->NewComparisonPredicate("key", CompareOp::kGreaterEqual, Cell::Int64(0))));
+  ASSERT_OK(
+      range.AddPredicate(*t->NewComparisonPredicate("key", CompareOp::kLess, Cell::Int64(1000))));
   EXPECT_EQ(ScanKeys(&range).size(), 334u);
   EXPECT_EQ(range.NumTabletsToScanForTests(), 4);
 }

@@ -21,10 +21,10 @@ namespace nyala::test {
 std::string BinDir();
 
 struct ExternalDaemonOptions {
-  std::string binary;                 // e.g. BinDir() + "/nyala-tserver"
-  std::string name;                   // for messages and the log file name
-  std::string root_dir;               // data/, log and info file live under it
-  std::vector<std::string> flags;     // extra --flag=value arguments
+  std::string binary;              // e.g. BinDir() + "/nyala-tserver"
+  std::string name;                // for messages and the log file name
+  std::string root_dir;            // data/, log and info file live under it
+  std::vector<std::string> flags;  // extra --flag=value arguments
   MonoDelta start_timeout = MonoDelta::FromSeconds(30);
 };
 

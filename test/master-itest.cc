@@ -170,9 +170,8 @@ TEST_F(MasterITest, TablesOfEveryShapeArePlacedAndRunning) {
   DeleteTableResponsePB del_resp;
   ASSERT_OK(cluster_->CallMaster("DeleteTable", del, &del_resp));
   ASSERT_FALSE(del_resp.has_error());
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
-    ASSERT_EQ(expected.size() - 6, TabletsOnServers().size());
-  });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
+                    [&] { ASSERT_EQ(expected.size() - 6, TabletsOnServers().size()); });
 }
 
 TEST_F(MasterITest, MasterRestartsKeepTheCatalog) {
@@ -199,7 +198,8 @@ TEST_F(MasterITest, MasterRestartsKeepTheCatalog) {
     // Replicas reappear as the tablet servers register again.
     ASSERT_OK(cluster_->WaitForTabletServers(3, MonoDelta::FromSeconds(30)));
     for (const auto& [id, summary] : before) {
-      ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] { ASSERT_EQ(summary, Summary(Locations(id))); });
+      ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
+                        [&] { ASSERT_EQ(summary, Summary(Locations(id))); });
     }
   }
 }
@@ -238,7 +238,8 @@ TEST_F(MasterITest, BadInput) {
       {MakeRequest(std::string(300, 'x'), 0, false), MasterErrorPB::INVALID_TABLE_NAME},
       {MakeRequest("tab\tname", 0, false), MasterErrorPB::INVALID_TABLE_NAME},
       {MakeRequest("onebucket", 1, false), MasterErrorPB::INVALID_PARTITION_SCHEMA},
-      {MakeRequest("overlap", 0, true, {}, {{0, 20}, {10, 30}}), MasterErrorPB::INVALID_PARTITION_SCHEMA},
+      {MakeRequest("overlap", 0, true, {}, {{0, 20}, {10, 30}}),
+       MasterErrorPB::INVALID_PARTITION_SCHEMA},
       {MakeRequest("even", 0, false, {}, {}, 2), MasterErrorPB::ILLEGAL_REPLICATION_FACTOR},
       {MakeRequest("five", 0, false, {}, {}, 5), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH},
   };

@@ -136,8 +136,8 @@ Status MiniCluster::WaitForTableRunning(const std::string& table_id, MonoDelta t
     SleepFor(backoff);  // polling other processes
     backoff = std::min(backoff * 2, MonoDelta::FromMilliseconds(100));
   }
-  return Status::TimedOut("table " + table_id + " not running: " +
-                          std::to_string(resp.tablets_running()) + " of " +
+  return Status::TimedOut("table " + table_id +
+                          " not running: " + std::to_string(resp.tablets_running()) + " of " +
                           std::to_string(resp.tablets_total()) + " tablets");
 }
 

@@ -280,8 +280,7 @@ TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
   }
   resp.Clear();
   ASSERT_NO_FATAL_FAILURE(Write(req, &resp));
-  EXPECT_EQ(resp.error().code(), TabletServerErrorPB::INVALID_ROW_BLOCK)
-      << resp.ShortDebugString();
+  EXPECT_EQ(resp.error().code(), TabletServerErrorPB::INVALID_ROW_BLOCK) << resp.ShortDebugString();
   nothing_written(5300, 1);
   still_serving();
 

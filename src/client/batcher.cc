@@ -68,7 +68,8 @@ void Batcher::OnLookupDone(size_t idx, Result<TabletPtr> r) {
   if (r.ok()) {
     op.tablet = *r;
   } else if (r.status().IsNotFound()) {
-    op.status = Status::NotFound("no tablet covers the row's partition key (no range partition for it)");
+    op.status =
+        Status::NotFound("no tablet covers the row's partition key (no range partition for it)");
   } else {
     op.status = r.status().CloneAndPrepend("looking up the row's tablet");
   }

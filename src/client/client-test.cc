@@ -103,9 +103,11 @@ class ClientTest : public NyalaTest {
 };
 
 TEST_F(ClientTest, SchemaBuilderRejectsKeyAfterValue) {
-  auto s = SchemaBuilder().AddColumn("v", DataType::kInt32).AddKeyColumn("k", DataType::kInt64).Build();
+  auto s =
+      SchemaBuilder().AddColumn("v", DataType::kInt32).AddKeyColumn("k", DataType::kInt64).Build();
   EXPECT_TRUE(s.status().IsInvalidArgument()) << s.status().ToString();
-  EXPECT_TRUE(SchemaBuilder().AddColumn("v", DataType::kInt32).Build().status().IsInvalidArgument());
+  EXPECT_TRUE(
+      SchemaBuilder().AddColumn("v", DataType::kInt32).Build().status().IsInvalidArgument());
 }
 
 TEST_F(ClientTest, OpenTableUnknownIsNotFound) {
@@ -115,18 +117,20 @@ TEST_F(ClientTest, OpenTableUnknownIsNotFound) {
 
 TEST_F(ClientTest, SetChecksTypesAtSetTime) {
   auto op = table->NewInsert();
-  EXPECT_TRUE(op->Set("key", Cell::Int32(1)).IsInvalidArgument());    // INT64 column
-  EXPECT_FALSE(op->Set("nope", Cell::Int64(1)).ok());                 // unknown column
-  EXPECT_FALSE(op->Set(17, Cell::Int64(1)).ok());                     // bad index
-  EXPECT_TRUE(op->SetNull("n").IsInvalidArgument());                  // NOT NULL column
+  EXPECT_TRUE(op->Set("key", Cell::Int32(1)).IsInvalidArgument());  // INT64 column
+  EXPECT_FALSE(op->Set("nope", Cell::Int64(1)).ok());               // unknown column
+  EXPECT_FALSE(op->Set(17, Cell::Int64(1)).ok());                   // bad index
+  EXPECT_TRUE(op->SetNull("n").IsInvalidArgument());                // NOT NULL column
   EXPECT_OK(op->SetNull("v"));
   EXPECT_OK(op->Set(0, Cell::Int64(5)));
   EXPECT_EQ(op->row().cell(0).int_value(), 5);
 }
 
 TEST_F(ClientTest, PredicatesAreTypeChecked) {
-  EXPECT_TRUE(table->NewComparisonPredicate("key", ColumnPredicate::CompareOp::kEqual,
-                                            Cell::String("x")).status().IsInvalidArgument());
+  EXPECT_TRUE(
+      table->NewComparisonPredicate("key", ColumnPredicate::CompareOp::kEqual, Cell::String("x"))
+          .status()
+          .IsInvalidArgument());
   EXPECT_FALSE(table->NewIsNullPredicate("missing").ok());
   EXPECT_OK(table->NewInListPredicate("n", {Cell::Int32(1), Cell::Int32(2)}).status());
   EXPECT_TRUE(table->NewInListPredicate("n", {Cell::Int64(1)}).status().IsInvalidArgument());
@@ -154,7 +158,8 @@ TEST_F(ClientTest, MetaCachePrefetchesFollowingTablets) {
   EXPECT_EQ((*first)->tablet_id, "tablet-0");
   EXPECT_EQ(master_->locations_calls.load(), 1);
   for (int k = 0; k < 100; k++) {
-    auto t = cache()->LookupTabletSync(table->id(), PartitionKeyOf(k), deadline, LookupMode::kExact);
+    auto t =
+        cache()->LookupTabletSync(table->id(), PartitionKeyOf(k), deadline, LookupMode::kExact);
     ASSERT_OK(t.status());
     EXPECT_TRUE((*t)->partition.ContainsPartitionKey(PartitionKeyOf(k)));
   }
@@ -168,11 +173,15 @@ TEST_F(ClientTest, MetaCacheInvalidationAsksMasterAgain) {
   const int before = master_->locations_calls.load();
   cache()->InvalidateTablet(table->id(), (*t)->tablet_id);
   EXPECT_EQ(cache()->LookupFast(table->id(), PartitionKeyOf(1)), nullptr);
-  ASSERT_OK(cache()->LookupTabletSync(table->id(), PartitionKeyOf(1), deadline, LookupMode::kExact).status());
+  ASSERT_OK(cache()
+                ->LookupTabletSync(table->id(), PartitionKeyOf(1), deadline, LookupMode::kExact)
+                .status());
   EXPECT_EQ(master_->locations_calls.load(), before + 1);
   // Other tablets stayed cached.
   const std::string other = (*t)->tablet_id == "tablet-3" ? "tablet-0" : "tablet-3";
-  EXPECT_NE(cache()->LookupFast(table->id(), table_.partitions[other.back() - '0'].partition_key_start), nullptr);
+  EXPECT_NE(
+      cache()->LookupFast(table->id(), table_.partitions[other.back() - '0'].partition_key_start),
+      nullptr);
 }
 
 TEST_F(ClientTest, MetaCacheEntriesExpireOnMasterTtl) {
@@ -199,7 +208,8 @@ TEST_F(ClientTest, ConcurrentLookupsOfOneRangeAreMerged) {
     ok += r.ok();
     done.CountDown();
   });
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_EQ(master_->locations_calls.load(), 1); });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(master_->locations_calls.load(), 1); });
   for (int i = 1; i < kLookups; i++) {
     cache()->LookupTablet(table->id(), PartitionKeyOf(i), deadline, LookupMode::kExact,
                           [&](Result<TabletPtr> r) {
@@ -327,8 +337,10 @@ TEST_F(ClientTest, TabletNotFoundRefreshesLocations) {
   auto session = client_->NewSession();
   ASSERT_OK(session->Apply(Insert(1)));
   // Every tablet cached (one answer holds all four).
-  ASSERT_OK(cache()->LookupTabletSync(table->id(), "", MonoTime::Now() + MonoDelta::FromSeconds(5),
-                                      LookupMode::kExact).status());
+  ASSERT_OK(cache()
+                ->LookupTabletSync(table->id(), "", MonoTime::Now() + MonoDelta::FromSeconds(5),
+                                   LookupMode::kExact)
+                .status());
   const int before = master_->locations_calls.load();
   ts_->not_found_left = 1;
   ASSERT_OK(session->Apply(Insert(2)));

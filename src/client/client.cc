@@ -95,9 +95,9 @@ Result<std::shared_ptr<Client>> ClientBuilder::Build() {
   mopts.name = "client";
   mopts.num_reactors = std::max(1, opts_->num_reactors);
   ASSIGN_OR_RETURN(std::shared_ptr<rpc::Messenger> messenger, rpc::Messenger::Create(mopts));
-  auto data = std::make_unique<ClientData>(std::move(messenger), std::move(masters),
-                                           opts_->rpc_timeout, opts_->admin_timeout,
-                                           RandomClientId());
+  auto data =
+      std::make_unique<ClientData>(std::move(messenger), std::move(masters), opts_->rpc_timeout,
+                                   opts_->admin_timeout, RandomClientId());
   return std::shared_ptr<Client>(new Client(std::move(data)));
 }
 
@@ -157,8 +157,7 @@ Result<std::shared_ptr<Table>> Client::OpenTable(const std::string& name) {
   ASSIGN_OR_RETURN(PartitionSchema ps, PartitionSchema::FromPB(resp.partition_schema(), schema));
   const std::string& table_name = resp.table_name().empty() ? name : resp.table_name();
   return std::shared_ptr<Table>(new Table(shared_from_this(), table_name, resp.table_id(),
-                                          std::move(schema), std::move(ps),
-                                          resp.num_replicas()));
+                                          std::move(schema), std::move(ps), resp.num_replicas()));
 }
 
 Result<std::vector<TabletServerInfo>> Client::ListTabletServers() {
@@ -191,7 +190,8 @@ Result<std::vector<TabletInfo>> Client::ListTabletsOfTable(const std::string& na
     ReplicaInfo r;
     r.ts_uuid = ts.permanent_uuid();
     if (ts.rpc_addresses_size() > 0) {
-      r.rpc_address = rpc::HostPort(ts.rpc_addresses(0).host(), ts.rpc_addresses(0).port()).ToString();
+      r.rpc_address =
+          rpc::HostPort(ts.rpc_addresses(0).host(), ts.rpc_addresses(0).port()).ToString();
     }
     r.is_leader = role == master::LEADER;
     return r;

@@ -98,7 +98,8 @@ class FakeMasterService : public rpc::ServiceIf {
     hp->set_host(ts_addr_->host());
     hp->set_port(ts_addr_->port());
     const uint32_t max = req.has_max_returned_locations() ? req.max_returned_locations() : 1u << 30;
-    for (size_t i = 0; i < table_->partitions.size() && resp->tablet_locations_size() < int(max); i++) {
+    for (size_t i = 0; i < table_->partitions.size() && resp->tablet_locations_size() < int(max);
+         i++) {
       const Partition& p = table_->partitions[i];
       if (!p.partition_key_end.empty() &&
           Slice(p.partition_key_end).compare(Slice(req.partition_key_start())) <= 0) {

@@ -64,11 +64,10 @@ class MasterClient {
     auto resp_holder = std::make_shared<Resp>();
     CountDownLatch latch(1);
     Status result;
-    AsyncCall<Req, Resp>(std::move(method), req_copy, resp_holder, deadline,
-                         [&](const Status& s) {
-                           result = s;
-                           latch.CountDown();
-                         });
+    AsyncCall<Req, Resp>(std::move(method), req_copy, resp_holder, deadline, [&](const Status& s) {
+      result = s;
+      latch.CountDown();
+    });
     latch.Wait();
     resp->Swap(resp_holder.get());
     return result;

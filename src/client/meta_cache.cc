@@ -98,8 +98,7 @@ TabletPtr MetaCache::LookupFast(const std::string& table_id, Slice partition_key
 }
 
 bool MetaCache::AnswerFromCacheLocked(const TableEntries& entries, Slice key, LookupMode mode,
-                                      MonoTime now, Result<TabletPtr>* out,
-                                      std::string* next_key) {
+                                      MonoTime now, Result<TabletPtr>* out, std::string* next_key) {
   std::string probe = key.ToString();
   // Each step moves past one non-covered entry, so at most entries.size() steps.
   for (size_t step = 0; step <= entries.size(); step++) {
@@ -162,8 +161,7 @@ void MetaCache::Lookup(const std::string& table_id, std::string key, MonoTime de
   SendMasterLookup(table_id, std::move(ask), deadline);
 }
 
-void MetaCache::SendMasterLookup(const std::string& table_id, std::string ask,
-                                 MonoTime deadline) {
+void MetaCache::SendMasterLookup(const std::string& table_id, std::string ask, MonoTime deadline) {
   auto req = std::make_shared<master::GetTableLocationsRequestPB>();
   req->mutable_table()->set_table_id(table_id);
   req->set_partition_key_start(ask);

@@ -110,7 +110,7 @@ class MetaCache {
 
  private:
   struct Entry {
-    std::string end;  // "" = unbounded
+    std::string end;   // "" = unbounded
     TabletPtr tablet;  // nullptr: no tablet covers [start, end)
     MonoTime expiry;
   };
@@ -128,15 +128,13 @@ class MetaCache {
               LookupCallback cb, bool may_merge);
   void SendMasterLookup(const std::string& table_id, std::string ask, MonoTime deadline);
   // The answer the entries give for `key`; false when they don't know.
-  bool AnswerFromCacheLocked(const TableEntries& entries, Slice key, LookupMode mode,
-                             MonoTime now, Result<TabletPtr>* out, std::string* next_key)
-      REQUIRES(mu_);
+  bool AnswerFromCacheLocked(const TableEntries& entries, Slice key, LookupMode mode, MonoTime now,
+                             Result<TabletPtr>* out, std::string* next_key) REQUIRES(mu_);
   void OnLocations(const std::string& table_id, const std::string& key,
                    const master::GetTableLocationsResponsePB& resp);
   void InsertLocked(TableEntries* entries, const std::string& start, Entry e) REQUIRES(mu_);
   std::shared_ptr<RemoteTabletServer> ServerLocked(const std::string& uuid,
-                                                   std::vector<rpc::HostPort> addrs)
-      REQUIRES(mu_);
+                                                   std::vector<rpc::HostPort> addrs) REQUIRES(mu_);
 
   MasterClient* const master_;
   std::atomic<int64_t> master_lookups_{0};

@@ -13,9 +13,10 @@ namespace {
 class PartitionPrunerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = Schema::Create({ColumnSchema("a", DataType::kInt32), ColumnSchema("b", DataType::kInt32),
-                             ColumnSchema("v", DataType::kString, true)},
-                            2);
+    auto s =
+        Schema::Create({ColumnSchema("a", DataType::kInt32), ColumnSchema("b", DataType::kInt32),
+                        ColumnSchema("v", DataType::kString, true)},
+                       2);
     ASSERT_OK(s.status());
     schema_ = *s;
     // Hash on a into 3 buckets; range on (a, b) split at a=10 and a=20.
@@ -59,7 +60,8 @@ class PartitionPrunerTest : public ::testing::Test {
         bool found = false;
         for (const Partition& p : parts_) {
           if (p.ContainsPartitionKey(pk)) {
-            EXPECT_TRUE(pruner.ShouldScan(p)) << "row a=" << a << " b=" << b << " in " << p.ToString();
+            EXPECT_TRUE(pruner.ShouldScan(p))
+                << "row a=" << a << " b=" << b << " in " << p.ToString();
             found = true;
           }
         }

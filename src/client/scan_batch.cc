@@ -1,7 +1,6 @@
 // ScanBatch, its row accessors, and the row-wise block decoder.
 #include "client/scan_batch_data.h"
 
-
 #include "rpc/rpc_controller.h"
 #include "tserver/tserver.pb.h"
 
@@ -9,9 +8,8 @@ namespace nyala::client {
 
 namespace internal {
 
-Status ScanBatchData::Make(std::shared_ptr<const Schema> projection, int64_t num_rows,
-                           Slice rows, Slice indirect, std::shared_ptr<void> owner,
-                           ScanBatch* out) {
+Status ScanBatchData::Make(std::shared_ptr<const Schema> projection, int64_t num_rows, Slice rows,
+                           Slice indirect, std::shared_ptr<void> owner, ScanBatch* out) {
   std::shared_ptr<ScanBatchData> d(new ScanBatchData());
   d->schema_ = std::move(projection);
   d->owner_ = std::move(owner);
@@ -77,18 +75,18 @@ Result<Cell> ScanBatch::RowPtr::Typed(int col, DataType t1, DataType t2) const {
   }
   const DataType t = s.column(col).type();
   if (t != t1 && t != t2) {
-    return Status::InvalidArgument("column '" + s.column(col).name() + "' is " +
-                                   DataTypeName(t) + ", not " + DataTypeName(t1));
+    return Status::InvalidArgument("column '" + s.column(col).name() + "' is " + DataTypeName(t) +
+                                   ", not " + DataTypeName(t1));
   }
   Cell c = b_->CellAt(row_, col);
   if (c.is_null()) return Status::NotFound("column '" + s.column(col).name() + "' is NULL");
   return c;
 }
 
-#define NYALA_ROW_GETTER(Name, T, t1, t2, expr)             \
-  Result<T> ScanBatch::RowPtr::Get##Name(int col) const {   \
-    ASSIGN_OR_RETURN(Cell c, Typed(col, t1, t2));           \
-    return static_cast<T>(expr);                            \
+#define NYALA_ROW_GETTER(Name, T, t1, t2, expr)           \
+  Result<T> ScanBatch::RowPtr::Get##Name(int col) const { \
+    ASSIGN_OR_RETURN(Cell c, Typed(col, t1, t2));         \
+    return static_cast<T>(expr);                          \
   }
 NYALA_ROW_GETTER(Bool, bool, DataType::kBool, DataType::kBool, c.bool_value())
 NYALA_ROW_GETTER(Int8, int8_t, DataType::kInt8, DataType::kInt8, c.int_value())

@@ -62,7 +62,7 @@ Status Scanner::Data::PlanTablets() {
   plan_.clear();
   for (size_t i = 0; i <= PartitionSchema::kMaxPartitions; i++) {
     ASSIGN_OR_RETURN(TabletPtr t, cd_->meta_cache()->LookupTabletSync(table_->id(), key, deadline,
-                                                                       LookupMode::kOrNext));
+                                                                      LookupMode::kOrNext));
     if (!t) break;
     if (pruner.ShouldScan(t->partition)) plan_.push_back(t);
     if (t->partition.partition_key_end.empty()) break;
@@ -102,7 +102,7 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
     ns->set_stop_primary_key(key_range_.stop);
     if (limit_ > 0) ns->set_limit(uint64_t(limit_ - rows_returned_));
     ns->set_read_mode(read_mode_ == ReadMode::kReadAtSnapshot ? tserver::READ_AT_SNAPSHOT
-                                                                : tserver::READ_LATEST);
+                                                              : tserver::READ_LATEST);
     ns->set_schema_version(table_->schema().version());
   } else {
     req.set_scanner_id(scanner_id_);
@@ -115,9 +115,9 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
   for (int attempt = 0;; attempt++) {
     if (new_scan) current_server_ = current_->leader();
     std::shared_ptr<rpc::Proxy> proxy;
-    internal::TabletRpcVerdict v{TabletRpcAction::kRelookup,
-                                 Status::NotFound("tablet " + current_->tablet_id +
-                                                  " has no live replica")};
+    internal::TabletRpcVerdict v{
+        TabletRpcAction::kRelookup,
+        Status::NotFound("tablet " + current_->tablet_id + " has no live replica")};
     if (current_server_) {
       auto p = current_server_->GetProxy(cd_->messenger());
       if (p.ok()) {
@@ -147,7 +147,8 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
         return Status::NotFound(where + ": the scanner expired", v.status.ToString());
       }
       if (v.action == TabletRpcAction::kRelookup) {
-        return Status::NetworkError(where + ": tablet server lost in the middle of the scan after " +
+        return Status::NetworkError(where +
+                                        ": tablet server lost in the middle of the scan after " +
                                         std::to_string(rows_returned_) + " rows",
                                     v.status.ToString());
       }
@@ -167,9 +168,9 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
   const tserver::ScanResponsePB& resp = st->resp;
   if (new_scan) scanner_id_ = resp.scanner_id();
   int64_t max_rows = limit_ > 0 ? limit_ - rows_returned_ : -1;
-  RETURN_NOT_OK_PREPEND(internal::DecodeRowBlock(st->rpc, resp.data(), proj_schema_, st, batch,
-                                                 max_rows),
-                        "scan of tablet " + current_->tablet_id);
+  RETURN_NOT_OK_PREPEND(
+      internal::DecodeRowBlock(st->rpc, resp.data(), proj_schema_, st, batch, max_rows),
+      "scan of tablet " + current_->tablet_id);
   rows_returned_ += batch->num_rows();
   if (!resp.has_more_results() || scanner_id_.empty()) {
     current_ = nullptr;

@@ -67,7 +67,7 @@ class Scanner::Data {
   std::shared_ptr<const Schema> proj_schema_;
   KeyRange key_range_;
   std::vector<internal::TabletPtr> plan_;
-  size_t next_tablet_ = 0;    // index in plan_ of the tablet to scan next
+  size_t next_tablet_ = 0;       // index in plan_ of the tablet to scan next
   internal::TabletPtr current_;  // tablet with an open server-side scanner
   std::shared_ptr<internal::RemoteTabletServer> current_server_;
   std::string scanner_id_;

@@ -238,8 +238,8 @@ void Session::Data::ScheduleFlushTimer() {
       timer_running_ = false;
       return;
     }
-    tick = MonoDelta::FromNanoseconds(std::max<int64_t>(flush_interval_.ToNanoseconds() / 4,
-                                                        1000000));
+    tick =
+        MonoDelta::FromNanoseconds(std::max<int64_t>(flush_interval_.ToNanoseconds() / 4, 1000000));
   }
   cd_->timers()->Schedule(tick, [w = weak_from_this()] {
     if (auto d = w.lock()) {
@@ -278,9 +278,7 @@ int64_t Session::Data::NumWriteRpcsForTests() const {
 Session::Session(std::shared_ptr<Client> client)
     : data_(std::make_shared<Data>(std::move(client))) {}
 
-Session::~Session() {
-  WARN_NOT_OK(data_->Flush(), "flushing a session being destroyed");
-}
+Session::~Session() { WARN_NOT_OK(data_->Flush(), "flushing a session being destroyed"); }
 
 Status Session::SetFlushMode(FlushMode mode) { return data_->SetFlushMode(mode); }
 Session::FlushMode Session::flush_mode() const { return data_->flush_mode(); }
@@ -300,8 +298,7 @@ Status Session::Close() { return data_->Close(); }
 bool Session::HasPendingOperations() const { return data_->HasPending(); }
 int Session::CountBufferedOperations() const { return data_->CountBuffered(); }
 int Session::CountPendingErrors() const { return data_->errors()->Count(); }
-void Session::GetPendingErrors(std::vector<std::unique_ptr<WriteError>>* errors,
-                               bool* overflowed) {
+void Session::GetPendingErrors(std::vector<std::unique_ptr<WriteError>>* errors, bool* overflowed) {
   data_->errors()->Take(errors, overflowed);
 }
 

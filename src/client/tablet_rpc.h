@@ -27,8 +27,9 @@ struct TabletRpcVerdict {
 
 inline Status TabletServerErrorToStatus(const tserver::TabletServerErrorPB& err) {
   const std::string code = tserver::TabletServerErrorPB::Code_Name(err.code());
-  Status s = err.has_status() && err.status().code() != 0 ? StatusFromPB(err.status())
-                                                          : Status::RemoteError("tablet server error");
+  Status s = err.has_status() && err.status().code() != 0
+                 ? StatusFromPB(err.status())
+                 : Status::RemoteError("tablet server error");
   return s.CloneAndPrepend(code);
 }
 

@@ -43,7 +43,8 @@ void WriteRpc::Send() {
   ClientData* client = batcher_->client_;
   const MonoDelta left = batcher_->deadline_ - MonoTime::Now();
   if (left <= MonoDelta()) {
-    FailAll(Status::TimedOut("write to tablet " + tablet_->tablet_id + " timed out before it could be sent"));
+    FailAll(Status::TimedOut("write to tablet " + tablet_->tablet_id +
+                             " timed out before it could be sent"));
     return;
   }
   auto server = tablet_->leader();
@@ -119,8 +120,8 @@ void WriteRpc::Relookup() {
         if (!r.ok()) return Retry(r.status(), true);
         if ((*r)->tablet_id != tablet_->tablet_id) {
           // Nothing was applied (the old tablet is gone); the rows belong elsewhere now.
-          return FailAll(Status::IllegalState("tablet " + tablet_->tablet_id +
-                                              " was replaced by " + (*r)->tablet_id));
+          return FailAll(Status::IllegalState("tablet " + tablet_->tablet_id + " was replaced by " +
+                                              (*r)->tablet_id));
         }
         tablet_ = *r;
         Send();

@@ -57,7 +57,8 @@ class [[nodiscard]] Result {
 #define NYALA_CONCAT(a, b) NYALA_CONCAT_INNER(a, b)
 #define NYALA_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
-  if (!tmp.ok()) [[unlikely]] return std::move(tmp).status(); \
+  if (!tmp.ok()) [[unlikely]]                       \
+    return std::move(tmp).status();                 \
   lhs = std::move(tmp).value()
 
 // Evaluates `expr` (a Result); returns its status if not OK, else assigns the value to `lhs`.

@@ -12,10 +12,10 @@ namespace nyala {
 namespace {
 
 TEST(RowBlockTest, LayoutOfSeedSchema) {
-  auto s = Schema::Create({ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt32),
-                           ColumnSchema("b", DataType::kString, true),
-                           ColumnSchema("c", DataType::kBool, true)},
-                          1);
+  auto s = Schema::Create(
+      {ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt32),
+       ColumnSchema("b", DataType::kString, true), ColumnSchema("c", DataType::kBool, true)},
+      1);
   ASSERT_OK(s.status());
   RowBlockLayout layout(*s);
   EXPECT_EQ(layout.bitmap_bytes(), 1u);
@@ -50,17 +50,18 @@ TEST(RowBlockTest, RandomRowsRoundTrip) {
       block.GetRow(i, cells.data());
       for (int c = 0; c < schema.num_columns(); c++) {
         ASSERT_TRUE(cells[c] == rows[i].cell(c))
-            << schema.ToString() << " row " << i << " col " << c << ": "
-            << cells[c].ToString() << " vs " << rows[i].cell(c).ToString();
+            << schema.ToString() << " row " << i << " col " << c << ": " << cells[c].ToString()
+            << " vs " << rows[i].cell(c).ToString();
       }
     }
   }
 }
 
 TEST(RowBlockTest, ProjectionPicksAndReordersColumns) {
-  auto s = Schema::Create({ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt32),
-                           ColumnSchema("b", DataType::kString, true)},
-                          1);
+  auto s =
+      Schema::Create({ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt32),
+                      ColumnSchema("b", DataType::kString, true)},
+                     1);
   ASSERT_OK(s.status());
   auto proj = s->Project({"b", "key"});
   ASSERT_OK(proj.status());
@@ -88,9 +89,10 @@ TEST(RowBlockTest, ProjectionPicksAndReordersColumns) {
 }
 
 TEST(RowBlockTest, CorruptBlocksAreRefused) {
-  auto s = Schema::Create({ColumnSchema("key", DataType::kInt64), ColumnSchema("b", DataType::kString),
-                           ColumnSchema("f", DataType::kBool, true)},
-                          1);
+  auto s =
+      Schema::Create({ColumnSchema("key", DataType::kInt64), ColumnSchema("b", DataType::kString),
+                      ColumnSchema("f", DataType::kBool, true)},
+                     1);
   ASSERT_OK(s.status());
   Row row(&*s);
   ASSERT_OK(row.Set(0, Cell::Int64(1)));

@@ -112,11 +112,10 @@ Status RowBlock::Parse(const Schema* projection, int64_t num_rows, Slice rows, S
       if (IsVariableLength(type)) {
         const uint64_t off = GetU64LE(slot), len = GetU64LE(slot + 8);
         if (off > indirect.size() || len > indirect.size() - off) {
-          return Status::Corruption("row block: row " + std::to_string(r) + " column '" +
-                                    projection->column(i).name() + "': string at offset " +
-                                    std::to_string(off) + " length " + std::to_string(len) +
-                                    " is outside the " + std::to_string(indirect.size()) +
-                                    "-byte indirect data");
+          return Status::Corruption(
+              "row block: row " + std::to_string(r) + " column '" + projection->column(i).name() +
+              "': string at offset " + std::to_string(off) + " length " + std::to_string(len) +
+              " is outside the " + std::to_string(indirect.size()) + "-byte indirect data");
         }
       } else if (type == DataType::kBool && !IsValidBoolByte(*slot)) {
         return Status::Corruption("row block: row " + std::to_string(r) + " column '" +

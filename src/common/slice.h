@@ -15,9 +15,9 @@ class Slice {
   Slice() = default;
   Slice(const uint8_t* d, size_t n) : data_(d), size_(n) {}
   Slice(const char* d, size_t n) : data_(reinterpret_cast<const uint8_t*>(d)), size_(n) {}
-  Slice(const std::string& s) : Slice(s.data(), s.size()) {}   // NOLINT(runtime/explicit)
-  Slice(std::string_view s) : Slice(s.data(), s.size()) {}     // NOLINT(runtime/explicit)
-  Slice(const char* s) : Slice(s, strlen(s)) {}                // NOLINT(runtime/explicit)
+  Slice(const std::string& s) : Slice(s.data(), s.size()) {}  // NOLINT(runtime/explicit)
+  Slice(std::string_view s) : Slice(s.data(), s.size()) {}    // NOLINT(runtime/explicit)
+  Slice(const char* s) : Slice(s, strlen(s)) {}               // NOLINT(runtime/explicit)
 
   const uint8_t* data() const { return data_; }
   const char* cdata() const { return reinterpret_cast<const char*>(data_); }

@@ -31,26 +31,46 @@ const std::string& Status::message() const {
 
 const char* Status::CodeName(Code code) {
   switch (code) {
-    case kOk: return "OK";
-    case kNotFound: return "Not found";
-    case kCorruption: return "Corruption";
-    case kNotSupported: return "Not supported";
-    case kInvalidArgument: return "Invalid argument";
-    case kIOError: return "IO error";
-    case kAlreadyPresent: return "Already present";
-    case kRuntimeError: return "Runtime error";
-    case kNetworkError: return "Network error";
-    case kIllegalState: return "Illegal state";
-    case kNotAuthorized: return "Not authorized";
-    case kAborted: return "Aborted";
-    case kRemoteError: return "Remote error";
-    case kServiceUnavailable: return "Service unavailable";
-    case kTimedOut: return "Timed out";
-    case kUninitialized: return "Uninitialized";
-    case kConfigurationError: return "Configuration error";
-    case kIncomplete: return "Incomplete";
-    case kEndOfFile: return "End of file";
-    case kCancelled: return "Cancelled";
+    case kOk:
+      return "OK";
+    case kNotFound:
+      return "Not found";
+    case kCorruption:
+      return "Corruption";
+    case kNotSupported:
+      return "Not supported";
+    case kInvalidArgument:
+      return "Invalid argument";
+    case kIOError:
+      return "IO error";
+    case kAlreadyPresent:
+      return "Already present";
+    case kRuntimeError:
+      return "Runtime error";
+    case kNetworkError:
+      return "Network error";
+    case kIllegalState:
+      return "Illegal state";
+    case kNotAuthorized:
+      return "Not authorized";
+    case kAborted:
+      return "Aborted";
+    case kRemoteError:
+      return "Remote error";
+    case kServiceUnavailable:
+      return "Service unavailable";
+    case kTimedOut:
+      return "Timed out";
+    case kUninitialized:
+      return "Uninitialized";
+    case kConfigurationError:
+      return "Configuration error";
+    case kIncomplete:
+      return "Incomplete";
+    case kEndOfFile:
+      return "End of file";
+    case kCancelled:
+      return "Cancelled";
   }
   return "Unknown";
 }

@@ -50,10 +50,10 @@ class [[nodiscard]] Status {
 
   static Status OK() { return Status(); }
   // `msg2`, when given, is appended after ": " (e.g. the offending value).
-#define NYALA_STATUS_FACTORY(name)                                                \
+#define NYALA_STATUS_FACTORY(name)                                                      \
   static Status name(std::string_view msg, std::string_view msg2 = {}, int posix = 0) { \
-    return Status(k##name, msg, msg2, posix);                                     \
-  }                                                                               \
+    return Status(k##name, msg, msg2, posix);                                           \
+  }                                                                                     \
   bool Is##name() const { return code() == k##name; }
   NYALA_STATUS_FACTORY(NotFound)
   NYALA_STATUS_FACTORY(Corruption)
@@ -108,29 +108,31 @@ inline std::ostream& operator<<(std::ostream& os, const Status& s) { return os <
 }  // namespace nyala
 
 // Returns from the enclosing function if `expr` is not OK.
-#define RETURN_NOT_OK(expr)                          \
-  do {                                               \
-    ::nyala::Status _s = (expr);                     \
-    if (!_s.ok()) [[unlikely]] return _s;            \
+#define RETURN_NOT_OK(expr)      \
+  do {                           \
+    ::nyala::Status _s = (expr); \
+    if (!_s.ok()) [[unlikely]]   \
+      return _s;                 \
   } while (0)
 
 // Like RETURN_NOT_OK, adding `msg` in front of the message.
-#define RETURN_NOT_OK_PREPEND(expr, msg)             \
-  do {                                               \
-    ::nyala::Status _s = (expr);                     \
-    if (!_s.ok()) [[unlikely]] return _s.CloneAndPrepend(msg); \
+#define RETURN_NOT_OK_PREPEND(expr, msg) \
+  do {                                   \
+    ::nyala::Status _s = (expr);         \
+    if (!_s.ok()) [[unlikely]]           \
+      return _s.CloneAndPrepend(msg);    \
   } while (0)
 
 // Logs a warning if `expr` is not OK and carries on.
-#define WARN_NOT_OK(expr, msg)                                  \
-  do {                                                          \
-    ::nyala::Status _s = (expr);                                \
+#define WARN_NOT_OK(expr, msg)                                    \
+  do {                                                            \
+    ::nyala::Status _s = (expr);                                  \
     if (!_s.ok()) LOG(WARNING) << (msg) << ": " << _s.ToString(); \
   } while (0)
 
 // Crashes if `expr` is not OK: only for start-up failures with no way forward.
-#define CHECK_OK(expr)                                          \
-  do {                                                          \
-    ::nyala::Status _s = (expr);                                \
-    CHECK(_s.ok()) << _s.ToString();                            \
+#define CHECK_OK(expr)               \
+  do {                               \
+    ::nyala::Status _s = (expr);     \
+    CHECK(_s.ok()) << _s.ToString(); \
   } while (0)

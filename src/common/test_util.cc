@@ -56,7 +56,8 @@ void NyalaTest::TearDown() {
 uint32_t TestRandomSeed() {
   static const uint32_t seed = [] {
     const char* env = getenv("NYALA_TEST_SEED");
-    uint32_t s = env ? uint32_t(strtoul(env, nullptr, 10)) : uint32_t(MonoTime::Now().ToNanoseconds());
+    uint32_t s =
+        env ? uint32_t(strtoul(env, nullptr, 10)) : uint32_t(MonoTime::Now().ToNanoseconds());
     LOG(INFO) << "random seed " << s << " (set NYALA_TEST_SEED to repeat)";
     return s;
   }();

@@ -11,14 +11,14 @@
 #include "common/monotime.h"
 #include "common/status.h"
 
-#define ASSERT_OK(expr)                                      \
-  do {                                                       \
-    ::nyala::Status _st = (expr);                            \
+#define ASSERT_OK(expr)                                       \
+  do {                                                        \
+    ::nyala::Status _st = (expr);                             \
     ASSERT_TRUE(_st.ok()) << #expr << ": " << _st.ToString(); \
   } while (0)
-#define EXPECT_OK(expr)                                      \
-  do {                                                       \
-    ::nyala::Status _st = (expr);                            \
+#define EXPECT_OK(expr)                                       \
+  do {                                                        \
+    ::nyala::Status _st = (expr);                             \
     EXPECT_TRUE(_st.ok()) << #expr << ": " << _st.ToString(); \
   } while (0)
 

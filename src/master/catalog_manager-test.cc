@@ -195,14 +195,15 @@ TEST_F(CatalogManagerTest, EveryInvalidCreateTableHasItsCode) {
   cases.push_back({"empty name", base(""), MasterErrorPB::INVALID_TABLE_NAME, "empty"});
   cases.push_back({"long name", base(std::string(257, 'n')), MasterErrorPB::INVALID_TABLE_NAME,
                    "longer than 256"});
-  cases.push_back({"control char", base("a\nb"), MasterErrorPB::INVALID_TABLE_NAME,
-                   "control character"});
-  cases.push_back({"duplicate name", base("exists"), MasterErrorPB::TABLE_ALREADY_PRESENT,
-                   "exists"});
+  cases.push_back(
+      {"control char", base("a\nb"), MasterErrorPB::INVALID_TABLE_NAME, "control character"});
+  cases.push_back(
+      {"duplicate name", base("exists"), MasterErrorPB::TABLE_ALREADY_PRESENT, "exists"});
   {
     auto r = base("dupcol");
     *r.mutable_schema()->add_columns() = r.schema().columns(1);
-    cases.push_back({"duplicate column", r, MasterErrorPB::INVALID_SCHEMA, "duplicate column name: v"});
+    cases.push_back(
+        {"duplicate column", r, MasterErrorPB::INVALID_SCHEMA, "duplicate column name: v"});
   }
   {
     auto r = base("keynotfirst");
@@ -233,14 +234,14 @@ TEST_F(CatalogManagerTest, EveryInvalidCreateTableHasItsCode) {
     auto* d = r.mutable_partition_schema()->add_hash_dimensions();
     d->add_columns("v");
     d->set_num_buckets(2);
-    cases.push_back({"hash on non-key", r, MasterErrorPB::INVALID_PARTITION_SCHEMA,
-                     "not a key column: v"});
+    cases.push_back(
+        {"hash on non-key", r, MasterErrorPB::INVALID_PARTITION_SCHEMA, "not a key column: v"});
   }
   {
     auto r = base("rangenonkey");
     r.mutable_partition_schema()->mutable_range_schema()->add_columns("v");
-    cases.push_back({"range on non-key", r, MasterErrorPB::INVALID_PARTITION_SCHEMA,
-                     "not a key column: v"});
+    cases.push_back(
+        {"range on non-key", r, MasterErrorPB::INVALID_PARTITION_SCHEMA, "not a key column: v"});
   }
   cases.push_back({"one bucket", MakeCreateTableRequest("onebucket", 1, false),
                    MasterErrorPB::INVALID_PARTITION_SCHEMA, "fewer than 2 buckets"});
@@ -262,7 +263,8 @@ TEST_F(CatalogManagerTest, EveryInvalidCreateTableHasItsCode) {
                    MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "-1"});
   cases.push_back({"too many replicas", MakeCreateTableRequest("nine", 0, false, {}, {}, 9),
                    MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "9"});
-  cases.push_back({"more replicas than servers", MakeCreateTableRequest("five", 0, false, {}, {}, 5),
+  cases.push_back({"more replicas than servers",
+                   MakeCreateTableRequest("five", 0, false, {}, {}, 5),
                    MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, "3 live tablet servers"});
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
@@ -525,7 +527,8 @@ TEST_F(CatalogManagerTest, LocationRanges) {
   r = Locations(req);
   ASSERT_EQ(4, r.tablet_locations_size());
   std::set<std::string> uuids;
-  for (const auto& loc : all.tablet_locations()) uuids.insert(loc.replicas(0).ts_info().permanent_uuid());
+  for (const auto& loc : all.tablet_locations())
+    uuids.insert(loc.replicas(0).ts_info().permanent_uuid());
   EXPECT_EQ(int(uuids.size()), r.ts_infos_size());
   for (int i = 0; i < 4; i++) {
     const auto& loc = r.tablet_locations(i);
@@ -584,7 +587,7 @@ TEST_F(CatalogManagerTest, CachedAnswersAreNeverStale) {
   std::mt19937 rng(seed);
   auto uniform = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
   std::vector<std::pair<std::string, std::string>> tables;  // id, name; deleted ones too
-  std::set<int> down;                  // servers not heartbeating
+  std::set<int> down;                                       // servers not heartbeating
   int comparisons = 0;
   auto check_some = [&](int n) {
     for (int i = 0; i < n && !tables.empty(); i++) {
@@ -605,10 +608,17 @@ TEST_F(CatalogManagerTest, CachedAnswersAreNeverStale) {
       req.set_partition_key_start(keys[uniform(int(keys.size()))]);
       if (uniform(2)) req.set_partition_key_end(keys[uniform(int(keys.size()))]);
       switch (uniform(4)) {
-        case 0: break;
-        case 1: req.set_max_returned_locations(0); break;
-        case 2: req.set_max_returned_locations(1); break;
-        case 3: req.set_max_returned_locations(1000); break;
+        case 0:
+          break;
+        case 1:
+          req.set_max_returned_locations(0);
+          break;
+        case 2:
+          req.set_max_returned_locations(1);
+          break;
+        case 3:
+          req.set_max_returned_locations(1000);
+          break;
       }
       req.set_intern_ts_infos_in_response(uniform(2));
       for (int rep = 0; rep < 2; rep++) {  // the second one is usually a hit

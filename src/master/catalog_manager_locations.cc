@@ -38,9 +38,9 @@ std::shared_ptr<const std::string> CatalogManager::GetTableLocations(
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    return ErrorResponse(MasterErrorPB::TABLE_NOT_FOUND,
-                         Status::NotFound("table not found",
-                                          req.table().table_id() + req.table().table_name()));
+    return ErrorResponse(
+        MasterErrorPB::TABLE_NOT_FOUND,
+        Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
   }
   // The first tablet: the one holding `start`, else (a gap between bounded ranges)
   // the next one.

@@ -133,7 +133,8 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   std::vector<Partition> partitions;
   int num_replicas = 0;
   MasterErrorPB::Code code;
-  Status s = ValidateCreateTable(req, &schema, &partition_schema, &partitions, &num_replicas, &code);
+  Status s =
+      ValidateCreateTable(req, &schema, &partition_schema, &partitions, &num_replicas, &code);
   if (!s.ok()) {
     SetupError(resp->mutable_error(), code, s);
     return;
@@ -160,11 +161,11 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   const int64_t new_replicas = int64_t(partitions.size()) * num_replicas;
   if (new_replicas > int64_t(FLAGS_max_create_tablets_per_ts) * int64_t(loads.size())) {
     SetupError(resp->mutable_error(), MasterErrorPB::TOO_MANY_TABLETS,
-               Status::InvalidArgument(
-                   "the table would have " + std::to_string(new_replicas) + " tablet replicas, "
-                   "more than --max_create_tablets_per_ts=" +
-                   std::to_string(FLAGS_max_create_tablets_per_ts) + " times " +
-                   std::to_string(loads.size()) + " live tablet servers"));
+               Status::InvalidArgument("the table would have " + std::to_string(new_replicas) +
+                                       " tablet replicas, "
+                                       "more than --max_create_tablets_per_ts=" +
+                                       std::to_string(FLAGS_max_create_tablets_per_ts) + " times " +
+                                       std::to_string(loads.size()) + " live tablet servers"));
     return;
   }
 
@@ -192,7 +193,8 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
     t->pb.set_state(TABLET_CREATING);
     auto placed = PlaceReplicas(num_replicas, &loads, &rng_);
     if (!placed.ok()) {
-      SetupError(resp->mutable_error(), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, placed.status());
+      SetupError(resp->mutable_error(), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
+                 placed.status());
       return;
     }
     for (const auto& uuid : *placed) t->pb.add_replica_uuids(uuid);
@@ -217,8 +219,8 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
       tablets_[t->id] = t;
     }
   }
-  LOG(INFO) << "created table " << req.name() << " (" << table->id << ") with "
-            << tablets.size() << " tablets x " << num_replicas << " replicas";
+  LOG(INFO) << "created table " << req.name() << " (" << table->id << ") with " << tablets.size()
+            << " tablets x " << num_replicas << " replicas";
   resp->set_table_id(table->id);
   tasks_->Wake();
 }
@@ -228,8 +230,9 @@ void CatalogManager::IsCreateTableDone(const IsCreateTableDoneRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetupError(resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
-               Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+    SetupError(
+        resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
+        Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
     return;
   }
   int running = 0;
@@ -248,9 +251,9 @@ void CatalogManager::DeleteTable(const DeleteTableRequestPB& req, DeleteTableRes
     SharedLock l(state_mu_);
     table = FindTableLocked(req.table());
     if (!table) {
-      SetupError(resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
-                 Status::NotFound("table not found",
-                                  req.table().table_id() + req.table().table_name()));
+      SetupError(
+          resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
+          Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
       return;
     }
     SysTableEntryPB pb = table->pb;
@@ -306,8 +309,9 @@ void CatalogManager::GetTableSchema(const GetTableSchemaRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetupError(resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
-               Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+    SetupError(
+        resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
+        Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
     return;
   }
   *resp->mutable_schema() = table->pb.schema();

@@ -46,8 +46,8 @@ class FakeTabletServer {
         : ServiceIf("nyala.tserver.TabletServerAdminService") {
       using namespace tserver;  // NOLINT(build/namespaces)
       RegisterMethod<CreateTabletRequestPB, CreateTabletResponsePB>(
-          "CreateTablet",
-          [st](const CreateTabletRequestPB* req, CreateTabletResponsePB* resp, rpc::RpcContext* ctx) {
+          "CreateTablet", [st](const CreateTabletRequestPB* req, CreateTabletResponsePB* resp,
+                               rpc::RpcContext* ctx) {
             st->creates++;
             if (st->fail_creates) {
               resp->mutable_error()->set_code(TabletServerErrorPB::UNKNOWN_ERROR);
@@ -60,8 +60,8 @@ class FakeTabletServer {
             ctx->RespondSuccess();
           });
       RegisterMethod<DeleteTabletRequestPB, DeleteTabletResponsePB>(
-          "DeleteTablet",
-          [st](const DeleteTabletRequestPB* req, DeleteTabletResponsePB* resp, rpc::RpcContext* ctx) {
+          "DeleteTablet", [st](const DeleteTabletRequestPB* req, DeleteTabletResponsePB* resp,
+                               rpc::RpcContext* ctx) {
             st->deletes++;
             MutexLock l(st->mu);
             if (st->tablets.erase(req->tablet_id()) == 0) {

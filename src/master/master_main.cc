@@ -16,9 +16,8 @@ int main(int argc, char** argv) {
   gflags::SetCommandLineOptionWithMode(
       "rpc_bind_addresses", ("0.0.0.0:" + std::to_string(Master::kDefaultRpcPort)).c_str(),
       gflags::SET_FLAGS_DEFAULT);
-  gflags::SetCommandLineOptionWithMode("webserver_port",
-                                       std::to_string(Master::kDefaultWebPort).c_str(),
-                                       gflags::SET_FLAGS_DEFAULT);
+  gflags::SetCommandLineOptionWithMode(
+      "webserver_port", std::to_string(Master::kDefaultWebPort).c_str(), gflags::SET_FLAGS_DEFAULT);
   // Heartbeats share the service queue with clients.
   gflags::SetCommandLineOptionWithMode("rpc_service_queue_length", "100",
                                        gflags::SET_FLAGS_DEFAULT);

@@ -15,8 +15,8 @@ MasterServiceImpl::MasterServiceImpl(Master* m) : ServiceIf(kServiceName) {
       "Ping", [](const PingRequestPB*, PingResponsePB*, RpcContext* ctx) { ctx->RespondSuccess(); },
       MethodCost::kCheap);
   RegisterMethod<TSHeartbeatRequestPB, TSHeartbeatResponsePB>(
-      "TSHeartbeat", [m](const TSHeartbeatRequestPB* req, TSHeartbeatResponsePB* resp,
-                         RpcContext* ctx) {
+      "TSHeartbeat",
+      [m](const TSHeartbeatRequestPB* req, TSHeartbeatResponsePB* resp, RpcContext* ctx) {
         m->catalog_manager()->TSHeartbeat(*req, resp);
         ctx->RespondSuccess();
       });
@@ -51,8 +51,8 @@ MasterServiceImpl::MasterServiceImpl(Master* m) : ServiceIf(kServiceName) {
         ctx->RespondSuccess();
       });
   RegisterMethod<GetTableLocationsRequestPB, GetTableLocationsResponsePB>(
-      "GetTableLocations", [m](const GetTableLocationsRequestPB* req,
-                               GetTableLocationsResponsePB*, RpcContext* ctx) {
+      "GetTableLocations",
+      [m](const GetTableLocationsRequestPB* req, GetTableLocationsResponsePB*, RpcContext* ctx) {
         std::shared_ptr<const std::string> bytes = m->catalog_manager()->GetTableLocations(*req);
         ctx->RespondSuccessWithSerializedBody(Slice(*bytes));
       });

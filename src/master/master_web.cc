@@ -48,7 +48,8 @@ void Master::RegisterWebPages() {
         b += "<tr><td>" + EscapeHtml(id) + "</td><td>" +
              EscapeHtml(Partition::FromPB(pb.partition()).ToString()) + "</td><td>" +
              TabletStatePB_Name(pb.state()) + "</td><td>";
-        for (const auto& uuid : pb.replica_uuids()) b += ServerCell(uuid, ts_manager_.get()) + "<br>";
+        for (const auto& uuid : pb.replica_uuids())
+          b += ServerCell(uuid, ts_manager_.get()) + "<br>";
         b += "</td></tr>";
       }
       b += "</table>";
@@ -80,9 +81,16 @@ void Master::RegisterWebPages() {
   // text (benchmarks read it): /rpc-latency?method=GetTableLocations
   webserver()->RegisterRaw("/rpc-latency", [this](const WebRequest& req, WebResponse* resp) {
     resp->content_type = "text/plain";
-    static const std::set<std::string> kMethods = {
-        "Ping", "TSHeartbeat", "CreateTable", "IsCreateTableDone", "DeleteTable", "ListTables",
-        "GetTableSchema", "GetTableLocations", "ListTabletServers", "GetMasterRegistration"};
+    static const std::set<std::string> kMethods = {"Ping",
+                                                   "TSHeartbeat",
+                                                   "CreateTable",
+                                                   "IsCreateTableDone",
+                                                   "DeleteTable",
+                                                   "ListTables",
+                                                   "GetTableSchema",
+                                                   "GetTableLocations",
+                                                   "ListTabletServers",
+                                                   "GetMasterRegistration"};
     const std::string method = req.GetArg("method", "GetTableLocations");
     if (!kMethods.count(method)) {
       resp->status_code = 404;

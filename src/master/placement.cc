@@ -31,9 +31,9 @@ Result<std::vector<std::string>> PlaceReplicas(int num_replicas, ServerLoads* lo
     return Status::InvalidArgument("num_replicas must be at least 1", std::to_string(num_replicas));
   }
   if (loads->size() < size_t(num_replicas)) {
-    return Status::InvalidArgument("not enough live tablet servers to place " +
-                                   std::to_string(num_replicas) + " replicas",
-                                   std::to_string(loads->size()) + " live");
+    return Status::InvalidArgument(
+        "not enough live tablet servers to place " + std::to_string(num_replicas) + " replicas",
+        std::to_string(loads->size()) + " live");
   }
   std::vector<std::string> chosen;
   for (int r = 0; r < num_replicas; r++) {

@@ -9,8 +9,9 @@
 #include "rpc/rpc_controller.h"
 #include "rpc/sockaddr.h"
 
-DEFINE_int32(master_tablet_rpc_timeout_ms, 10000,
-             "Timeout of each CreateTablet / DeleteTablet call from the master to a tablet server.");
+DEFINE_int32(
+    master_tablet_rpc_timeout_ms, 10000,
+    "Timeout of each CreateTablet / DeleteTablet call from the master to a tablet server.");
 DEFINE_validator(master_tablet_rpc_timeout_ms, [](const char*, int32_t v) { return v > 0; });
 
 namespace nyala::master {
@@ -148,7 +149,8 @@ void TabletRpcTasks::Wake() {
 
 void TabletRpcTasks::WaitForWork(MonoDelta max_wait) {
   std::unique_lock<std::mutex> l(wake_mu_);
-  wake_cv_.wait_for(l, std::chrono::nanoseconds(max_wait.ToNanoseconds()), [this] { return woken_; });
+  wake_cv_.wait_for(l, std::chrono::nanoseconds(max_wait.ToNanoseconds()),
+                    [this] { return woken_; });
   woken_ = false;
 }
 

@@ -49,10 +49,10 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
   bool IsDue(const Key& key, MonoTime now) const EXCLUDES(mu_);
   // Send the call to `address` ("host:port"); the outcome arrives in TakeResults().
   // A call for a key that is not due is dropped.
-  void SendCreate(const std::string& address, tserver::CreateTabletRequestPB req,
-                  MonoTime now) EXCLUDES(mu_);
-  void SendDelete(const std::string& address, tserver::DeleteTabletRequestPB req,
-                  MonoTime now) EXCLUDES(mu_);
+  void SendCreate(const std::string& address, tserver::CreateTabletRequestPB req, MonoTime now)
+      EXCLUDES(mu_);
+  void SendDelete(const std::string& address, tserver::DeleteTabletRequestPB req, MonoTime now)
+      EXCLUDES(mu_);
   // Forgets tasks whose key fails `keep` (e.g. of tablets now running or gone).
   template <typename Pred>
   void Retain(Pred keep) EXCLUDES(mu_) {

@@ -36,7 +36,7 @@ struct TSDescriptor {
   TSRegistrationPB registration;
   MonoTime last_heartbeat;
   bool live = false;
-  bool has_full_report = false;  // a full tablet report arrived from this instance
+  bool has_full_report = false;           // a full tablet report arrived from this instance
   std::set<std::string> running_tablets;  // as last reported
 
   // The first advertised RPC address, "" when none was registered.

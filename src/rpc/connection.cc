@@ -12,8 +12,8 @@
 #include "rpc/messenger.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
-#include "rpc/rpc_controller.h"
 #include "rpc/rpc_context.h"
+#include "rpc/rpc_controller.h"
 
 namespace nyala::rpc {
 
@@ -77,8 +77,8 @@ Connection::~Connection() {
 
 void Connection::Start() {
   DCHECK(reactor_->IsCurrentThread());
-  read_event_ = event_new(reactor_->base(), fd_, EV_READ | EV_PERSIST, &Connection::OnReadable,
-                          this);
+  read_event_ =
+      event_new(reactor_->base(), fd_, EV_READ | EV_PERSIST, &Connection::OnReadable, this);
   write_event_ = event_new(reactor_->base(), fd_, EV_WRITE, &Connection::OnWritable, this);
   event_add(read_event_, nullptr);
   if (direction_ == Direction::kClient) {
@@ -125,8 +125,8 @@ void Connection::Shutdown(const Status& reason) {
     calls.swap(pending_calls_);
   }
   for (auto& [id, call] : calls) {
-    call->CompleteWithError(reason.CloneAndPrepend(call->method() + " RPC to " +
-                                                   remote_.ToString()));
+    call->CompleteWithError(
+        reason.CloneAndPrepend(call->method() + " RPC to " + remote_.ToString()));
   }
   reactor_->RemoveConnection(this);
 }
@@ -135,13 +135,12 @@ void Connection::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
   DCHECK(reactor_->IsCurrentThread());
   call = TryQueueOutboundCall(std::move(call));
   if (call) {
-    call->CompleteWithError(Status::NetworkError(call->method() + " RPC to " +
-                                                 remote_.ToString() + ": connection closed"));
+    call->CompleteWithError(Status::NetworkError(call->method() + " RPC to " + remote_.ToString() +
+                                                 ": connection closed"));
   }
 }
 
-std::unique_ptr<OutboundCall> Connection::TryQueueOutboundCall(
-    std::unique_ptr<OutboundCall> call) {
+std::unique_ptr<OutboundCall> Connection::TryQueueOutboundCall(std::unique_ptr<OutboundCall> call) {
   DCHECK(direction_ == Direction::kClient);
   OutboundFrame frame = call->TakeFrame();
   const int32_t id = call->call_id();
@@ -434,8 +433,8 @@ bool Connection::HandleRequestFrame(Slice payload) {
                header.has_call_id() ? header.call_id() : -1);
     return false;
   }
-  auto ctx = std::make_unique<RpcContext>(shared_from_this(), std::move(header),
-                                          payload.ToString(), MonoTime::Now());
+  auto ctx = std::make_unique<RpcContext>(shared_from_this(), std::move(header), payload.ToString(),
+                                          MonoTime::Now());
   messenger_->DispatchInboundCall(std::move(ctx));
   return true;
 }
@@ -478,8 +477,7 @@ bool Connection::HandleResponseFrame(Slice payload) {
   return true;
 }
 
-void Connection::FatalError(ErrorStatusPB::RpcErrorCodePB code, const Status& s,
-                            int32_t call_id) {
+void Connection::FatalError(ErrorStatusPB::RpcErrorCodePB code, const Status& s, int32_t call_id) {
   LOG(WARNING) << "closing connection from " << remote_.ToString() << ": "
                << ErrorStatusPB::RpcErrorCodePB_Name(code) << ": " << s.ToString();
   ResponseHeaderPB header;

@@ -41,8 +41,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Takes ownership of `fd` (non-blocking). `messenger` must outlive the connection's
   // activity (the messenger shuts every connection down before it goes away).
-  Connection(Reactor* reactor, Messenger* messenger, int fd, Sockaddr remote,
-             Direction direction);
+  Connection(Reactor* reactor, Messenger* messenger, int fd, Sockaddr remote, Direction direction);
   ~Connection();
 
   // Reactor thread: starts watching the socket. A client connection has its connect()
@@ -124,7 +123,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Mutex out_mu_;
   std::deque<OutboundFrame> outbox_ GUARDED_BY(out_mu_);
-  size_t out_offset_ GUARDED_BY(out_mu_) = 0;   // bytes of outbox_.front() already written
+  size_t out_offset_ GUARDED_BY(out_mu_) = 0;  // bytes of outbox_.front() already written
   bool write_armed_ GUARDED_BY(out_mu_) = false;
   bool in_flush_scope_ GUARDED_BY(out_mu_) = false;
   bool out_closed_ GUARDED_BY(out_mu_) = false;

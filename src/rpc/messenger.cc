@@ -66,8 +66,8 @@ Messenger::Messenger(MessengerOptions options) : options_(std::move(options)) {
   }
   metrics_ = options_.metrics;
   MetricLabels labels = {{"messenger", options_.name}};
-  bytes_sent_ = metrics_->FindOrCreateCounter("rpc_bytes_sent_total", "Bytes written to RPC sockets",
-                                              labels);
+  bytes_sent_ =
+      metrics_->FindOrCreateCounter("rpc_bytes_sent_total", "Bytes written to RPC sockets", labels);
   bytes_received_ = metrics_->FindOrCreateCounter("rpc_bytes_received_total",
                                                   "Bytes read from RPC sockets", labels);
   metrics_->RegisterFunctionGauge(
@@ -140,8 +140,8 @@ void Messenger::AcceptAll(Listener* l) {
     }
     SetNoDelay(fd);
     Sockaddr remote(reinterpret_cast<sockaddr*>(&ss), len);
-    Reactor* r = reactors_[next_reactor_.fetch_add(1, std::memory_order_relaxed) %
-                           reactors_.size()].get();
+    Reactor* r =
+        reactors_[next_reactor_.fetch_add(1, std::memory_order_relaxed) % reactors_.size()].get();
     auto start = [this, r, fd, remote] {
       auto conn = std::make_shared<Connection>(r, this, fd, remote, Connection::Direction::kServer);
       if (closing()) return;  // the connection's destructor closes fd
@@ -161,8 +161,8 @@ Status Messenger::RegisterService(std::unique_ptr<ServiceIf> service, int num_th
   if (num_threads < 0) num_threads = FLAGS_rpc_num_service_threads;
   if (queue_length < 0) queue_length = FLAGS_rpc_service_queue_length;
   const std::string name = service->service_name();
-  auto pool = std::make_unique<ServicePool>(std::move(service), num_threads, queue_length,
-                                            metrics_);
+  auto pool =
+      std::make_unique<ServicePool>(std::move(service), num_threads, queue_length, metrics_);
   std::unique_lock l(services_mu_);
   if (services_.count(name)) return Status::AlreadyPresent("service already registered", name);
   pool->Start();
@@ -180,19 +180,17 @@ void Messenger::DispatchInboundCall(std::unique_ptr<RpcContext> ctx) {
   if (!pool) {
     LOG(WARNING) << "call to unknown service from " << ctx->remote_address().ToString() << ": "
                  << ctx->service_name() << "." << ctx->method_name();
-    RespondAndRelease(std::move(ctx), 
-        ErrorStatusPB::ERROR_NO_SUCH_SERVICE,
-        Status::NotFound("no service " + ctx->service_name() + " on this server"));
+    RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_NO_SUCH_SERVICE,
+                      Status::NotFound("no service " + ctx->service_name() + " on this server"));
     return;
   }
   RpcMethodInfo* method = pool->service()->FindMethod(ctx->method_name());
   if (!method) {
     LOG(WARNING) << "call to unknown method from " << ctx->remote_address().ToString() << ": "
                  << ctx->service_name() << "." << ctx->method_name();
-    RespondAndRelease(std::move(ctx), 
-        ErrorStatusPB::ERROR_NO_SUCH_METHOD,
-        Status::NotFound("service " + ctx->service_name() + " has no method " +
-                         ctx->method_name()));
+    RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_NO_SUCH_METHOD,
+                      Status::NotFound("service " + ctx->service_name() + " has no method " +
+                                       ctx->method_name()));
     return;
   }
   ctx->set_method(method);

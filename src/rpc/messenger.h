@@ -35,7 +35,7 @@ class ServicePool;
 
 struct MessengerOptions {
   std::string name = "rpc";
-  int num_reactors = -1;        // -1: --num_reactor_threads
+  int num_reactors = -1;          // -1: --num_reactor_threads
   uint32_t max_message_size = 0;  // 0: --rpc_max_message_size
   // Where the per-method and per-messenger metrics go. nullptr: a registry of the
   // messenger's own. Must outlive the messenger.

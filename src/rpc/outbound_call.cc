@@ -62,8 +62,8 @@ OutboundCall::OutboundCall(Sockaddr remote, std::string_view service, std::strin
       controller_(controller),
       callback_(std::move(callback)),
       start_time_(MonoTime::Now()) {
-  deadline_ = controller_->timeout() > MonoDelta() ? start_time_ + controller_->timeout()
-                                                   : MonoTime::Max();
+  deadline_ =
+      controller_->timeout() > MonoDelta() ? start_time_ + controller_->timeout() : MonoTime::Max();
 }
 
 OutboundCall::~OutboundCall() = default;

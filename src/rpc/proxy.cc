@@ -21,8 +21,8 @@ void Proxy::AsyncRequest(std::string_view method, const google::protobuf::Messag
                                              std::move(callback));
   Status s = call->Serialize(messenger_->NextCallId(), request, messenger_->max_message_size());
   if (!s.ok()) {
-    call->CompleteWithError(s.CloneAndPrepend(std::string(method) + " RPC to " +
-                                              remote_.ToString()));
+    call->CompleteWithError(
+        s.CloneAndPrepend(std::string(method) + " RPC to " + remote_.ToString()));
     return;
   }
   messenger_->QueueOutboundCall(std::move(call));

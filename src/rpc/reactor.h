@@ -9,9 +9,9 @@
 #include <functional>
 #include <memory>
 #include <set>
-#include <unordered_map>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/monotime.h"

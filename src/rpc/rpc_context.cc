@@ -129,8 +129,8 @@ void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite
   const uint32_t max_size = conn_->messenger()->max_message_size();
   Status s = SerializeFrame(header, body, std::move(outbound_sidecars_), max_size, &frame);
   if (!s.ok()) {
-    LOG(WARNING) << service_name() << "." << method_name() << " response to "
-                 << remote_.ToString() << " dropped: " << s.ToString();
+    LOG(WARNING) << service_name() << "." << method_name() << " response to " << remote_.ToString()
+                 << " dropped: " << s.ToString();
     ErrorStatusPB err;
     err.set_code(ErrorStatusPB::ERROR_APPLICATION);
     err.set_message("response too large: " + s.message());

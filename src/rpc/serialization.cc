@@ -105,8 +105,8 @@ Status ParseFrameForFuzz(Slice data, uint32_t max_message_size) {
     RETURN_NOT_OK(PeekFrameLength(data, max_message_size, &frame_len));
     if (data.size() < frame_len) return Status::Incomplete("partial frame");
     FrameParts parts;
-    RETURN_NOT_OK(SplitFrame(Slice(data.data() + kFrameLengthBytes, frame_len - kFrameLengthBytes),
-                             &parts));
+    RETURN_NOT_OK(
+        SplitFrame(Slice(data.data() + kFrameLengthBytes, frame_len - kFrameLengthBytes), &parts));
     // As Connection::HandleRequestFrame does: ParseFromArray would log every missing
     // required field through protobuf's logger.
     RequestHeaderPB header;

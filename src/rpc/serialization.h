@@ -38,9 +38,8 @@ struct OutboundFrame {
 // Builds a frame. `header` must already list `sidecars`' offsets (see SidecarOffsets).
 // Fails (InvalidArgument) only if the frame would exceed `max_message_size`.
 Status SerializeFrame(const google::protobuf::MessageLite& header,
-                      const google::protobuf::MessageLite& body,
-                      std::vector<std::string> sidecars, uint32_t max_message_size,
-                      OutboundFrame* out);
+                      const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
+                      uint32_t max_message_size, OutboundFrame* out);
 
 // The offsets to put in a header for these sidecars.
 std::vector<uint32_t> SidecarOffsets(const std::vector<std::string>& sidecars);

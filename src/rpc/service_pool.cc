@@ -47,8 +47,8 @@ ServicePool::~ServicePool() {
 void ServicePool::Start() {
   for (int i = 0; i < num_threads_; i++) {
     threads_.emplace_back([this, i] {
-      std::string name = "svc-" + service_->service_name().substr(
-                                      service_->service_name().rfind('.') + 1);
+      std::string name =
+          "svc-" + service_->service_name().substr(service_->service_name().rfind('.') + 1);
       name = name.substr(0, 12) + "-" + std::to_string(i);
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
       RunThread();
@@ -69,7 +69,7 @@ void ServicePool::Shutdown() {
   threads_.clear();
   for (auto& ctx : left) {
     RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_UNAVAILABLE,
-                                     Status::ServiceUnavailable("server is shutting down"));
+                      Status::ServiceUnavailable("server is shutting down"));
   }
 }
 
@@ -98,18 +98,17 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
   if (!ctx) return;
   if (shutting_down) {
     RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_UNAVAILABLE,
-                                     Status::ServiceUnavailable("server is shutting down"));
+                      Status::ServiceUnavailable("server is shutting down"));
     return;
   }
   RpcMethodInfo* method = ctx->method();
   if (method->too_busy) method->too_busy->Increment();
   LOG_EVERY_N(WARNING, 100) << "rejecting " << ctx->ToString() << ": service queue full ("
                             << queue_length_ << " calls; --rpc_service_queue_length)";
-  RespondAndRelease(std::move(ctx), 
-      ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
-      Status::ServiceUnavailable("the service queue of " + service_->service_name() +
-                                 " is full (" + std::to_string(queue_length_) +
-                                 " calls); retry later"));
+  RespondAndRelease(
+      std::move(ctx), ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+      Status::ServiceUnavailable("the service queue of " + service_->service_name() + " is full (" +
+                                 std::to_string(queue_length_) + " calls); retry later"));
 }
 
 void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
@@ -117,9 +116,10 @@ void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
   if (now > ctx->deadline()) {
     LOG_EVERY_N(WARNING, 100) << "not running " << ctx->ToString()
                               << ": its deadline passed while it was queued";
-    RespondAndRelease(std::move(ctx), 
-        ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
-        Status::TimedOut("call waited " + std::to_string((now - ctx->arrival_time()).ToMilliseconds()) +
+    RespondAndRelease(
+        std::move(ctx), ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+        Status::TimedOut("call waited " +
+                         std::to_string((now - ctx->arrival_time()).ToMilliseconds()) +
                          " ms in the service queue, past its deadline"));
     return;
   }

@@ -90,7 +90,8 @@ Sockaddr Sockaddr::Loopback(uint16_t port) {
 }
 
 uint16_t Sockaddr::port() const {
-  if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
+  if (family() == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
   return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
 }
 
@@ -193,7 +194,8 @@ Result<std::vector<Sockaddr>> HostPort::Resolve() const {
   }
   freeaddrinfo(res);
   // Prefer IPv4: the daemons bind IPv4 by default.
-  std::stable_partition(out.begin(), out.end(), [](const Sockaddr& a) { return a.family() == AF_INET; });
+  std::stable_partition(out.begin(), out.end(),
+                        [](const Sockaddr& a) { return a.family() == AF_INET; });
   if (out.empty()) return Status::NetworkError("no addresses for " + host_);
   return out;
 }

@@ -102,8 +102,8 @@ Result<std::unique_ptr<FsManager>> FsManager::Open(const std::vector<std::string
       return Status::Corruption("instance file " + instance + " has no valid uuid");
     }
     if (!file_kind.empty() && file_kind != kind) {
-      return Status::IllegalState("data dir " + fsm->dirs_[0] + " belongs to a nyala-" +
-                                  file_kind + ", not a nyala-" + kind);
+      return Status::IllegalState("data dir " + fsm->dirs_[0] + " belongs to a nyala-" + file_kind +
+                                  ", not a nyala-" + kind);
     }
     return fsm;
   }

@@ -34,8 +34,7 @@ namespace nyala::server {
 
 const char* const kNyalaVersion = "0.1.0";
 
-ServerBaseOptions ServerBaseOptions::FromFlags(const std::string& kind,
-                                               uint16_t default_rpc_port) {
+ServerBaseOptions ServerBaseOptions::FromFlags(const std::string& kind, uint16_t default_rpc_port) {
   ServerBaseOptions o;
   o.kind = kind;
   o.data_dirs = SplitCommaList(FLAGS_fs_data_dirs);
@@ -64,8 +63,8 @@ Status ServerBase::Init() {
 }
 
 Status ServerBase::Start() {
-  ASSIGN_OR_RETURN(auto binds,
-                   rpc::HostPort::ParseList(options_.rpc_bind_addresses, options_.default_rpc_port));
+  ASSIGN_OR_RETURN(
+      auto binds, rpc::HostPort::ParseList(options_.rpc_bind_addresses, options_.default_rpc_port));
   for (const auto& hp : binds) {
     ASSIGN_OR_RETURN(auto addrs, hp.Resolve());
     rpc::Sockaddr bound;
@@ -77,15 +76,16 @@ Status ServerBase::Start() {
     webserver_ = std::make_unique<Webserver>("nyala-" + options_.kind);
     RegisterDefaultPages();
     RegisterWebPages();
-    std::string host = options_.webserver_interface.empty() ? bound_rpc_[0].host()
-                                                           : options_.webserver_interface;
+    std::string host =
+        options_.webserver_interface.empty() ? bound_rpc_[0].host() : options_.webserver_interface;
     RETURN_NOT_OK(webserver_->Start(host, options_.webserver_port));
     LOG(INFO) << "web UI at http://" << (host == "0.0.0.0" ? rpc::FirstNonLoopbackAddress() : host)
               << ":" << webserver_->port() << "/";
   }
   start_time_ = MonoTime::Now();
   start_wall_micros_ = GetWallTimeMicros();
-  if (!FLAGS_server_dump_info_path.empty()) RETURN_NOT_OK(DumpServerInfo(FLAGS_server_dump_info_path));
+  if (!FLAGS_server_dump_info_path.empty())
+    RETURN_NOT_OK(DumpServerInfo(FLAGS_server_dump_info_path));
   return Status::OK();
 }
 
@@ -114,8 +114,7 @@ void ServerBase::Shutdown() {
 
 std::vector<rpc::HostPort> ServerBase::advertised_rpc_addresses() const {
   if (!options_.rpc_advertised_addresses.empty()) {
-    auto r = rpc::HostPort::ParseList(options_.rpc_advertised_addresses,
-                                      options_.default_rpc_port);
+    auto r = rpc::HostPort::ParseList(options_.rpc_advertised_addresses, options_.default_rpc_port);
     if (r.ok()) return *r;
     LOG(WARNING) << "bad --rpc_advertised_addresses: " << r.status().ToString();
   }
@@ -128,8 +127,8 @@ std::vector<rpc::HostPort> ServerBase::advertised_rpc_addresses() const {
 
 std::vector<rpc::HostPort> ServerBase::http_addresses() const {
   if (!webserver_) return {};
-  std::string host = options_.webserver_interface.empty() ? bound_rpc_[0].host()
-                                                         : options_.webserver_interface;
+  std::string host =
+      options_.webserver_interface.empty() ? bound_rpc_[0].host() : options_.webserver_interface;
   if (host == "0.0.0.0") host = rpc::FirstNonLoopbackAddress();
   return {rpc::HostPort(host, uint16_t(webserver_->port()))};
 }
@@ -157,7 +156,8 @@ void ServerBase::RegisterDefaultPages() {
     AddOverviewRows(&rows);
     std::string& b = resp->body;
     b += "<h2>nyala-" + options_.kind + "</h2><table>";
-    for (const auto& [k, v] : rows) b += "<tr><th>" + EscapeHtml(k) + "</th><td>" + v + "</td></tr>";
+    for (const auto& [k, v] : rows)
+      b += "<tr><th>" + EscapeHtml(k) + "</th><td>" + v + "</td></tr>";
     b += "</table>";
   });
   webserver_->RegisterRaw("/healthz", [](const WebRequest&, WebResponse* resp) {
@@ -173,7 +173,8 @@ void ServerBase::RegisterDefaultPages() {
       return;
     }
     std::string& b = resp->body;
-    b += "<h2>Flags</h2><table><tr><th>Flag</th><th>Value</th><th>Default</th><th>Description</th></tr>";
+    b += "<h2>Flags</h2><table><tr><th>Flag</th><th>Value</th><th>Default</th><th>Description</"
+         "th></tr>";
     for (const auto& f : flags) {
       b += std::string("<tr") + (f.is_default ? "" : " style=\"background:#fff8dc\"") + "><td>" +
            EscapeHtml(f.name) + "</td><td>" + EscapeHtml(f.current_value) + "</td><td>" +
@@ -193,7 +194,8 @@ void ServerBase::RegisterDefaultPages() {
     std::string& b = resp->body;
     b += "<h2>RPCs</h2><p>Open connections: " + std::to_string(messenger_->num_connections()) +
          "</p><ul>";
-    for (const auto& line : messenger_->DumpRunningCalls()) b += "<li>" + EscapeHtml(line) + "</li>";
+    for (const auto& line : messenger_->DumpRunningCalls())
+      b += "<li>" + EscapeHtml(line) + "</li>";
     b += "</ul>";
   });
 }
@@ -245,8 +247,10 @@ void CheckFlagfile(const std::string& path, int depth) {
     std::string bare = name.rfind("no", 0) == 0 ? name.substr(2) : name;
     if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info) &&
         !gflags::GetCommandLineFlagInfo(bare.c_str(), &info)) {
-      fprintf(stderr, "error: unknown flag --%s in flagfile %s (line %d); see --help for the "
-              "flags this program takes\n", name.c_str(), path.c_str(), lineno);
+      fprintf(stderr,
+              "error: unknown flag --%s in flagfile %s (line %d); see --help for the "
+              "flags this program takes\n",
+              name.c_str(), path.c_str(), lineno);
       exit(1);
     }
   }

@@ -30,7 +30,7 @@ struct ServerBaseOptions {
   std::string webserver_interface;       // "" = same host as the first RPC address
   int webserver_port = 0;                // 0 picks a free port; -1 disables the web server
   uint16_t default_rpc_port = 0;
-  int num_reactors = -1;                 // -1: --num_reactor_threads
+  int num_reactors = -1;  // -1: --num_reactor_threads
   // Options from the daemon flags (--rpc_bind_addresses & co.).
   static ServerBaseOptions FromFlags(const std::string& kind, uint16_t default_rpc_port);
 };

@@ -17,12 +17,23 @@ std::string EscapeHtml(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -124,8 +135,8 @@ void Webserver::Handle(evhttp_request* req) {
   auto it = routes_.find(wreq.path);
   if (it == routes_.end()) {
     wresp.status_code = 404;
-    wresp.body = WrapPage(wreq.path, "<h2>Not found</h2><p>No page at " +
-                                         EscapeHtml(wreq.path) + ".</p>");
+    wresp.body =
+        WrapPage(wreq.path, "<h2>Not found</h2><p>No page at " + EscapeHtml(wreq.path) + ".</p>");
   } else {
     it->second.handler(wreq, &wresp);
     if (it->second.page && wresp.content_type.rfind("text/html", 0) == 0) {

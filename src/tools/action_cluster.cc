@@ -31,8 +31,10 @@ Status Ksck(const std::vector<std::string>& args) {
   std::set<std::string> live;
   TableOutput ts_out({"tablet_server", "uuid", "state", "last_heartbeat_ms"});
   for (const auto& s : servers) {
-    if (s.live) live.insert(s.uuid);
-    else problems.push_back("tablet server " + s.rpc_address + " (" + s.uuid + ") is dead");
+    if (s.live)
+      live.insert(s.uuid);
+    else
+      problems.push_back("tablet server " + s.rpc_address + " (" + s.uuid + ") is dead");
     ts_out.AddRow({s.rpc_address, s.uuid, s.live ? "LIVE" : "DEAD",
                    std::to_string(s.millis_since_heartbeat)});
   }
@@ -82,10 +84,15 @@ Status Ksck(const std::vector<std::string>& args) {
 }  // namespace
 
 void RegisterClusterActions() {
-  AllActions().push_back({"cluster", "ksck",
+  AllActions().push_back({"cluster",
+                          "ksck",
                           "Check the cluster: master reachable, every tablet server alive, every "
                           "table's tablets running on live servers. Exits 1 when unhealthy.",
-                          "<master_addresses>", {"format"}, 1, 1, Ksck});
+                          "<master_addresses>",
+                          {"format"},
+                          1,
+                          1,
+                          Ksck});
 }
 
 }  // namespace nyala::tools

@@ -93,13 +93,16 @@ Status LoadGen(const std::vector<std::string>& args) {
 
 void RegisterPerfActions() {
   AllActions().push_back(
-      {"perf", "loadgen",
+      {"perf",
+       "loadgen",
        "Insert generated rows from --num_threads threads (AUTO_FLUSH_BACKGROUND) and report the "
        "time per row.",
        "<master_addresses>",
        {"num_rows_per_thread", "num_threads", "buffer_size_bytes", "buffer_flush_watermark_pct",
         "table_name", "keep_auto_table", "table_num_hash_buckets", "string_len"},
-       1, 1, LoadGen});
+       1,
+       1,
+       LoadGen});
 }
 
 }  // namespace nyala::tools

@@ -45,10 +45,22 @@ Status MasterStatus(const std::vector<std::string>& args) {
 
 void RegisterServerActions() {
   auto& a = AllActions();
-  a.push_back({"tserver", "list", "List the tablet servers the master knows, live or dead.",
-               "<master_addresses>", {"format"}, 1, 1, ListTabletServers});
-  a.push_back({"master", "status", "Show the master's identity, addresses and catalog size.",
-               "<master_addresses>", {"format"}, 1, 1, MasterStatus});
+  a.push_back({"tserver",
+               "list",
+               "List the tablet servers the master knows, live or dead.",
+               "<master_addresses>",
+               {"format"},
+               1,
+               1,
+               ListTabletServers});
+  a.push_back({"master",
+               "status",
+               "Show the master's identity, addresses and catalog size.",
+               "<master_addresses>",
+               {"format"},
+               1,
+               1,
+               MasterStatus});
 }
 
 }  // namespace nyala::tools

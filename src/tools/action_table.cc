@@ -21,7 +21,8 @@ DEFINE_string(predicates, "",
               "[\"IN\", \"host\", [\"a\", \"b\"]], [\"NOTNULL\", \"v\"]]'. Operators: = < <= > >= "
               "IN NULL NOTNULL.");
 DEFINE_int64(limit, 0, "Stop after this many rows (0: no limit).");
-DEFINE_string(file, "", "Input rows: a .csv file (header line of column names) or a .jsonl "
+DEFINE_string(file, "",
+              "Input rows: a .csv file (header line of column names) or a .jsonl "
               "file (one JSON object per line); '-' reads CSV from stdin.");
 DEFINE_string(name_filter, "", "Only tables whose name contains this.");
 DEFINE_int32(max_errors_shown, 20, "Row errors printed before the rest are only counted.");
@@ -68,8 +69,7 @@ Status DescribeTable(const std::vector<std::string>& args) {
     return Status::OK();
   }
   printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n\n", table->name().c_str(),
-         table->id().c_str(), table->num_replicas(),
-         table->partition_schema().ToString().c_str());
+         table->id().c_str(), table->num_replicas(), table->partition_schema().ToString().c_str());
   out.Print(format);
   return Status::OK();
 }
@@ -224,7 +224,8 @@ Status GetRows(const std::vector<std::string>& args) {
 // Loads rows from --file with one write operation per row, in AUTO_FLUSH_BACKGROUND.
 Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMode mode,
                  RowOpType op_type) {
-  if (FLAGS_file.empty()) return Status::InvalidArgument("give the rows with --file=rows.csv|rows.jsonl");
+  if (FLAGS_file.empty())
+    return Status::InvalidArgument("give the rows with --file=rows.csv|rows.jsonl");
   RowReader::Format fmt = RowReader::Format::kCsv;
   FILE* in = stdin;
   int64_t total_bytes = 0;
@@ -250,7 +251,8 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   const MonoTime start = MonoTime::Now();
   MonoTime last_progress = start;
   auto report = [&](const std::string& msg) {
-    if (shown++ < FLAGS_max_errors_shown) fprintf(stderr, "%s%s\n", progress ? "\r\033[K" : "", msg.c_str());
+    if (shown++ < FLAGS_max_errors_shown)
+      fprintf(stderr, "%s%s\n", progress ? "\r\033[K" : "", msg.c_str());
   };
   auto drain_errors = [&] {
     std::vector<std::unique_ptr<client::WriteError>> errors;
@@ -276,9 +278,15 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     }
     std::unique_ptr<client::WriteOperation> op;
     switch (op_type) {
-      case RowOpType::kUpsert: op = table->NewUpsert(); break;
-      case RowOpType::kDelete: op = table->NewDelete(); break;
-      default: op = table->NewInsert(); break;
+      case RowOpType::kUpsert:
+        op = table->NewUpsert();
+        break;
+      case RowOpType::kDelete:
+        op = table->NewDelete();
+        break;
+      default:
+        op = table->NewInsert();
+        break;
     }
     Status set_status;
     for (int c = 0; c < table->schema().num_columns() && set_status.ok(); c++) {
@@ -320,7 +328,8 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
          static_cast<long long>(bad_lines), static_cast<long long>(row_errors));
   if (!flush.ok() && !flush.IsIOError()) return flush;
   if (bad_lines + row_errors > 0) {
-    return Status::Incomplete(std::to_string(bad_lines + row_errors) + " row(s) not written; see above");
+    return Status::Incomplete(std::to_string(bad_lines + row_errors) +
+                              " row(s) not written; see above");
   }
   return Status::OK();
 }
@@ -330,35 +339,85 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
 void RegisterTableActions() {
   auto& a = AllActions();
   const std::string m = "<master_addresses>";
-  a.push_back({"table", "list", "List the tables.", m, {"name_filter", "format"}, 1, 1, ListTables});
-  a.push_back({"table", "describe", "Show a table's columns, partitioning and replication.",
-               m + " <table>", {"format"}, 2, 2, DescribeTable});
-  a.push_back({"table", "create",
-               "Create a table from a JSON spec, inline or in a file (see src/tools/table_spec.h):\n"
-               "  {\"name\": \"t\", \"columns\": [{\"name\": \"k\", \"type\": \"INT64\", \"key\": true}, ...],\n"
-               "   \"hash_partitions\": [{\"columns\": [\"k\"], \"buckets\": 4}],\n"
-               "   \"range_partition\": {\"columns\": [\"k\"], \"splits\": [[100]]}, \"num_replicas\": 1}",
-               m + " <json-spec|spec-file>", {}, 2, 2, CreateTable});
-  a.push_back({"table", "delete", "Delete a table and its data.", m + " <table>", {}, 2, 2,
-               DeleteTable});
-  a.push_back({"table", "count", "Count a table's rows (with optional --predicates).",
-               m + " <table>", {"predicates"}, 2, 2, CountRows});
-  a.push_back({"table", "scan", "Print a table's rows.", m + " <table>",
-               {"columns", "predicates", "limit", "format"}, 2, 2, ScanTable});
-  a.push_back({"table", "get", "Look rows up by primary key (key values in key-column order).",
-               m + " <table> <key>...", {"columns", "format"}, 3, -1, GetRows});
-  a.push_back({"table", "insert", "Insert rows from --file; reports each bad line.", m + " <table>",
-               {"file", "max_errors_shown"}, 2, 2, [](const std::vector<std::string>& args) {
+  a.push_back(
+      {"table", "list", "List the tables.", m, {"name_filter", "format"}, 1, 1, ListTables});
+  a.push_back({"table",
+               "describe",
+               "Show a table's columns, partitioning and replication.",
+               m + " <table>",
+               {"format"},
+               2,
+               2,
+               DescribeTable});
+  a.push_back(
+      {"table",
+       "create",
+       "Create a table from a JSON spec, inline or in a file (see src/tools/table_spec.h):\n"
+       "  {\"name\": \"t\", \"columns\": [{\"name\": \"k\", \"type\": \"INT64\", \"key\": true}, "
+       "...],\n"
+       "   \"hash_partitions\": [{\"columns\": [\"k\"], \"buckets\": 4}],\n"
+       "   \"range_partition\": {\"columns\": [\"k\"], \"splits\": [[100]]}, \"num_replicas\": 1}",
+       m + " <json-spec|spec-file>",
+       {},
+       2,
+       2,
+       CreateTable});
+  a.push_back(
+      {"table", "delete", "Delete a table and its data.", m + " <table>", {}, 2, 2, DeleteTable});
+  a.push_back({"table",
+               "count",
+               "Count a table's rows (with optional --predicates).",
+               m + " <table>",
+               {"predicates"},
+               2,
+               2,
+               CountRows});
+  a.push_back({"table",
+               "scan",
+               "Print a table's rows.",
+               m + " <table>",
+               {"columns", "predicates", "limit", "format"},
+               2,
+               2,
+               ScanTable});
+  a.push_back({"table",
+               "get",
+               "Look rows up by primary key (key values in key-column order).",
+               m + " <table> <key>...",
+               {"columns", "format"},
+               3,
+               -1,
+               GetRows});
+  a.push_back({"table",
+               "insert",
+               "Insert rows from --file; reports each bad line.",
+               m + " <table>",
+               {"file", "max_errors_shown"},
+               2,
+               2,
+               [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kInsert);
                }});
-  a.push_back({"table", "upsert", "Insert or replace rows from --file.", m + " <table>",
-               {"file", "max_errors_shown"}, 2, 2, [](const std::vector<std::string>& args) {
+  a.push_back({"table",
+               "upsert",
+               "Insert or replace rows from --file.",
+               m + " <table>",
+               {"file", "max_errors_shown"},
+               2,
+               2,
+               [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kUpsert);
                }});
-  a.push_back({"table", "delete_rows", "Delete the rows whose keys are in --file.", m + " <table>",
-               {"file", "max_errors_shown"}, 2, 2, [](const std::vector<std::string>& args) {
+  a.push_back({"table",
+               "delete_rows",
+               "Delete the rows whose keys are in --file.",
+               m + " <table>",
+               {"file", "max_errors_shown"},
+               2,
+               2,
+               [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kDelete);
                }});

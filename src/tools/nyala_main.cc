@@ -15,12 +15,15 @@ using nyala::tools::AllActions;
 
 namespace {
 
-bool IsHelp(const std::string& a) { return a == "--help" || a == "-h" || a == "-help" || a == "help"; }
+bool IsHelp(const std::string& a) {
+  return a == "--help" || a == "-h" || a == "-help" || a == "help";
+}
 
 void PrintTopHelp() {
-  printf("Usage: nyala <noun> <verb> [args] [--flags]\n\n"
-         "Operate a Nyala cluster. Master addresses are comma-separated host:port\n"
-         "(port 7051 when omitted).\n\nNouns:\n");
+  printf(
+      "Usage: nyala <noun> <verb> [args] [--flags]\n\n"
+      "Operate a Nyala cluster. Master addresses are comma-separated host:port\n"
+      "(port 7051 when omitted).\n\nNouns:\n");
   std::map<std::string, std::set<std::string>> nouns;
   for (const auto& a : AllActions()) nouns[a.noun].insert(a.verb);
   for (const auto& [noun, verbs] : nouns) {

@@ -35,11 +35,16 @@ Result<ColumnPredicate> ParseOne(const client::Table& table, const json& p, cons
     return table.NewInListPredicate(col, values);
   }
   ColumnPredicate::CompareOp cmp;
-  if (op == "=") cmp = ColumnPredicate::CompareOp::kEqual;
-  else if (op == "<") cmp = ColumnPredicate::CompareOp::kLess;
-  else if (op == "<=") cmp = ColumnPredicate::CompareOp::kLessEqual;
-  else if (op == ">") cmp = ColumnPredicate::CompareOp::kGreater;
-  else if (op == ">=") cmp = ColumnPredicate::CompareOp::kGreaterEqual;
+  if (op == "=")
+    cmp = ColumnPredicate::CompareOp::kEqual;
+  else if (op == "<")
+    cmp = ColumnPredicate::CompareOp::kLess;
+  else if (op == "<=")
+    cmp = ColumnPredicate::CompareOp::kLessEqual;
+  else if (op == ">")
+    cmp = ColumnPredicate::CompareOp::kGreater;
+  else if (op == ">=")
+    cmp = ColumnPredicate::CompareOp::kGreaterEqual;
   else {
     return Status::InvalidArgument(path + ": unknown operator '" + op +
                                    "' (expected = < <= > >= IN NULL NOTNULL)");

@@ -102,7 +102,8 @@ Status RowReader::Next(Row* row) {
   }
   row->Clear();
   Status s = format_ == Format::kCsv ? ParseCsv(line, row) : ParseJsonLine(line, row);
-  if (!s.ok()) return Status::InvalidArgument("line " + std::to_string(line_no_) + ": " + s.message());
+  if (!s.ok())
+    return Status::InvalidArgument("line " + std::to_string(line_no_) + ": " + s.message());
   return Status::OK();
 }
 

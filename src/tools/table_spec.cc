@@ -24,7 +24,8 @@ Result<std::vector<std::string>> StringList(const json& j, const std::string& pa
   return out;
 }
 
-Status CheckKeys(const json& obj, const std::string& path, std::initializer_list<const char*> allowed) {
+Status CheckKeys(const json& obj, const std::string& path,
+                 std::initializer_list<const char*> allowed) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;
     for (const char* a : allowed) ok |= it.key() == a;
@@ -51,7 +52,8 @@ Status FillRangeRow(const Schema& schema, const std::vector<std::string>& range_
   for (size_t i = 0; i < values.size(); i++) {
     ASSIGN_OR_RETURN(int idx, schema.ColumnIndex(range_cols[i]));
     auto cell = ParseCellJson(schema.column(idx), values[i], row->arena());
-    if (!cell.ok()) return FieldError(path + "[" + std::to_string(i) + "]", cell.status().message());
+    if (!cell.ok())
+      return FieldError(path + "[" + std::to_string(i) + "]", cell.status().message());
     RETURN_NOT_OK(row->SetCopy(idx, *cell));
   }
   return Status::OK();
@@ -61,8 +63,8 @@ Status FillRangeRow(const Schema& schema, const std::vector<std::string>& range_
 
 Result<TableSpec> ParseTableSpec(const json& j) {
   if (!j.is_object()) return Status::InvalidArgument("the table spec must be a JSON object");
-  RETURN_NOT_OK(CheckKeys(j, "", {"name", "columns", "hash_partitions", "range_partition",
-                                  "num_replicas"}));
+  RETURN_NOT_OK(
+      CheckKeys(j, "", {"name", "columns", "hash_partitions", "range_partition", "num_replicas"}));
   TableSpec spec;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty()) {
     return FieldError("name", "expected a non-empty table name");
@@ -102,7 +104,10 @@ Result<TableSpec> ParseTableSpec(const json& j) {
       if (!cell.ok()) return FieldError(path + ".default", cell.status().message());
       def = Value(*cell);
     }
-    if (key) num_keys++; else seen_value = true;
+    if (key)
+      num_keys++;
+    else
+      seen_value = true;
     cols.emplace_back(c["name"].get<std::string>(), *type, nullable, def);
   }
   if (num_keys == 0) return FieldError("columns", "at least one column needs \"key\": true");
@@ -134,7 +139,8 @@ Result<TableSpec> ParseTableSpec(const json& j) {
     ASSIGN_OR_RETURN(spec.range_columns,
                      StringList(rp.value("columns", json()), "range_partition.columns"));
     if (rp.contains("splits")) {
-      if (!rp["splits"].is_array()) return FieldError("range_partition.splits", "expected an array");
+      if (!rp["splits"].is_array())
+        return FieldError("range_partition.splits", "expected an array");
       for (const auto& s : rp["splits"]) spec.splits.push_back(s);
     }
     if (rp.contains("bounds")) {
@@ -142,7 +148,8 @@ Result<TableSpec> ParseTableSpec(const json& j) {
       if (!b.is_array()) return FieldError("range_partition.bounds", "expected an array");
       for (size_t i = 0; i < b.size(); i++) {
         const std::string path = "range_partition.bounds[" + std::to_string(i) + "]";
-        if (!b[i].is_object()) return FieldError(path, "expected {\"lower\": [...], \"upper\": [...]}");
+        if (!b[i].is_object())
+          return FieldError(path, "expected {\"lower\": [...], \"upper\": [...]}");
         RETURN_NOT_OK(CheckKeys(b[i], path, {"lower", "upper"}));
         spec.bounds.emplace_back(b[i].value("lower", json::array()),
                                  b[i].value("upper", json::array()));
@@ -164,8 +171,8 @@ Result<TableSpec> ParseTableSpec(const json& j) {
   for (size_t i = 0; i < spec.bounds.size(); i++) {
     Row row(&spec.schema);
     const std::string path = "range_partition.bounds[" + std::to_string(i) + "]";
-    RETURN_NOT_OK(FillRangeRow(spec.schema, spec.range_columns, spec.bounds[i].first,
-                               path + ".lower", &row));
+    RETURN_NOT_OK(
+        FillRangeRow(spec.schema, spec.range_columns, spec.bounds[i].first, path + ".lower", &row));
     Row row2(&spec.schema);
     RETURN_NOT_OK(FillRangeRow(spec.schema, spec.range_columns, spec.bounds[i].second,
                                path + ".upper", &row2));

@@ -36,7 +36,7 @@ struct TableSpec {
   };
   std::vector<Hash> hash_partitions;
   std::vector<std::string> range_columns;
-  std::vector<nlohmann::json> splits;                          // arrays of range-column values
+  std::vector<nlohmann::json> splits;                             // arrays of range-column values
   std::vector<std::pair<nlohmann::json, nlohmann::json>> bounds;  // lower, upper ([] = unbounded)
   int num_replicas = 0;
 };

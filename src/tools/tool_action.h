@@ -18,11 +18,11 @@ namespace nyala::tools {
 struct Action {
   std::string noun;
   std::string verb;
-  std::string summary;                  // one line
-  std::string args_usage;               // e.g. "<master_addresses> <table> <key>..."
-  std::vector<std::string> flags;       // names of the gflags this action reads
+  std::string summary;             // one line
+  std::string args_usage;          // e.g. "<master_addresses> <table> <key>..."
+  std::vector<std::string> flags;  // names of the gflags this action reads
   int min_args = 0;
-  int max_args = -1;                    // -1: no limit
+  int max_args = -1;  // -1: no limit
   std::function<Status(const std::vector<std::string>& args)> run;
 };
 

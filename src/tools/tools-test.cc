@@ -117,9 +117,10 @@ TEST(TableSpecTest, ErrorsNameTheField) {
 }
 
 TEST(RowInputTest, CsvWithErrorsByLine) {
-  auto schema = Schema::Create({ColumnSchema("k", DataType::kInt64), ColumnSchema("s", DataType::kString),
-                                ColumnSchema("n", DataType::kInt32, true)},
-                               1, 0);
+  auto schema =
+      Schema::Create({ColumnSchema("k", DataType::kInt64), ColumnSchema("s", DataType::kString),
+                      ColumnSchema("n", DataType::kInt32, true)},
+                     1, 0);
   ASSERT_OK(schema.status());
   std::string text = "k,s,n\n1,hello,5\n2,\"a,\"\"b\"\"\",\nx,bad,1\n\n3,three,7\n4,four\n";
   FILE* f = fmemopen(text.data(), text.size(), "r");
@@ -145,9 +146,8 @@ TEST(RowInputTest, CsvWithErrorsByLine) {
 }
 
 TEST(RowInputTest, JsonLines) {
-  auto schema = Schema::Create({ColumnSchema("k", DataType::kInt64),
-                                ColumnSchema("n", DataType::kInt32, true)},
-                               1, 0);
+  auto schema = Schema::Create(
+      {ColumnSchema("k", DataType::kInt64), ColumnSchema("n", DataType::kInt32, true)}, 1, 0);
   ASSERT_OK(schema.status());
   std::string text = "{\"k\": 1, \"n\": null}\n{\"k\": 2, \"zz\": 1}\n{oops\n";
   FILE* f = fmemopen(text.data(), text.size(), "r");
@@ -171,7 +171,8 @@ TEST(OutputTest, Formats) {
   nulls.AddRow({"NULL", ""}, {nullptr, ""});
   EXPECT_EQ(nulls.Render(OutputFormat::kCsv), "a,b\n,\"\"\n");
   EXPECT_EQ(out.Render(OutputFormat::kCsv), "id,name\n1,\"a,b\"\n22,c\n");
-  EXPECT_EQ(out.Render(OutputFormat::kJson), "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
+  EXPECT_EQ(out.Render(OutputFormat::kJson),
+            "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
   EXPECT_EQ(out.Render(OutputFormat::kTable), " id | name\n----+-----\n 1  | a,b\n 22 | c\n");
   EXPECT_FALSE(ParseOutputFormat("xml").ok());
 }

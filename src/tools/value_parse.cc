@@ -23,10 +23,20 @@ Status BadValue(const ColumnSchema& col, std::string_view text, const char* why 
 Result<Cell> IntegerCell(const ColumnSchema& col, int64_t v, std::string_view text) {
   int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
   switch (col.type()) {
-    case DataType::kInt8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case DataType::kInt16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case DataType::kInt32: lo = INT32_MIN; hi = INT32_MAX; break;
-    default: break;
+    case DataType::kInt8:
+      lo = INT8_MIN;
+      hi = INT8_MAX;
+      break;
+    case DataType::kInt16:
+      lo = INT16_MIN;
+      hi = INT16_MAX;
+      break;
+    case DataType::kInt32:
+      lo = INT32_MIN;
+      hi = INT32_MAX;
+      break;
+    default:
+      break;
   }
   if (v < lo || v > hi) return BadValue(col, text, "out of range");
   return Cell::Integer(col.type(), v);
@@ -50,7 +60,8 @@ Result<DataType> ParseTypeName(std::string_view name) {
 Result<Cell> ParseCellText(const ColumnSchema& col, std::string_view text, Arena* arena) {
   switch (col.type()) {
     case DataType::kBool:
-      if (text == "true" || text == "1" || text == "TRUE" || text == "True") return Cell::Bool(true);
+      if (text == "true" || text == "1" || text == "TRUE" || text == "True")
+        return Cell::Bool(true);
       if (text == "false" || text == "0" || text == "FALSE" || text == "False") {
         return Cell::Bool(false);
       }
@@ -128,7 +139,8 @@ Result<Cell> ParseCellJson(const ColumnSchema& col, const json& v, Arena* arena)
 std::string CellToText(const Cell& c) {
   if (c.is_null() || c.is_absent()) return "NULL";
   switch (c.type()) {
-    case DataType::kBool: return c.bool_value() ? "true" : "false";
+    case DataType::kBool:
+      return c.bool_value() ? "true" : "false";
     case DataType::kFloat:
     case DataType::kDouble: {
       // The shortest text that reads back as the same value.
@@ -144,24 +156,30 @@ std::string CellToText(const Cell& c) {
       return buf;
     }
     case DataType::kString:
-    case DataType::kBinary: return c.slice_value().ToString();
-    default: return std::to_string(c.int_value());
+    case DataType::kBinary:
+      return c.slice_value().ToString();
+    default:
+      return std::to_string(c.int_value());
   }
 }
 
 json CellToJson(const Cell& c) {
   if (c.is_null() || c.is_absent()) return nullptr;
   switch (c.type()) {
-    case DataType::kBool: return c.bool_value();
-    case DataType::kFloat: return double(c.float_value());
-    case DataType::kDouble: return c.double_value();
+    case DataType::kBool:
+      return c.bool_value();
+    case DataType::kFloat:
+      return double(c.float_value());
+    case DataType::kDouble:
+      return c.double_value();
     case DataType::kString:
     case DataType::kBinary: {
       std::string s = c.slice_value().ToString();
       // nlohmann::json throws on invalid UTF-8 at dump time; replace bad bytes.
       return json(s);
     }
-    default: return c.int_value();
+    default:
+      return c.int_value();
   }
 }
 

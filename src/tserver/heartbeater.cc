@@ -38,8 +38,8 @@ Heartbeater::Heartbeater(HeartbeaterOptions options, std::shared_ptr<rpc::Messen
   if (metrics) {
     sent_counter_ = metrics->FindOrCreateCounter("tserver_heartbeats_sent_total",
                                                  "Heartbeats answered by a master");
-    failed_counter_ = metrics->FindOrCreateCounter(
-        "tserver_heartbeats_failed_total", "Heartbeats that failed (master down or error)");
+    failed_counter_ = metrics->FindOrCreateCounter("tserver_heartbeats_failed_total",
+                                                   "Heartbeats that failed (master down or error)");
   }
   for (const auto& hp : options_.masters) {
     auto m = std::make_unique<MasterState>();
@@ -99,15 +99,14 @@ void Heartbeater::Run(MasterState* m) {
       }
       m->consecutive_failures++;
       m->needs_register = true;  // it may have restarted without our record
-      wait = rpc::ComputeBackoff(
-          m->consecutive_failures, MonoDelta::FromMilliseconds(FLAGS_heartbeat_interval_ms),
-          MonoDelta::FromMilliseconds(
-              std::max(FLAGS_heartbeat_max_backoff_ms, FLAGS_heartbeat_interval_ms)));
+      wait = rpc::ComputeBackoff(m->consecutive_failures,
+                                 MonoDelta::FromMilliseconds(FLAGS_heartbeat_interval_ms),
+                                 MonoDelta::FromMilliseconds(std::max(
+                                     FLAGS_heartbeat_max_backoff_ms, FLAGS_heartbeat_interval_ms)));
     }
     std::unique_lock<Mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::nanoseconds(wait.ToNanoseconds()), [&] {
-      return stopping_ || (s.ok() && trigger_gen_ != m->seen_trigger_gen);
-    });
+    cv_.wait_for(l, std::chrono::nanoseconds(wait.ToNanoseconds()),
+                 [&] { return stopping_ || (s.ok() && trigger_gen_ != m->seen_trigger_gen); });
     if (stopping_) return;
     m->seen_trigger_gen = trigger_gen_;
   }
@@ -138,8 +137,8 @@ Status Heartbeater::Beat(MasterState* m) {
       m->needs_register = true;
       m->needs_full_report = true;
     }
-    return StatusFromPB(resp.error().status()).CloneAndPrepend(
-        "master error " + master::MasterErrorPB::Code_Name(resp.error().code()));
+    return StatusFromPB(resp.error().status())
+        .CloneAndPrepend("master error " + master::MasterErrorPB::Code_Name(resp.error().code()));
   }
   if (sent_registration) {
     LOG(INFO) << "registered with master " << m->host_port.ToString();

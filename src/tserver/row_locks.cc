@@ -21,8 +21,7 @@ inline uint64_t HashKey(Slice key) {
 }  // namespace
 
 RowLocks::RowLocks(size_t num_stripes)
-    : mask_(std::bit_ceil(std::max<size_t>(num_stripes, 1)) - 1),
-      stripes_(new Stripe[mask_ + 1]) {}
+    : mask_(std::bit_ceil(std::max<size_t>(num_stripes, 1)) - 1), stripes_(new Stripe[mask_ + 1]) {}
 
 size_t RowLocks::StripeOf(Slice key) const { return (HashKey(key) >> 20) & mask_; }
 
@@ -37,7 +36,8 @@ void RowLockSet::Lock(RowLocks* locks) {
 
 void RowLockSet::Release() {
   if (locked_) {
-    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) locks_->stripes_[*it].mu.unlock();
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+      locks_->stripes_[*it].mu.unlock();
     locked_ = false;
   }
   pending_.clear();

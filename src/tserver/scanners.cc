@@ -29,12 +29,15 @@ class Scanner {
         created_(MonoTime::Now()),
         row_(&tablet_->schema()) {
     decode_key_ = proj_->needs_key;
-    for (const ColumnPredicate& p : preds_) decode_key_ |= tablet_->schema().is_key_column(p.column());
+    for (const ColumnPredicate& p : preds_)
+      decode_key_ |= tablet_->schema().is_key_column(p.column());
     Touch();
   }
 
   const std::string& id() const { return id_; }
-  void Touch() { last_access_ns_.store(MonoTime::Now().ToNanoseconds(), std::memory_order_relaxed); }
+  void Touch() {
+    last_access_ns_.store(MonoTime::Now().ToNanoseconds(), std::memory_order_relaxed);
+  }
   MonoDelta Idle() const {
     return MonoDelta::FromNanoseconds(MonoTime::Now().ToNanoseconds() -
                                       last_access_ns_.load(std::memory_order_relaxed));
@@ -290,8 +293,8 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
   }
 }
 
-void ScannerManager::ContinueScan(const ScanRequestPB& req, ScanResponsePB* resp,
-                                  std::string* rows, std::string* indirect) {
+void ScannerManager::ContinueScan(const ScanRequestPB& req, ScanResponsePB* resp, std::string* rows,
+                                  std::string* indirect) {
   std::shared_ptr<Scanner> scanner = Find(req.scanner_id());
   const MonoDelta ttl = MonoDelta::FromMilliseconds(FLAGS_scanner_ttl_ms);
   if (scanner && scanner->Idle() > ttl) {

@@ -112,8 +112,8 @@ class TabletTest : public NyalaTest {
       EXPECT_FALSE(resp.has_error()) << resp.ShortDebugString();
       if (resp.has_error()) break;
       batches++;
-      auto proj = ProjectionOf(schema_, resp.projection().columns_size() ? resp.projection()
-                                                                          : projection_pb_);
+      auto proj = ProjectionOf(
+          schema_, resp.projection().columns_size() ? resp.projection() : projection_pb_);
       if (resp.projection().columns_size()) projection_pb_ = resp.projection();
       EXPECT_OK(proj.status());
       RowBlock block;
@@ -191,17 +191,17 @@ TEST_F(TabletTest, EveryOperationAndRowError) {
   ASSERT_OK(del_missing.Set(0, Cell::Int64(98)));
 
   WriteResponsePB resp = WriteOps({
-      {RowOpType::kInsert, &dup},                  // 0: ALREADY_PRESENT
-      {RowOpType::kInsertIgnore, &dup},            // 1: ignored
-      {RowOpType::kInsert, &new_row},              // 2
-      {RowOpType::kUpdate, &update},               // 3
-      {RowOpType::kUpdate, &update_missing},       // 4: NOT_FOUND
-      {RowOpType::kUpdateIgnore, &update_missing}, // 5: ignored
-      {RowOpType::kUpsert, &upsert_partial},       // 6: merges into row 0
-      {RowOpType::kUpsert, &upsert_new},           // 7
-      {RowOpType::kDelete, &del},                  // 8
-      {RowOpType::kDelete, &del_missing},          // 9: NOT_FOUND
-      {RowOpType::kDeleteIgnore, &del_missing},    // 10: ignored
+      {RowOpType::kInsert, &dup},                   // 0: ALREADY_PRESENT
+      {RowOpType::kInsertIgnore, &dup},             // 1: ignored
+      {RowOpType::kInsert, &new_row},               // 2
+      {RowOpType::kUpdate, &update},                // 3
+      {RowOpType::kUpdate, &update_missing},        // 4: NOT_FOUND
+      {RowOpType::kUpdateIgnore, &update_missing},  // 5: ignored
+      {RowOpType::kUpsert, &upsert_partial},        // 6: merges into row 0
+      {RowOpType::kUpsert, &upsert_new},            // 7
+      {RowOpType::kDelete, &del},                   // 8
+      {RowOpType::kDelete, &del_missing},           // 9: NOT_FOUND
+      {RowOpType::kDeleteIgnore, &del_missing},     // 10: ignored
   });
   ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
   ASSERT_EQ(resp.per_row_errors_size(), 3) << resp.ShortDebugString();
@@ -216,13 +216,13 @@ TEST_F(TabletTest, EveryOperationAndRowError) {
   std::vector<Value> v;
   ASSERT_TRUE(GetRow(10, &v));
   ASSERT_TRUE(GetRow(2, &v));
-  EXPECT_EQ(v[1].cell().int_value(), -5);                                   // updated
-  EXPECT_EQ(v[2].cell().slice_value().ToString(), MakeSeedRow(2).b);       // kept
+  EXPECT_EQ(v[1].cell().int_value(), -5);                             // updated
+  EXPECT_EQ(v[2].cell().slice_value().ToString(), MakeSeedRow(2).b);  // kept
   ASSERT_TRUE(GetRow(0, &v));
-  EXPECT_EQ(v[1].cell().int_value(), 1234);                                 // merged
-  EXPECT_EQ(v[2].cell().slice_value().ToString(), "upserted");             // merged
-  EXPECT_EQ(v[3].cell().slice_value().ToString(), MakeSeedRow(0).c);       // kept
-  EXPECT_EQ(v[4].cell().int_value(), MakeSeedRow(0).d);                    // kept
+  EXPECT_EQ(v[1].cell().int_value(), 1234);                           // merged
+  EXPECT_EQ(v[2].cell().slice_value().ToString(), "upserted");        // merged
+  EXPECT_EQ(v[3].cell().slice_value().ToString(), MakeSeedRow(0).c);  // kept
+  EXPECT_EQ(v[4].cell().int_value(), MakeSeedRow(0).d);               // kept
   ASSERT_TRUE(GetRow(11, &v));
   EXPECT_FALSE(GetRow(1, &v));  // deleted
   EXPECT_FALSE(GetRow(99, &v));
@@ -252,7 +252,7 @@ TEST_F(TabletTest, DuplicateKeysInOneBlockApplyInOrder) {
   WriteResponsePB resp = WriteOps({{RowOpType::kInsert, &first},
                                    {RowOpType::kUpdate, &upd},
                                    {RowOpType::kDelete, &del},
-                                   {RowOpType::kUpdate, &upd},   // 3: NOT_FOUND (deleted)
+                                   {RowOpType::kUpdate, &upd},  // 3: NOT_FOUND (deleted)
                                    {RowOpType::kInsert, &again},
                                    {RowOpType::kInsert, &again},  // 5: ALREADY_PRESENT
                                    {RowOpType::kUpdate, &upd}});
@@ -266,11 +266,11 @@ TEST_F(TabletTest, DuplicateKeysInOneBlockApplyInOrder) {
 
 TEST_F(TabletTest, WholeRequestErrorsWriteNothing) {
   // Schema mismatch: column a declared INT64.
-  auto other = Schema::Create({ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt64),
-                               ColumnSchema("b", DataType::kString),
-                               ColumnSchema("c", DataType::kString, true),
-                               ColumnSchema("d", DataType::kInt32, true)},
-                              1);
+  auto other = Schema::Create(
+      {ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt64),
+       ColumnSchema("b", DataType::kString), ColumnSchema("c", DataType::kString, true),
+       ColumnSchema("d", DataType::kInt32, true)},
+      1);
   ASSERT_OK(other.status());
   WriteRequestPB req = MakeSeedWrite("t1", schema_, 0, 10);
   other->ToPB(req.mutable_schema());
@@ -342,11 +342,16 @@ ColumnPredicatePB RandomPredicate(std::mt19937_64* rng, int64_t max_key) {
     const int64_t k = pick(*rng) * max_key / 100;
     SeedRow r = MakeSeedRow(k);
     switch (c) {
-      case 0: return EncodeCellValue(Cell::Int64(k));
-      case 1: return EncodeCellValue(Cell::Int32(r.a));
-      case 2: return r.b;
-      case 3: return r.c;
-      default: return EncodeCellValue(Cell::Int32(pick(*rng)));
+      case 0:
+        return EncodeCellValue(Cell::Int64(k));
+      case 1:
+        return EncodeCellValue(Cell::Int32(r.a));
+      case 2:
+        return r.b;
+      case 3:
+        return r.c;
+      default:
+        return EncodeCellValue(Cell::Int32(pick(*rng)));
     }
   };
   switch (pick(*rng) % 6) {
@@ -428,8 +433,8 @@ TEST_F(TabletTest, ScanPredicatesMatchInMemoryFilter) {
     for (const auto& p : preds) desc += p.ToString() + "; ";
     const uint32_t batch = rng() % 2 ? 0 : 1 + rng() % 4000;
     std::vector<int64_t> got = ScanKeys(ns, batch);
-    ASSERT_EQ(got, want) << "iteration " << iter << ": " << desc << " start " << start
-                         << " stop " << stop << " limit " << limit << " batch " << batch;
+    ASSERT_EQ(got, want) << "iteration " << iter << ": " << desc << " start " << start << " stop "
+                         << stop << " limit " << limit << " batch " << batch;
   }
   EXPECT_EQ(scanners_->NumScanners(), 0u);  // finished scans keep nothing
 }

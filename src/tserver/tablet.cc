@@ -22,8 +22,7 @@ const char* TabletStateName(TabletState state) {
   return "UNKNOWN";
 }
 
-void SetTabletError(TabletServerErrorPB::Code code, const Status& status,
-                    TabletServerErrorPB* pb) {
+void SetTabletError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb) {
   pb->set_code(code);
   StatusToPB(status, pb->mutable_status());
 }
@@ -78,9 +77,9 @@ bool Tablet::CheckRunning(TabletServerErrorPB* error) const {
                      Status::NotFound("tablet " + tablet_id() + " was deleted"), error);
       return false;
     case TabletState::kFailed:
-      SetTabletError(TabletServerErrorPB::TABLET_NOT_RUNNING,
-                     Status::IllegalState("tablet " + tablet_id() + " failed: " + failure_.ToString()),
-                     error);
+      SetTabletError(
+          TabletServerErrorPB::TABLET_NOT_RUNNING,
+          Status::IllegalState("tablet " + tablet_id() + " failed: " + failure_.ToString()), error);
       return false;
   }
   return false;
@@ -113,7 +112,8 @@ Result<std::shared_ptr<const Projection>> Tablet::MakeProjection(
   std::vector<bool> seen(schema_.num_columns());
   for (const std::string& n : names) {
     const int i = schema_.FindColumn(n);
-    if (i < 0) return Status::NotFound("projected column '" + n + "' is not in tablet " + tablet_id());
+    if (i < 0)
+      return Status::NotFound("projected column '" + n + "' is not in tablet " + tablet_id());
     if (seen[i]) return Status::InvalidArgument("column '" + n + "' projected twice");
     seen[i] = true;
     idxs.push_back(i);

@@ -53,8 +53,8 @@ Status TabletManager::OpenStore(const std::string& dir) {
       tablet = std::move(opened).value();
     } else {
       LOG(ERROR) << "tablet " << id << " in " << path << " is FAILED: " << opened.status();
-      tablet = Tablet::Failed(std::move(meta), opened.status(), store.get(), row_locks_.get(),
-                              metrics_);
+      tablet =
+          Tablet::Failed(std::move(meta), opened.status(), store.get(), row_locks_.get(), metrics_);
     }
     MutexLock l(mu_);
     if (tablets_.count(id)) {

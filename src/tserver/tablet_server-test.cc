@@ -328,9 +328,8 @@ TEST_F(TabletServerTest, HeartbeatsRegisterAndReportTablets) {
 TEST_F(TabletServerTest, HeartbeatsRetryWhileTheMasterIsDown) {
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(master_->beats().size(), 1u); });
   master_msgr_->Shutdown();
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
-    ASSERT_GE(server_->heartbeater()->NumHeartbeatsFailedForTests(), 2);
-  });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10),
+                    [&] { ASSERT_GE(server_->heartbeater()->NumHeartbeatsFailedForTests(), 2); });
   // Serving goes on.
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
   PingResponsePB presp;

@@ -76,7 +76,8 @@ Status TabletServer::Start() {
       reg->set_software_version(server::kNyalaVersion);
       reg->set_start_time_micros(start_time_wall_micros());
     };
-    heartbeater_ = std::make_unique<Heartbeater>(std::move(ho), messenger(), tablets_.get(), metrics());
+    heartbeater_ =
+        std::make_unique<Heartbeater>(std::move(ho), messenger(), tablets_.get(), metrics());
     tablets_->set_change_callback([hb = heartbeater_.get()] { hb->TriggerASAP(); });
     heartbeater_->Start();
   }

@@ -18,8 +18,9 @@ void LogRejected(const rpc::RpcContext* ctx, const std::string& tablet_id,
                  const TabletServerErrorPB& err, TServerMetrics* metrics) {
   if (metrics) metrics->rejected_requests->Increment();
   LOG(WARNING) << ctx->method_name() << " from " << ctx->remote_address().ToString()
-               << (tablet_id.empty() ? "" : " for tablet " + tablet_id) << " rejected: "
-               << TabletServerErrorPB::Code_Name(err.code()) << ": " << err.status().message();
+               << (tablet_id.empty() ? "" : " for tablet " + tablet_id)
+               << " rejected: " << TabletServerErrorPB::Code_Name(err.code()) << ": "
+               << err.status().message();
 }
 
 template <typename Resp>
@@ -138,9 +139,8 @@ TabletServiceImpl::TabletServiceImpl(TabletServiceDeps deps)
       });
 
   RegisterMethod<PingRequestPB, PingResponsePB>(
-      "Ping", [](const PingRequestPB*, PingResponsePB*, rpc::RpcContext* ctx) {
-        ctx->RespondSuccess();
-      },
+      "Ping",
+      [](const PingRequestPB*, PingResponsePB*, rpc::RpcContext* ctx) { ctx->RespondSuccess(); },
       rpc::MethodCost::kCheap);
 }
 
@@ -149,9 +149,9 @@ TabletAdminServiceImpl::TabletAdminServiceImpl(TabletManager* tablets, std::stri
     : ServiceIf(kServiceName), tablets_(tablets), uuid_(std::move(server_uuid)), metrics_(metrics) {
   auto wrong_uuid = [this](const std::string& dest, TabletServerErrorPB* err) {
     if (dest.empty() || dest == uuid_) return false;
-    SetTabletError(TabletServerErrorPB::WRONG_SERVER_UUID,
-                   Status::InvalidArgument("request for server " + dest + " reached server " + uuid_),
-                   err);
+    SetTabletError(
+        TabletServerErrorPB::WRONG_SERVER_UUID,
+        Status::InvalidArgument("request for server " + dest + " reached server " + uuid_), err);
     return true;
   };
 
@@ -198,7 +198,7 @@ TabletAdminServiceImpl::TabletAdminServiceImpl(TabletManager* tablets, std::stri
           *info->mutable_partition() = m.partition();
           *info->mutable_schema() = m.schema();
           *info->mutable_partition_schema() = m.partition_schema();
-          info->set_state(t->state() == TabletState::kDeleted ? TABLET_DATA_DELETED
+          info->set_state(t->state() == TabletState::kDeleted   ? TABLET_DATA_DELETED
                           : t->state() == TabletState::kRunning ? TABLET_DATA_READY
                                                                 : TABLET_DATA_UNKNOWN);
           info->set_estimated_on_disk_size(t->OnDiskSize());

@@ -84,7 +84,8 @@ rocksdb::CompressionType CompressionFromFlag() {
   if (want == rocksdb::kNoCompression) return want;
   auto supported = rocksdb::GetSupportedCompressions();
   if (std::find(supported.begin(), supported.end(), want) == supported.end()) {
-    LOG(WARNING) << "--rocksdb_compression=" << f << " is not supported by this RocksDB; using none";
+    LOG(WARNING) << "--rocksdb_compression=" << f
+                 << " is not supported by this RocksDB; using none";
     return rocksdb::kNoCompression;
   }
   return want;
@@ -92,9 +93,8 @@ rocksdb::CompressionType CompressionFromFlag() {
 
 // One block cache for every store of the process.
 std::shared_ptr<rocksdb::Cache> SharedBlockCache() {
-  static std::shared_ptr<rocksdb::Cache> cache =
-      rocksdb::NewLRUCache(static_cast<size_t>(std::max<int64_t>(FLAGS_block_cache_capacity_mb, 1))
-                           << 20);
+  static std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(
+      static_cast<size_t>(std::max<int64_t>(FLAGS_block_cache_capacity_mb, 1)) << 20);
   return cache;
 }
 
@@ -235,8 +235,9 @@ void TabletStore::RegisterMetrics() {
       return static_cast<int64_t>(v);
     };
   };
-  metrics_->RegisterFunctionGauge("rocksdb_memtable_bytes", "Bytes in the RocksDB memtables of rows",
-                                  labels, prop("rocksdb.cur-size-all-mem-tables"), this);
+  metrics_->RegisterFunctionGauge("rocksdb_memtable_bytes",
+                                  "Bytes in the RocksDB memtables of rows", labels,
+                                  prop("rocksdb.cur-size-all-mem-tables"), this);
   metrics_->RegisterFunctionGauge("rocksdb_pending_compaction_bytes",
                                   "Estimated bytes RocksDB compaction still has to rewrite", labels,
                                   prop("rocksdb.estimate-pending-compaction-bytes"), this);
@@ -281,8 +282,8 @@ Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
   PutFixed64BE(&next, next_seq_ + 1);
   rocksdb::WriteBatch batch;
   RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kNextSeqKey, next)));
-  RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(),
-                                    meta->SerializeAsString())));
+  RETURN_NOT_OK(FromRocks(
+      batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString())));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "writing tablet metadata"));

@@ -31,12 +31,12 @@ struct KeySlot {
 // per row once they have grown.
 struct WriteScratch {
   DecodedRowOps ops;
-  std::string keys;                 // every storage key, back to back
-  std::vector<uint32_t> key_end;    // per op: end offset of its key in `keys` (0: invalid op)
-  std::vector<uint32_t> order;      // valid op indexes sorted by key
-  std::vector<uint32_t> slot_of;    // per op: index into slots
+  std::string keys;               // every storage key, back to back
+  std::vector<uint32_t> key_end;  // per op: end offset of its key in `keys` (0: invalid op)
+  std::vector<uint32_t> order;    // valid op indexes sorted by key
+  std::vector<uint32_t> slot_of;  // per op: index into slots
   std::vector<KeySlot> slots;
-  std::vector<Slice> key_of;        // per op: its storage key
+  std::vector<Slice> key_of;  // per op: its storage key
   std::vector<Slice> read_keys;
   std::vector<uint32_t> read_slots;
   std::string value;

@@ -23,11 +23,11 @@ namespace nyala::tserver::testing {
 // (key INT64, a INT32, b STRING, c STRING, d INT32); with `nullable`, c and d are
 // nullable (for IS NULL tests), otherwise the benchmark's seed schema.
 inline Schema SeedSchema(bool nullable = true) {
-  auto s = Schema::Create({ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt32),
-                           ColumnSchema("b", DataType::kString),
-                           ColumnSchema("c", DataType::kString, nullable),
-                           ColumnSchema("d", DataType::kInt32, nullable)},
-                          1);
+  auto s = Schema::Create(
+      {ColumnSchema("key", DataType::kInt64), ColumnSchema("a", DataType::kInt32),
+       ColumnSchema("b", DataType::kString), ColumnSchema("c", DataType::kString, nullable),
+       ColumnSchema("d", DataType::kInt32, nullable)},
+      1);
   CHECK(s.ok()) << s.status().ToString();
   return std::move(s).value();
 }

@@ -44,8 +44,10 @@ void TabletServer::RegisterWebPages() {
       "/tablets", "Tablets", [this](const server::WebRequest&, server::WebResponse* resp) {
         auto tablets = tablets_->GetTablets();
         std::sort(tablets.begin(), tablets.end(), [](const auto& a, const auto& b) {
-          return std::tie(a->metadata().table_name(), a->metadata().partition().partition_key_start()) <
-                 std::tie(b->metadata().table_name(), b->metadata().partition().partition_key_start());
+          return std::tie(a->metadata().table_name(),
+                          a->metadata().partition().partition_key_start()) <
+                 std::tie(b->metadata().table_name(),
+                          b->metadata().partition().partition_key_start());
         });
         std::string& b = resp->body;
         b += "<h2>Tablets (" + std::to_string(tablets.size()) + ")</h2>";
@@ -72,12 +74,12 @@ void TabletServer::RegisterWebPages() {
              "<th>Predicates</th><th>Rows returned</th><th>Rows scanned</th><th>Age</th>"
              "<th>Idle</th></tr>";
         for (const ScannerInfo& s : scanners) {
-          b += "<tr><td>" + EscapeHtml(s.id) + "</td><td>" + EscapeHtml(s.tablet_id) +
-               "</td><td>" + EscapeHtml(s.table_name) + "</td><td>" + EscapeHtml(s.projection) +
-               "</td><td>" + EscapeHtml(s.predicates) + "</td><td>" +
-               std::to_string(s.rows_returned) + "</td><td>" + std::to_string(s.rows_scanned) +
-               "</td><td>" + EscapeHtml(s.age.ToString()) + "</td><td>" +
-               EscapeHtml(s.idle.ToString()) + "</td></tr>";
+          b += "<tr><td>" + EscapeHtml(s.id) + "</td><td>" + EscapeHtml(s.tablet_id) + "</td><td>" +
+               EscapeHtml(s.table_name) + "</td><td>" + EscapeHtml(s.projection) + "</td><td>" +
+               EscapeHtml(s.predicates) + "</td><td>" + std::to_string(s.rows_returned) +
+               "</td><td>" + std::to_string(s.rows_scanned) + "</td><td>" +
+               EscapeHtml(s.age.ToString()) + "</td><td>" + EscapeHtml(s.idle.ToString()) +
+               "</td></tr>";
         }
         b += "</table>";
       });
