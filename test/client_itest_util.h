@@ -1,6 +1,5 @@
-// For client integration tests and benchmarks: a real nyala-master and N real
-// nyala-tserver processes (ExternalDaemon) under one directory, and a client of
-// them. Used until test/mini_cluster.h can replace it.
+// For client integration tests and benchmarks: a MiniCluster (a real nyala-master and
+// N real nyala-tserver processes) plus a client connected to it.
 #pragma once
 
 #include <memory>
@@ -8,78 +7,55 @@
 #include <vector>
 
 #include "client/client.h"
-#include "test/external_daemon.h"
+#include "test/mini_cluster.h"
 
 namespace nyala::client::itest {
 
 class ClientTestCluster {
  public:
   ClientTestCluster(std::string root, int num_tservers, std::vector<std::string> tserver_flags = {})
-      : root_(std::move(root)), num_tservers_(num_tservers), ts_flags_(std::move(tserver_flags)) {}
+      : cluster_(Options(std::move(root), num_tservers, std::move(tserver_flags))) {}
 
-  // Starts the master and the tablet servers and waits until all have registered.
+  // Starts the master and the tablet servers, waits until all have registered, and
+  // connects a client.
   Status Start() {
-    test::ExternalDaemonOptions mo;
-    mo.binary = test::BinDir() + "/nyala-master";
-    mo.name = "master";
-    mo.root_dir = root_ + "/master";
-    master_ = std::make_unique<test::ExternalDaemon>(mo);
-    RETURN_NOT_OK(master_->Start());
-    for (int i = 0; i < num_tservers_; i++) {
-      test::ExternalDaemonOptions to;
-      to.binary = test::BinDir() + "/nyala-tserver";
-      to.name = "ts" + std::to_string(i);
-      to.root_dir = root_ + "/ts" + std::to_string(i);
-      to.flags = {"--tserver_master_addrs=" + master_addr(), "--heartbeat_interval_ms=200"};
-      for (const auto& f : ts_flags_) to.flags.push_back(f);
-      tservers_.push_back(std::make_unique<test::ExternalDaemon>(to));
-      RETURN_NOT_OK(tservers_.back()->Start());
-    }
+    RETURN_NOT_OK(cluster_.Start());
     ASSIGN_OR_RETURN(client_, NewClient());
-    const MonoTime deadline = MonoTime::Now() + MonoDelta::FromSeconds(30);
-    while (true) {
-      auto servers = client_->ListTabletServers();
-      int live = 0;
-      if (servers.ok()) {
-        for (const auto& s : *servers) live += s.live;
-      }
-      if (live >= num_tservers_) return Status::OK();
-      if (MonoTime::Now() > deadline) {
-        return Status::TimedOut("tablet servers did not register", std::to_string(live));
-      }
-      SleepFor(MonoDelta::FromMilliseconds(50));  // polling for registration
-    }
+    return Status::OK();
   }
 
   Result<std::shared_ptr<Client>> NewClient() {
     return ClientBuilder().add_master_server_addr(master_addr()).Build();
   }
 
-  std::string master_addr() const { return master_->rpc_addr().ToString(); }
+  std::string master_addr() const { return cluster_.master_addr(); }
   const std::shared_ptr<Client>& client() const { return client_; }
-  test::ExternalDaemon* tserver(int i) { return tservers_[i].get(); }
-  test::ExternalDaemon* master() { return master_.get(); }
-  int num_tservers() const { return num_tservers_; }
+  test::ExternalDaemon* tserver(int i) { return cluster_.tserver(i); }
+  test::ExternalDaemon* master() { return cluster_.master(); }
+  int num_tservers() const { return cluster_.num_tservers(); }
   // The tablet server listening on `rpc_address` ("host:port"), or nullptr.
   test::ExternalDaemon* TserverAt(const std::string& rpc_address) {
-    for (auto& t : tservers_) {
-      if (t->rpc_addr().ToString() == rpc_address) return t.get();
+    for (int i = 0; i < cluster_.num_tservers(); i++) {
+      if (cluster_.tserver(i)->rpc_addr().ToString() == rpc_address) return cluster_.tserver(i);
     }
     return nullptr;
   }
 
   void Shutdown() {
     client_.reset();
-    for (auto& t : tservers_) WARN_NOT_OK(t->Shutdown(), "stopping " + t->uuid());
-    if (master_) WARN_NOT_OK(master_->Shutdown(), "stopping master");
+    WARN_NOT_OK(cluster_.Shutdown(), "stopping the mini cluster");
   }
 
  private:
-  const std::string root_;
-  const int num_tservers_;
-  const std::vector<std::string> ts_flags_;
-  std::unique_ptr<test::ExternalDaemon> master_;
-  std::vector<std::unique_ptr<test::ExternalDaemon>> tservers_;
+  static test::MiniClusterOptions Options(std::string root, int n, std::vector<std::string> flags) {
+    test::MiniClusterOptions o;
+    o.root_dir = std::move(root);
+    o.num_tservers = n;
+    o.tserver_flags = std::move(flags);
+    return o;
+  }
+
+  test::MiniCluster cluster_;
   std::shared_ptr<Client> client_;
 };
 
