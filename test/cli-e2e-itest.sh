@@ -47,6 +47,15 @@ http_get() {
   exec 3<&-
 }
 
+# An unknown flag in a flagfile stops the daemon with the flag, the file and the line.
+printf -- '--webserver_port=0\n--no_such_flag=3\n' >"$WORK/bad.gflags"
+if out=$("$NYALA_BIN_DIR/nyala-master" --flagfile="$WORK/bad.gflags" --fs_data_dirs="$WORK/bad" 2>&1); then
+  fail "a flagfile with an unknown flag was accepted"
+else
+  check "an unknown flagfile flag is named with its file" \
+    contains "$out" "unknown flag --no_such_flag in flagfile $WORK/bad.gflags (line 2)"
+fi
+
 export NYALA_MASTER_FLAGS="--tserver_unresponsive_timeout_ms=3000"
 export NYALA_TSERVER_FLAGS="--heartbeat_interval_ms=300"
 "$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE"
