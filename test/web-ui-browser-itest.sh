@@ -27,7 +27,7 @@ has() { if grep -qF -- "$2" <<<"$1"; then echo "ok: $3"; else fail "$3"; fi; }
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 BASE=""
 for _ in $(seq 1 50); do
-  p=$((20000 + RANDOM % 20000)); ok=1
+  p=$((10000 + RANDOM % 20000)); ok=1
   for off in 0 10 11 1000 1010 1011; do port_free $((p + off)) || { ok=0; break; }; done
   if [ $ok -eq 1 ]; then BASE=$p; break; fi
 done
