@@ -12,6 +12,7 @@
 #include "common/schema.h"
 #include "common/test_util.h"
 #include "rpc/rpc_controller.h"
+#include "master/master-test-util.h"
 #include "test/mini_cluster.h"
 #include "tserver/tserver_admin.pb.h"
 
@@ -21,44 +22,12 @@ using namespace nyala::master;  // NOLINT(build/namespaces)
 
 namespace {
 
+// The shared test-schema request builder.
 CreateTableRequestPB MakeRequest(const std::string& name, int hash_buckets, bool range,
                                  const std::vector<int64_t>& splits = {},
                                  const std::vector<std::pair<int64_t, int64_t>>& bounds = {},
                                  int num_replicas = 1) {
-  CreateTableRequestPB req;
-  req.set_name(name);
-  req.set_num_replicas(num_replicas);
-  auto* k = req.mutable_schema()->add_columns();
-  k->set_name("key");
-  k->set_type(INT64);
-  k->set_is_key(true);
-  auto* v = req.mutable_schema()->add_columns();
-  v->set_name("v");
-  v->set_type(STRING);
-  v->set_is_nullable(true);
-  if (hash_buckets > 0) {
-    auto* d = req.mutable_partition_schema()->add_hash_dimensions();
-    d->add_columns("key");
-    d->set_num_buckets(hash_buckets);
-  }
-  if (range) req.mutable_partition_schema()->mutable_range_schema()->add_columns("key");
-  if (!splits.empty() || !bounds.empty()) {
-    auto schema = Schema::FromPB(req.schema());
-    EXPECT_TRUE(schema.ok());
-    RowOperationsEncoder enc(&*schema);
-    auto add = [&](RowOpType type, int64_t key) {
-      Row row(&*schema);
-      EXPECT_TRUE(row.Set("key", Cell::Int64(key)).ok());
-      EXPECT_TRUE(enc.Add(type, row).ok());
-    };
-    for (int64_t s : splits) add(RowOpType::kSplitRow, s);
-    for (auto [lo, hi] : bounds) {
-      add(RowOpType::kRangeLowerBound, lo);
-      add(RowOpType::kRangeUpperBound, hi);
-    }
-    enc.Finish(req.mutable_split_rows_range_bounds());
-  }
-  return req;
+  return MakeCreateTableRequest(name, hash_buckets, range, splits, bounds, num_replicas);
 }
 
 }  // namespace
