@@ -15,6 +15,8 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -22,6 +24,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -43,6 +46,11 @@ DEFINE_bool(run_on_reactor, false,
             "Call AddInline, whose handler runs on the server's reactor thread, instead of Add.");
 DEFINE_double(run_seconds, 5, "Length of the measured run, after a short warm-up.");
 DEFINE_int32(payload_bytes, 0, "Bytes of payload added to each request.");
+DEFINE_int32(server_cpu, -1,
+             "Pin every server thread (reactors, service threads; the echo thread in pingpong "
+             "mode) to this CPU. -1: no pinning. BENCHMARKING.md asks for pinned single-client "
+             "figures: --server_cpu=0 --client_cpu=1, and both on 0 for a second row.");
+DEFINE_int32(client_cpu, -1, "Pin every client thread (messengers, callers) to this CPU.");
 
 namespace nyala::rpc {
 namespace {
@@ -59,6 +67,26 @@ Usage GetUsage() {
   getrusage(RUSAGE_SELF, &ru);
   return {ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec,
           ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec, ru.ru_nvcsw + ru.ru_nivcsw};
+}
+
+// Threads inherit their creator's CPU mask, so pinning the main thread before it
+// creates a messenger or thread pins that messenger's or thread's threads too.
+void PinCurrentThread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu < 0) {
+    for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &set);
+  } else {
+    CPU_SET(cpu, &set);
+  }
+  int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (err != 0 && cpu >= 0) LOG(FATAL) << "cannot pin to CPU " << cpu << ": " << strerror(err);
+}
+
+std::string PinningDescription() {
+  if (FLAGS_server_cpu < 0 && FLAGS_client_cpu < 0) return "unpinned";
+  return "server on CPU " + std::to_string(FLAGS_server_cpu) + ", client on CPU " +
+         std::to_string(FLAGS_client_cpu);
 }
 
 std::atomic<bool> g_stop{false};
@@ -134,11 +162,12 @@ void Measure(const std::function<void()>& start_load, const std::function<void()
   const int64_t reqs = g_requests.load();
   stop_load();
   const double secs = (t1 - t0).ToSeconds();
-  printf("Mode: %s%s, client threads: %d, concurrency: %d, server reactors: %d, workers: %d\n",
-         FLAGS_mode.c_str(), FLAGS_run_on_reactor ? " (handler on reactor)" : "",
-         FLAGS_client_threads,
-         FLAGS_mode == "async" ? FLAGS_async_call_concurrency : FLAGS_client_threads,
-         FLAGS_server_reactors, FLAGS_worker_threads);
+  printf(
+      "Mode: %s%s, client threads: %d, concurrency: %d, server reactors: %d, workers: %d, %s\n",
+      FLAGS_mode.c_str(), FLAGS_run_on_reactor ? " (handler on reactor)" : "",
+      FLAGS_client_threads,
+      FLAGS_mode == "async" ? FLAGS_async_call_concurrency : FLAGS_client_threads,
+      FLAGS_server_reactors, FLAGS_worker_threads, PinningDescription().c_str());
   printf("Reqs/sec: %.0f\n", reqs / secs);
   printf("User CPU per req: %.2fus\n", (u1.user_us - u0.user_us) / std::max<int64_t>(reqs, 1));
   printf("Sys CPU per req: %.2fus\n", (u1.sys_us - u0.sys_us) / std::max<int64_t>(reqs, 1));
@@ -148,11 +177,13 @@ void Measure(const std::function<void()>& start_load, const std::function<void()
 }
 
 int RunRpc() {
+  PinCurrentThread(FLAGS_server_cpu);
   auto server = NewMessenger("server", FLAGS_server_reactors);
   CHECK_OK(
       server->RegisterService(std::make_unique<CalculatorService>(), FLAGS_worker_threads, 100000));
   Sockaddr addr;
   CHECK_OK(server->AddListener(Sockaddr::Loopback(0), &addr));
+  PinCurrentThread(FLAGS_client_cpu);  // client messengers and caller threads
 
   std::vector<std::shared_ptr<Messenger>> clients;
   std::vector<std::unique_ptr<Proxy>> proxies;
@@ -230,6 +261,7 @@ int RunPingPong() {
     return true;
   };
   constexpr size_t kMsg = 16;
+  PinCurrentThread(FLAGS_server_cpu);
   std::thread server([&] {
     char buf[kMsg];
     while (read_full(sfd, buf, kMsg)) {
@@ -237,6 +269,7 @@ int RunPingPong() {
     }
   });
   std::thread client;
+  PinCurrentThread(FLAGS_client_cpu);
   Measure(
       [&] {
         client = std::thread([&] {

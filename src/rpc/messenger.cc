@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,6 +61,8 @@ Result<std::shared_ptr<Messenger>> Messenger::Create(MessengerOptions options) {
 }
 
 Messenger::Messenger(MessengerOptions options) : options_(std::move(options)) {
+  shutdown_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  PCHECK(shutdown_fd_ >= 0) << "eventfd";
   if (!options_.metrics) {
     owned_metrics_ = std::make_unique<MetricRegistry>();
     options_.metrics = owned_metrics_.get();
@@ -81,6 +84,7 @@ Messenger::Messenger(MessengerOptions options) : options_(std::move(options)) {
 Messenger::~Messenger() {
   Shutdown();
   metrics_->RemoveFunctionGauges(this);
+  close(shutdown_fd_);
 }
 
 Status Messenger::AddListener(const Sockaddr& addr, Sockaddr* bound) {
@@ -270,6 +274,8 @@ void Messenger::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
 
 void Messenger::Shutdown() {
   if (closing_.exchange(true)) return;
+  const uint64_t one = 1;
+  PCHECK(write(shutdown_fd_, &one, sizeof(one)) == sizeof(one)) << "eventfd write";
   {
     MutexLock l(listeners_mu_);
     for (auto& lst : listeners_) {
@@ -300,7 +306,7 @@ void Messenger::Shutdown() {
 }
 
 size_t Messenger::num_connections() const {
-  size_t n = 0;
+  size_t n = size_t(caller_connection_count_->load(std::memory_order_relaxed));
   for (auto& r : reactors_) n += r->num_connections();
   return n;
 }

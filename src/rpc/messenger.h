@@ -1,6 +1,7 @@
 // Messenger: the RPC endpoint of a process. It owns the reactor threads, the
 // listening sockets, the registered services with their service pools, and the
-// outbound connections (one per remote address, shared by every Proxy to it).
+// outbound connections (one per remote address, shared by every Proxy to it; sync
+// calls use connections of the calling thread instead, see caller_connection.h).
 //
 // Thread-safety: every public method may be called from any thread. Shutdown() must
 // be called before the last reference goes away; afterwards new calls fail at once
@@ -79,6 +80,14 @@ class Messenger {
   void DispatchInboundCall(std::unique_ptr<RpcContext> ctx);
   void RecordBytesSent(int64_t n);
   void RecordBytesReceived(int64_t n);
+  // Readable once Shutdown() has begun: threads blocked on their own sockets (see
+  // caller_connection.h) poll it too. Valid until the messenger is destroyed.
+  int shutdown_fd() const { return shutdown_fd_; }
+  // Open caller connections (caller_connection.h) of this messenger; shared with
+  // them, since a thread may close its connection after the messenger is gone.
+  const std::shared_ptr<std::atomic<int64_t>>& caller_connection_count() const {
+    return caller_connection_count_;
+  }
 
  private:
   struct Listener;
@@ -94,6 +103,9 @@ class Messenger {
   Counter* bytes_received_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::atomic<bool> closing_{false};
+  int shutdown_fd_ = -1;  // eventfd
+  std::shared_ptr<std::atomic<int64_t>> caller_connection_count_ =
+      std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<int32_t> next_call_id_{0};
   std::atomic<uint32_t> next_reactor_{0};
 

@@ -3,9 +3,14 @@
 #include <condition_variable>
 #include <mutex>
 
+#include <gflags/gflags.h>
+
+#include "rpc/caller_connection.h"
 #include "rpc/messenger.h"
 #include "rpc/outbound_call.h"
 #include "rpc/rpc_controller.h"
+
+DECLARE_bool(rpc_sync_calls_on_caller_thread);
 
 namespace nyala::rpc {
 
@@ -30,6 +35,18 @@ void Proxy::AsyncRequest(std::string_view method, const google::protobuf::Messag
 
 Status Proxy::SyncRequest(std::string_view method, const google::protobuf::Message& request,
                           google::protobuf::Message* response, RpcController* controller) const {
+  if (FLAGS_rpc_sync_calls_on_caller_thread) {
+    auto call = std::make_unique<OutboundCall>(remote_, service_name_, method, response,
+                                               controller, [] {});
+    Status s = call->Serialize(messenger_->NextCallId(), request, messenger_->max_message_size());
+    if (!s.ok()) {
+      call->CompleteWithError(
+          s.CloneAndPrepend(std::string(method) + " RPC to " + remote_.ToString()));
+      return controller->status();
+    }
+    RunSyncCallOnCallerThread(messenger_, std::move(call));
+    return controller->status();
+  }
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;

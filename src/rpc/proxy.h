@@ -1,5 +1,6 @@
 // Proxy: the client side of one remote service. Cheap to copy; holds no connection
-// itself (the messenger keeps one per remote address, shared by every proxy).
+// itself (the messenger keeps one per remote address, shared by every proxy, and each
+// thread making sync calls keeps its own).
 //
 //   Proxy proxy(messenger, addr, "nyala.tserver.TabletServerService");
 //   RpcController rpc;
@@ -34,7 +35,9 @@ class Proxy {
                     google::protobuf::Message* response, RpcController* controller,
                     std::function<void()> callback) const;
 
-  // Sends `request` and waits for the answer. Returns controller->status().
+  // Sends `request` and waits for the answer. Returns controller->status(). The
+  // calling thread sends on a connection of its own and reads the answer itself
+  // (caller_connection.h) unless --rpc_sync_calls_on_caller_thread=false.
   // Must not be called from a reactor thread.
   Status SyncRequest(std::string_view method, const google::protobuf::Message& request,
                      google::protobuf::Message* response, RpcController* controller) const;

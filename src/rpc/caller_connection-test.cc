@@ -1,0 +1,197 @@
+// Sync calls on the caller's own connection (caller_connection.h), over real loopback
+// sockets against a server messenger running the test CalculatorService.
+#include "rpc/caller_connection.h"
+
+#include <gflags/gflags.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "common/metrics.h"
+#include "common/test_util.h"
+#include "rpc/messenger.h"
+#include "rpc/proxy.h"
+#include "rpc/rpc_controller.h"
+#include "rpc/rtest.pb.h"
+#include "rpc/rtest_service.h"
+
+DECLARE_bool(rpc_sync_calls_on_caller_thread);
+
+namespace nyala::rpc {
+namespace {
+
+using rpc_test::AddRequestPB;
+using rpc_test::AddResponsePB;
+using rpc_test::SleepRequestPB;
+using rpc_test::SleepResponsePB;
+
+class CallerConnectionTest : public NyalaTest {
+ protected:
+  void StartServer(const Sockaddr& addr = Sockaddr::Loopback(0)) {
+    MessengerOptions opts;
+    opts.name = "server";
+    opts.num_reactors = 2;
+    auto m = Messenger::Create(opts);
+    ASSERT_OK(m.status());
+    server_ = *m;
+    ASSERT_OK(server_->RegisterService(std::make_unique<CalculatorService>(), 2, 50));
+    ASSERT_OK(server_->AddListener(addr, &addr_));
+  }
+  std::shared_ptr<Messenger> NewClient() {
+    MessengerOptions opts;
+    opts.name = "client";
+    opts.num_reactors = 1;
+    auto m = Messenger::Create(opts);
+    CHECK(m.ok()) << m.status().ToString();
+    return *m;
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    NyalaTest::TearDown();
+  }
+  static Status Add(const Proxy& proxy, int x, int y, int64_t* sum) {
+    AddRequestPB req;
+    req.set_x(x);
+    req.set_y(y);
+    AddResponsePB resp;
+    RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    RETURN_NOT_OK(proxy.SyncRequest("Add", req, &resp, &rpc));
+    *sum = resp.result();
+    return Status::OK();
+  }
+
+  std::shared_ptr<Messenger> server_;
+  Sockaddr addr_;
+};
+
+TEST_F(CallerConnectionTest, EachThreadReusesOneConnectionOfItsOwn) {
+  ASSERT_TRUE(FLAGS_rpc_sync_calls_on_caller_thread);
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  auto run = [&](int base) {
+    for (int i = 0; i < 50; i++) {
+      int64_t sum = -1;
+      ASSERT_OK(Add(proxy, base, i, &sum));
+      ASSERT_EQ(sum, base + i);
+    }
+    EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);
+  };
+  run(1000);
+  EXPECT_EQ(client->num_connections(), 1u);
+  // A second thread gets its own connection; both stay open while their threads live.
+  std::atomic<bool> release{false};
+  std::atomic<bool> ran{false};
+  std::thread other([&] {
+    run(2000);
+    ran = true;
+    while (!release.load()) std::this_thread::yield();
+  });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(ran.load()); });
+  EXPECT_EQ(client->num_connections(), 2u);
+  release = true;
+  other.join();
+  // Thread exit closed its connection.
+  EXPECT_EQ(client->num_connections(), 1u);
+  client->Shutdown();
+}
+
+TEST_F(CallerConnectionTest, LateAnswerOfATimedOutCallIsSkipped) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  SleepRequestPB req;
+  req.set_sleep_ms(300);
+  SleepResponsePB resp;
+  RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromMilliseconds(50));
+  Status s = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+  EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
+  // The next call waits on the same connection long enough for the first answer to
+  // arrive ahead of its own (~250 ms in). Taking that answer for its own would end it
+  // early.
+  SleepRequestPB req2;
+  req2.set_sleep_ms(600);
+  SleepResponsePB resp2;
+  RpcController rpc2;
+  const MonoTime start = MonoTime::Now();
+  ASSERT_OK(proxy.SyncRequest("Sleep", req2, &resp2, &rpc2));
+  EXPECT_GE(MonoTime::Now() - start, MonoDelta::FromMilliseconds(590));
+  EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);
+  client->Shutdown();
+}
+
+TEST_F(CallerConnectionTest, MessengerShutdownEndsABlockedCall) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  Status status;
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    SleepRequestPB req;
+    req.set_sleep_ms(1500);
+    SleepResponsePB resp;
+    RpcController rpc;  // no timeout: only the shutdown can end it early
+    status = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+    done = true;
+  });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  const MonoTime start = MonoTime::Now();
+  client->Shutdown();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(3), [&] { ASSERT_TRUE(done.load()); });
+  EXPECT_LT(MonoTime::Now() - start, MonoDelta::FromMilliseconds(1000));
+  caller.join();
+  EXPECT_TRUE(status.IsServiceUnavailable()) << status.ToString();
+}
+
+TEST_F(CallerConnectionTest, ServerRestartWhileIdleDoesNotFailTheNextCall) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  int64_t sum = 0;
+  ASSERT_OK(Add(proxy, 1, 2, &sum));
+  // Restart on the same port; the idle connection is now closed by the peer.
+  const Sockaddr addr = addr_;
+  server_->Shutdown();
+  server_.reset();
+  ASSERT_NO_FATAL_FAILURE(StartServer(addr));
+  ASSERT_OK(Add(proxy, 3, 4, &sum));
+  EXPECT_EQ(sum, 7);
+  client->Shutdown();
+}
+
+TEST_F(CallerConnectionTest, ConnectionsOfAShutDownMessengerAreClosed) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto first = NewClient();
+  int64_t sum = 0;
+  ASSERT_OK(Add(Proxy(first, addr_, CalculatorService::kName), 1, 1, &sum));
+  EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);
+  first->Shutdown();
+  first.reset();
+  auto second = NewClient();
+  ASSERT_OK(Add(Proxy(second, addr_, CalculatorService::kName), 2, 2, &sum));
+  EXPECT_EQ(sum, 4);
+  EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);  // the first messenger's was dropped
+  second->Shutdown();
+}
+
+TEST_F(CallerConnectionTest, ReactorPathStillServesSyncCallsWhenTurnedOff) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  FLAGS_rpc_sync_calls_on_caller_thread = false;
+  auto client = NewClient();
+  const size_t before = NumCallerConnectionsOfThisThread();
+  int64_t sum = 0;
+  Status s = Add(Proxy(client, addr_, CalculatorService::kName), 20, 22, &sum);
+  FLAGS_rpc_sync_calls_on_caller_thread = true;
+  ASSERT_OK(s);
+  EXPECT_EQ(sum, 42);
+  EXPECT_EQ(NumCallerConnectionsOfThisThread(), before);
+  EXPECT_EQ(client->num_connections(), 1u);  // the reactor's
+  client->Shutdown();
+}
+
+}  // namespace
+}  // namespace nyala::rpc
