@@ -355,6 +355,13 @@ void RunSyncCallOnCallerThread(const std::shared_ptr<Messenger>& messenger,
     call->CompleteWithError(ShutdownStatus());
     return;
   }
+  // Listed on /rpcz while it waits.
+  struct Tracked {
+    InFlightList* list;
+    OutboundCall* call;
+    ~Tracked() { list->Remove(call); }
+  } tracked{&messenger->caller_thread_calls(), call.get()};
+  tracked.list->Add(call.get(), uint32_t(call->call_id()));
   CallerConnection* conn = cache.Find(messenger.get(), call->remote());
   if (conn && !conn->StillOpen()) {
     cache.Erase(conn);

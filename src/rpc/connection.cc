@@ -131,6 +131,11 @@ void Connection::Shutdown(const Status& reason) {
   reactor_->RemoveConnection(this);
 }
 
+void Connection::ForEachPendingCall(const std::function<void(const OutboundCall&)>& visit) const {
+  MutexLock l(calls_mu_);
+  for (const auto& [id, call] : pending_calls_) visit(*call);
+}
+
 void Connection::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
   DCHECK(reactor_->IsCurrentThread());
   call = TryQueueOutboundCall(std::move(call));

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -72,6 +73,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Reactor* reactor() const { return reactor_; }
   Messenger* messenger() const { return messenger_; }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // Visits the outbound calls awaiting their answer (any thread).
+  void ForEachPendingCall(const std::function<void(const OutboundCall&)>& visit) const
+      EXCLUDES(calls_mu_);
   size_t NumPendingCallsForTests() const {
     MutexLock l(calls_mu_);
     return pending_calls_.size();

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/metrics.h"
@@ -200,6 +201,8 @@ void Messenger::DispatchInboundCall(std::unique_ptr<RpcContext> ctx) {
   ctx->set_method(method);
   if (method->runs_on_reactor) {
     ServicePool::RunCall(std::move(ctx));
+  } else if (method->reactor_handler) {
+    pool->RunOrQueueCall(std::move(ctx));
   } else {
     pool->QueueInboundCall(std::move(ctx));
   }
@@ -314,14 +317,37 @@ size_t Messenger::num_connections() const {
 void Messenger::RecordBytesSent(int64_t n) { bytes_sent_->Increment(n); }
 void Messenger::RecordBytesReceived(int64_t n) { bytes_received_->Increment(n); }
 
-std::vector<std::string> Messenger::DumpRunningCalls() const {
-  // Calls are tracked by their connections on the reactor threads; a full listing
-  // would need a round trip through every reactor. Report queue depths meanwhile.
-  std::vector<std::string> out;
-  std::shared_lock l(services_mu_);
-  for (auto& [name, pool] : services_) {
-    out.push_back(name + ": " + std::to_string(pool->queue_size()) + " calls queued");
+std::vector<RunningCallInfo> Messenger::DumpRunningCalls() const {
+  std::vector<RunningCallInfo> out;
+  const MonoTime now = MonoTime::Now();
+  inbound_calls_.ForEach([&](const InFlightHook& h) {
+    const auto& ctx = static_cast<const RpcContext&>(h);
+    out.push_back({true, ctx.service_name(), ctx.method_name(), ctx.remote_address().ToString(),
+                   ctx.header().call_id(), now - ctx.arrival_time(),
+                   ctx.running() ? "running" : "queued"});
+  });
+  auto add_outbound = [&](const OutboundCall& call, const char* state) {
+    out.push_back({false, call.service(), call.method(), call.remote().ToString(), call.call_id(),
+                   now - call.start_time(), state});
+  };
+  caller_thread_calls_.ForEach([&](const InFlightHook& h) {
+    add_outbound(static_cast<const OutboundCall&>(h), "waiting on caller thread");
+  });
+  for (const auto& r : reactors_) {
+    r->ForEachClientConnection([&](const Connection& conn) {
+      conn.ForEachPendingCall([&](const OutboundCall& call) { add_outbound(call, "waiting"); });
+    });
   }
+  std::sort(out.begin(), out.end(),
+            [](const RunningCallInfo& a, const RunningCallInfo& b) { return a.elapsed > b.elapsed; });
+  return out;
+}
+
+std::vector<std::pair<std::string, size_t>> Messenger::ServiceQueueSizes() const {
+  std::vector<std::pair<std::string, size_t>> out;
+  std::shared_lock l(services_mu_);
+  for (auto& [name, pool] : services_) out.emplace_back(name, pool->queue_size());
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/monotime.h"
 #include "common/result.h"
+#include "rpc/in_flight.h"
 #include "rpc/sockaddr.h"
 
 struct event;
@@ -33,6 +35,19 @@ class Reactor;
 class RpcContext;
 class ServiceIf;
 class ServicePool;
+
+// One call in flight, as /rpcz lists it.
+struct RunningCallInfo {
+  bool inbound;  // a call this messenger serves (else one it made)
+  std::string service;
+  std::string method;
+  std::string remote;
+  int32_t call_id;
+  MonoDelta elapsed;  // since it arrived (inbound) or was sent (outbound)
+  // Inbound: "queued" or "running". Outbound: "waiting" (on a reactor connection) or
+  // "waiting on caller thread" (a sync call on the caller's own connection).
+  std::string state;
+};
 
 struct MessengerOptions {
   std::string name = "rpc";
@@ -72,8 +87,10 @@ class Messenger {
   bool closing() const { return closing_.load(std::memory_order_acquire); }
   size_t num_connections() const;
   int num_reactors() const { return int(reactors_.size()); }
-  // One line per call being handled right now (for /rpcz).
-  std::vector<std::string> DumpRunningCalls() const;
+  // Every call in flight right now, both ways, longest first (for /rpcz).
+  std::vector<RunningCallInfo> DumpRunningCalls() const;
+  // (service name, calls waiting in its queue) for each registered service.
+  std::vector<std::pair<std::string, size_t>> ServiceQueueSizes() const;
 
   // Framework internals ----------------------------------------------------------
   // Reactor thread: routes a parsed call to its service (or answers it).
@@ -83,6 +100,9 @@ class Messenger {
   // Readable once Shutdown() has begun: threads blocked on their own sockets (see
   // caller_connection.h) poll it too. Valid until the messenger is destroyed.
   int shutdown_fd() const { return shutdown_fd_; }
+  // Calls received and not yet answered; sync calls waiting on their caller's thread.
+  InFlightList& inbound_calls() { return inbound_calls_; }
+  InFlightList& caller_thread_calls() { return caller_thread_calls_; }
   // Open caller connections (caller_connection.h) of this messenger; shared with
   // them, since a thread may close its connection after the messenger is gone.
   const std::shared_ptr<std::atomic<int64_t>>& caller_connection_count() const {
@@ -107,6 +127,8 @@ class Messenger {
   std::shared_ptr<std::atomic<int64_t>> caller_connection_count_ =
       std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<int32_t> next_call_id_{0};
+  InFlightList inbound_calls_;
+  InFlightList caller_thread_calls_;
   std::atomic<uint32_t> next_reactor_{0};
 
   Mutex listeners_mu_;

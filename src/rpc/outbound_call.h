@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/monotime.h"
+#include "rpc/in_flight.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
 #include "rpc/sockaddr.h"
@@ -20,7 +21,7 @@ namespace nyala::rpc {
 
 class RpcController;
 
-class OutboundCall {
+class OutboundCall : public InFlightHook {
  public:
   using Callback = std::function<void()>;
 

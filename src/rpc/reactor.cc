@@ -144,6 +144,11 @@ void Reactor::AddServerConnection(std::shared_ptr<Connection> conn) {
   num_connections_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Reactor::ForEachClientConnection(const std::function<void(const Connection&)>& visit) {
+  MutexLock l(client_mu_);
+  for (const auto& [addr, conn] : client_conns_) visit(*conn);
+}
+
 std::shared_ptr<Connection> Reactor::FindClientConnection(const Sockaddr& remote) {
   MutexLock l(client_mu_);
   auto it = client_conns_.find(remote);

@@ -65,6 +65,9 @@ class Reactor {
   // Shuts every connection down with `reason` (reactor thread).
   void ShutdownConnections(const Status& reason);
   size_t num_connections() const { return num_connections_.load(std::memory_order_relaxed); }
+  // Visits the client connections (any thread; holds the lock that guards them).
+  void ForEachClientConnection(const std::function<void(const Connection&)>& visit)
+      EXCLUDES(client_mu_);
 
  private:
   static void OnWakeup(int fd, short events, void* arg);

@@ -368,6 +368,76 @@ TEST_F(RpcTest, UnknownServiceAndMethodKeepConnection) {
   client->Shutdown();
 }
 
+TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  const MetricLabels labels = {{"service", CalculatorService::kName}, {"method", "AddFast"}};
+  Counter* fallbacks = server_metrics_.FindOrCreateCounter("rpc_reactor_fallbacks_total", "", labels);
+  Counter* calls = server_metrics_.FindOrCreateCounter("rpc_calls_total", "", labels);
+  for (int x : {5, -7, 9, -11}) {
+    AddRequestPB req;
+    req.set_x(x);
+    req.set_y(100);
+    AddResponsePB resp;
+    RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    ASSERT_OK(proxy.SyncRequest("AddFast", req, &resp, &rpc));
+    EXPECT_EQ(resp.result(), x + 100);
+    // What the declined fast path attached was dropped.
+    EXPECT_EQ(rpc.num_inbound_sidecars(), 0);
+  }
+  EXPECT_EQ(fallbacks->value(), 2);
+  EXPECT_EQ(calls->value(), 4);
+  client->Shutdown();
+}
+
+TEST_F(RpcTest, RunningCallsAreListedBothWays) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 10));
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  SleepRequestPB req;
+  req.set_sleep_ms(400);
+  SleepResponsePB resp[3];
+  RpcController rpc[3];
+  std::atomic<int> done{0};
+  for (int i = 0; i < 2; i++) {
+    proxy.AsyncRequest("Sleep", req, &resp[i], &rpc[i], [&] { done++; });
+  }
+  std::thread sync_caller([&] {
+    ASSERT_OK(proxy.SyncRequest("Sleep", req, &resp[2], &rpc[2]));
+    done++;
+  });
+  // One worker: one call runs, two wait in the queue.
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] {
+    auto calls = server_->DumpRunningCalls();
+    ASSERT_EQ(calls.size(), 3u);
+    int running = 0;
+    for (const auto& c : calls) {
+      EXPECT_TRUE(c.inbound);
+      EXPECT_EQ(c.method, "Sleep");
+      EXPECT_EQ(c.service, CalculatorService::kName);
+      running += c.state == "running";
+    }
+    ASSERT_EQ(running, 1);
+  });
+  auto outbound = client->DumpRunningCalls();
+  ASSERT_EQ(outbound.size(), 3u);
+  int on_caller_thread = 0;
+  for (const auto& c : outbound) {
+    EXPECT_FALSE(c.inbound);
+    EXPECT_EQ(c.remote, addr_.ToString());
+    on_caller_thread += c.state == "waiting on caller thread";
+  }
+  EXPECT_EQ(on_caller_thread, 1);
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 3); });
+  sync_caller.join();
+  EXPECT_TRUE(client->DumpRunningCalls().empty());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_TRUE(server_->DumpRunningCalls().empty()); });
+  client->Shutdown();
+}
+
 TEST_F(RpcTest, OversizedRequestFailsLocally) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   MessengerOptions opts;

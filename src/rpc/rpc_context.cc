@@ -24,9 +24,10 @@ RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
   deadline_ = header_.has_timeout_ms() && header_.timeout_ms() > 0
                   ? arrival_ + MonoDelta::FromMilliseconds(header_.timeout_ms())
                   : MonoTime::Max();
+  conn_->messenger()->inbound_calls().Add(this, uint32_t(header_.call_id()));
 }
 
-RpcContext::~RpcContext() = default;
+RpcContext::~RpcContext() { conn_->messenger()->inbound_calls().Remove(this); }
 
 Status RpcContext::ParseRequest() {
   DCHECK(method_);
@@ -50,10 +51,29 @@ Status RpcContext::ParseRequest() {
 
 void RpcContext::RunHandler() {
   handler_start_ = MonoTime::Now();
+  running_.store(true, std::memory_order_relaxed);
   if (method_->queue_time_us) {
     method_->queue_time_us->Increment((handler_start_ - arrival_).ToMicroseconds());
   }
   method_->handler(request_.get(), response_.get(), this);
+}
+
+bool RpcContext::TryRunOnReactor() {
+  DCHECK(method_->reactor_handler);
+  handler_start_ = MonoTime::Now();
+  running_.store(true, std::memory_order_relaxed);
+  RpcMethodInfo* method = method_;  // `this` may be gone once the handler took the call
+  const int64_t queue_us = (handler_start_ - arrival_).ToMicroseconds();
+  if (method->reactor_handler(request_.get(), response_.get(), this)) {
+    if (method->queue_time_us) method->queue_time_us->Increment(queue_us);
+    return true;
+  }
+  running_.store(false, std::memory_order_relaxed);
+  handler_start_ = MonoTime();
+  response_->Clear();
+  outbound_sidecars_.clear();
+  if (method->reactor_fallbacks) method->reactor_fallbacks->Increment();
+  return false;
 }
 
 int RpcContext::AddOutboundSidecar(std::string data) {

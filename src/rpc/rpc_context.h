@@ -8,6 +8,7 @@
 
 #include <google/protobuf/message.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "common/monotime.h"
 #include "common/slice.h"
 #include "common/status.h"
+#include "rpc/in_flight.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/sockaddr.h"
 
@@ -23,7 +25,7 @@ namespace nyala::rpc {
 class Connection;
 struct RpcMethodInfo;
 
-class RpcContext {
+class RpcContext : public InFlightHook {
  public:
   // Sends the response message; the call succeeded.
   void RespondSuccess();
@@ -70,6 +72,12 @@ class RpcContext {
   Status ParseRequest();
   // Runs the handler (records queue time and, on response, handler latency).
   void RunHandler();
+  // Runs the method's reactor_handler on this (reactor) thread. True if it took the
+  // call (the context may be gone); false if the call must go to a service thread,
+  // with the response reset.
+  bool TryRunOnReactor();
+  // Whether a handler has started on the call (for /rpcz; any thread).
+  bool running() const { return running_.load(std::memory_order_relaxed); }
   // For /rpcz: "service.method from addr, running for N ms".
   std::string ToString() const;
 
@@ -86,6 +94,7 @@ class RpcContext {
   MonoTime deadline_;
   MonoTime handler_start_;
   RpcMethodInfo* method_ = nullptr;
+  std::atomic<bool> running_{false};
   std::unique_ptr<google::protobuf::Message> request_;
   std::unique_ptr<google::protobuf::Message> response_;
 };

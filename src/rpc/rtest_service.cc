@@ -17,6 +17,21 @@ CalculatorService::CalculatorService() : ServiceIf(kName) {
   };
   RegisterMethod<AddRequestPB, AddResponsePB>("Add", add);
   RegisterMethod<AddRequestPB, AddResponsePB>("AddInline", add, MethodCost::kCheap);
+  RegisterMethod<AddRequestPB, AddResponsePB>(
+      "AddFast",
+      std::function<bool(const AddRequestPB*, AddResponsePB*, RpcContext*)>(
+          [](const AddRequestPB* req, AddResponsePB* resp, RpcContext* ctx) {
+            if (req->x() < 0) {
+              // Leave traces the framework must clear before the service thread runs.
+              resp->set_result(-1);
+              ctx->AddOutboundSidecar("from the declined fast path");
+              return false;
+            }
+            resp->set_result(req->x() + req->y());
+            ctx->RespondSuccess();
+            return true;
+          }),
+      std::function<void(const AddRequestPB*, AddResponsePB*, RpcContext*)>(add));
   RegisterMethod<SleepRequestPB, SleepResponsePB>(
       "Sleep", [](const SleepRequestPB* req, SleepResponsePB*, RpcContext* ctx) {
         sleeping++;

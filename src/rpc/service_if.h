@@ -40,12 +40,19 @@ struct RpcMethodInfo {
   // Runs on the reactor thread that read the call instead of a service thread. Only
   // for handlers that never block and finish in a few microseconds.
   bool runs_on_reactor = false;
+  // If set, tried first on the reactor thread that read the call. It must not block:
+  // when it cannot answer at once (the data is not in memory, a lock is taken) it
+  // returns false without responding and the call is queued for `handler` on a
+  // service thread, with a fresh response. Returns true when it took the call.
+  std::function<bool(const google::protobuf::Message*, google::protobuf::Message*, RpcContext*)>
+      reactor_handler;
 
   // Set by the ServicePool when the service is registered; owned by the registry.
   Counter* calls = nullptr;
   Histogram* handler_latency_us = nullptr;
   Histogram* queue_time_us = nullptr;
   Counter* too_busy = nullptr;
+  Counter* reactor_fallbacks = nullptr;  // reactor_handler passed the call on
 };
 
 enum class MethodCost { kNormal, kCheap };
@@ -80,6 +87,19 @@ class ServiceIf {
     };
     info->runs_on_reactor = cost == MethodCost::kCheap;
     methods_.emplace(std::move(name), std::move(info));
+  }
+
+  // A method with a non-blocking fast path tried on the reactor thread first (see
+  // RpcMethodInfo::reactor_handler); `fn` runs on a service thread when it declines.
+  template <typename Req, typename Resp>
+  void RegisterMethod(std::string name, std::function<bool(const Req*, Resp*, RpcContext*)> fast,
+                      std::function<void(const Req*, Resp*, RpcContext*)> fn) {
+    RegisterMethod<Req, Resp>(name, std::move(fn));
+    methods_[name]->reactor_handler = [fast = std::move(fast)](
+                                          const google::protobuf::Message* req,
+                                          google::protobuf::Message* resp, RpcContext* ctx) {
+      return fast(static_cast<const Req*>(req), static_cast<Resp*>(resp), ctx);
+    };
   }
 
  private:

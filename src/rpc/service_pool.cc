@@ -33,6 +33,13 @@ ServicePool::ServicePool(std::unique_ptr<ServiceIf> service, int num_threads, in
     method->too_busy = metrics->FindOrCreateCounter(
         "rpc_too_busy_total", "Calls rejected with SERVER_TOO_BUSY because the queue was full",
         labels);
+    if (method->reactor_handler) {
+      method->reactor_fallbacks = metrics->FindOrCreateCounter(
+          "rpc_reactor_fallbacks_total",
+          "Calls whose fast path on the reactor thread could not answer them and that went to "
+          "a service thread",
+          labels);
+    }
   }
   metrics->RegisterFunctionGauge(
       "rpc_service_queue_size", "Calls waiting in the service queue",
@@ -123,13 +130,31 @@ void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
                          " ms in the service queue, past its deadline"));
     return;
   }
-  Status s = ctx->ParseRequest();
-  if (!s.ok()) {
-    LOG(WARNING) << "invalid request " << ctx->ToString() << ": " << s.ToString();
-    RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_INVALID_REQUEST, s);
-    return;
+  if (!ctx->request()) {  // a call the reactor fast path declined is parsed already
+    Status s = ctx->ParseRequest();
+    if (!s.ok()) {
+      LOG(WARNING) << "invalid request " << ctx->ToString() << ": " << s.ToString();
+      RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_INVALID_REQUEST, s);
+      return;
+    }
   }
   ctx.release()->RunHandler();  // the handler owns the call now
+}
+
+void ServicePool::RunOrQueueCall(std::unique_ptr<RpcContext> ctx) {
+  DCHECK(ctx->method()->reactor_handler);
+  if (MonoTime::Now() <= ctx->deadline()) {
+    Status s = ctx->ParseRequest();
+    if (!s.ok()) {
+      LOG(WARNING) << "invalid request " << ctx->ToString() << ": " << s.ToString();
+      RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_INVALID_REQUEST, s);
+      return;
+    }
+    RpcContext* raw = ctx.release();
+    if (raw->TryRunOnReactor()) return;
+    ctx.reset(raw);
+  }
+  QueueInboundCall(std::move(ctx));  // an expired call is answered TimedOut there
 }
 
 void ServicePool::RunThread() {

@@ -39,6 +39,9 @@ class ServicePool {
   // Parses the request and runs the handler on this thread, answering the call if it
   // expired or does not parse. Used by service threads and for reactor-run methods.
   static void RunCall(std::unique_ptr<RpcContext> ctx);
+  // Reactor thread, for methods with a reactor_handler: parses the call and tries the
+  // fast path here; queues the call for a service thread if it declines.
+  void RunOrQueueCall(std::unique_ptr<RpcContext> ctx);
 
   ServiceIf* service() const { return service_.get(); }
   size_t queue_size() const;

@@ -8,6 +8,11 @@
 #include <fstream>
 
 #include "common/test_util.h"
+#include "rpc/messenger.h"
+#include "rpc/proxy.h"
+#include "rpc/rpc_controller.h"
+#include "rpc/rtest.pb.h"
+#include "rpc/rtest_service.h"
 #include "server/fs_manager.h"
 #include "server/server_base.h"
 #include "server/webserver.h"
@@ -122,6 +127,42 @@ TEST_F(ServerTest, ServerBaseServesDefaultPages) {
   std::string json = HttpGet(port, "/metrics?name=rpc_connections");
   EXPECT_NE(json.find("\"rpc_connections\""), std::string::npos) << json;
   EXPECT_EQ(json.find("rpc_bytes_sent_total"), std::string::npos);  // filtered out
+  server.Shutdown();
+}
+
+TEST_F(ServerTest, RpczListsCallsInFlight) {
+  ServerBaseOptions opts;
+  opts.kind = "tserver";
+  opts.data_dirs = {test_dir() + "/ts"};
+  opts.rpc_bind_addresses = "127.0.0.1:0";
+  opts.webserver_port = 0;
+  opts.num_reactors = 1;
+  ServerBase server(opts);
+  ASSERT_OK(server.Init());
+  ASSERT_OK(server.messenger()->RegisterService(std::make_unique<rpc::CalculatorService>(), 1, 10));
+  ASSERT_OK(server.Start());
+  rpc::MessengerOptions mopts;
+  mopts.num_reactors = 1;
+  auto client = rpc::Messenger::Create(mopts);
+  ASSERT_OK(client.status());
+  rpc::Proxy proxy(*client, server.bound_rpc_addresses()[0], rpc::CalculatorService::kName);
+  rpc_test::SleepRequestPB req;
+  req.set_sleep_ms(300);
+  rpc_test::SleepResponsePB resp[2];
+  rpc::RpcController rpc[2];
+  std::atomic<int> done{0};
+  for (int i = 0; i < 2; i++) proxy.AsyncRequest("Sleep", req, &resp[i], &rpc[i], [&] { done++; });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] {
+    const std::string page = HttpGet(server.webserver()->port(), "/rpcz");
+    ASSERT_NE(page.find("Calls in flight (2"), std::string::npos) << page;
+    EXPECT_NE(page.find("nyala.rpc_test.CalculatorService.Sleep"), std::string::npos);
+    EXPECT_NE(page.find("<td>running</td>"), std::string::npos);
+    EXPECT_NE(page.find("<td>queued</td>"), std::string::npos);
+  });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_EQ(done.load(), 2); });
+  EXPECT_NE(HttpGet(server.webserver()->port(), "/rpcz").find("Calls in flight (0"),
+            std::string::npos);
+  (*client)->Shutdown();
   server.Shutdown();
 }
 

@@ -193,10 +193,21 @@ void ServerBase::RegisterDefaultPages() {
   webserver_->RegisterPage("/rpcz", "RPCs", [this](const WebRequest&, WebResponse* resp) {
     std::string& b = resp->body;
     b += "<h2>RPCs</h2><p>Open connections: " + std::to_string(messenger_->num_connections()) +
-         "</p><ul>";
-    for (const auto& line : messenger_->DumpRunningCalls())
-      b += "<li>" + EscapeHtml(line) + "</li>";
-    b += "</ul>";
+         "</p><h3>Service queues</h3><table><tr><th>Service</th><th>Calls queued</th></tr>";
+    for (const auto& [service, queued] : messenger_->ServiceQueueSizes()) {
+      b += "<tr><td>" + EscapeHtml(service) + "</td><td>" + std::to_string(queued) + "</td></tr>";
+    }
+    const std::vector<rpc::RunningCallInfo> calls = messenger_->DumpRunningCalls();
+    b += "</table><h3>Calls in flight (" + std::to_string(calls.size()) +
+         ", longest first)</h3><table><tr><th>Direction</th><th>Method</th><th>Peer</th>"
+         "<th>Call id</th><th>State</th><th>Elapsed (ms)</th></tr>";
+    for (const auto& c : calls) {
+      b += std::string("<tr><td>") + (c.inbound ? "inbound" : "outbound") + "</td><td>" +
+           EscapeHtml(c.service + "." + c.method) + "</td><td>" + EscapeHtml(c.remote) +
+           "</td><td>" + std::to_string(c.call_id) + "</td><td>" + EscapeHtml(c.state) +
+           "</td><td>" + std::to_string(c.elapsed.ToMilliseconds()) + "</td></tr>";
+    }
+    b += "</table>";
   });
 }
 
