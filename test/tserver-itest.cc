@@ -3,7 +3,8 @@
 // 100,000 rows with Write RPCs, read them back by Get and by Scan with predicates,
 // feed it bad input (each a specific error, nothing written, still serving), kill
 // it with SIGKILL while writes are in flight, restart it and find every
-// acknowledged row; a second process on the same data dir is refused.
+// acknowledged row; retry a write with its request id after a SIGKILL and get the
+// original answer; a second process on the same data dir is refused.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -331,6 +332,59 @@ TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
   // Nothing beyond the good rows was written.
   EXPECT_EQ(Scan(NewScanRequestPB()).size(), static_cast<size_t>(3000 + next_good - 10000));
   EXPECT_TRUE(ts_->IsRunning());
+}
+
+TEST_F(TServerITest, RetryAfterKillGetsTheOriginalAnswer) {
+  CreateTabletResponsePB cresp;
+  ASSERT_OK(Call(kAdmin, "CreateTablet", MakeCreateTablet("tablet-1", schema_), &cresp));
+  ASSERT_FALSE(cresp.has_error()) << cresp.ShortDebugString();
+  auto write_with_id = [&](int64_t seq, int64_t first_incomplete, const WriteRequestPB& req,
+                           WriteResponsePB* resp) {
+    rpc::RequestIdPB id;
+    id.set_client_id("itest-client");
+    id.set_seq_no(seq);
+    id.set_first_incomplete_seq_no(first_incomplete);
+    rpc::RpcController rpc;
+    rpc.set_request_id(std::move(id));
+    return Call(kService, "Write", req, resp, &rpc);
+  };
+  // Applied and in the WAL; then the process dies, as if before the client got the
+  // answer.
+  const WriteRequestPB req = MakeSeedWrite("tablet-1", schema_, 0, 100);
+  WriteResponsePB first;
+  ASSERT_OK(write_with_id(1, 1, req, &first));
+  ASSERT_FALSE(first.has_error()) << first.ShortDebugString();
+  ASSERT_EQ(first.rows_applied(), 100);
+  ts_->Kill(SIGKILL);
+  ASSERT_OK(ts_->Restart());
+
+  // The retry gets the original success, not ALREADY_PRESENT, and writes nothing.
+  WriteResponsePB retry;
+  ASSERT_OK(write_with_id(1, 1, req, &retry));
+  EXPECT_FALSE(retry.has_error()) << retry.ShortDebugString();
+  EXPECT_EQ(retry.per_row_errors_size(), 0) << retry.ShortDebugString();
+  EXPECT_EQ(retry.rows_applied(), 100);
+  std::vector<int64_t> keys = Scan(NewScanRequestPB());
+  ASSERT_EQ(keys.size(), 100u);
+  for (int64_t i = 0; i < 100; i++) ASSERT_EQ(keys[i], i);
+  // Without the request id the same block is applied again: every row a duplicate.
+  WriteResponsePB plain;
+  ASSERT_NO_FATAL_FAILURE(Write(req, &plain));
+  EXPECT_EQ(plain.per_row_errors_size(), 100);
+
+  // The client moves on; after another SIGKILL request 2 is still answered, and a
+  // late retry of request 1, whose answer the client has, is refused.
+  WriteResponsePB second;
+  ASSERT_OK(write_with_id(2, 2, MakeSeedWrite("tablet-1", schema_, 100, 10), &second));
+  ASSERT_EQ(second.rows_applied(), 10);
+  ts_->Kill(SIGKILL);
+  ASSERT_OK(ts_->Restart());
+  retry.Clear();
+  ASSERT_OK(write_with_id(2, 2, MakeSeedWrite("tablet-1", schema_, 100, 10), &retry));
+  EXPECT_EQ(retry.per_row_errors_size(), 0) << retry.ShortDebugString();
+  EXPECT_EQ(retry.rows_applied(), 10);
+  EXPECT_FALSE(write_with_id(1, 1, req, &retry).ok());
+  EXPECT_EQ(Scan(NewScanRequestPB()).size(), 110u);
 }
 
 TEST_F(TServerITest, SecondProcessOnTheSameDataDirIsRefused) {

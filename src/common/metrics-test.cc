@@ -596,6 +596,49 @@ TEST(MetricsTest, FunctionGaugesAreComputedAtRenderTimeAndRemovedByOwner) {
   EXPECT_EQ(reg.ToPrometheusText().find("only_fn"), std::string::npos);
 }
 
+TEST(MetricsTest, RemoveSeriesWithLabelDropsOnlyThoseSeries) {
+  MetricRegistry reg;
+  std::shared_ptr<Counter> t1 =
+      reg.FindOrCreateSharedCounter("rows_total", "rows", {{"tablet_id", "t1"}, {"op", "insert"}});
+  std::shared_ptr<Counter> t2 =
+      reg.FindOrCreateSharedCounter("rows_total", "rows", {{"tablet_id", "t2"}, {"op", "insert"}});
+  EXPECT_EQ(t1.get(),
+            reg.FindOrCreateCounter("rows_total", "rows", {{"op", "insert"}, {"tablet_id", "t1"}}));
+  reg.FindOrCreateHistogram("scan_us", "scans", {{"tablet_id", "t1"}})->Increment(5);
+  reg.FindOrCreateGauge("only_t1", "g", {{"tablet_id", "t1"}})->Set(3);
+  reg.FindOrCreateCounter("other_total", "o", {{"table", "t1"}})->Increment();  // value, not label
+  int owner;
+  reg.RegisterFunctionGauge(
+      "fn_gauge", "f", {{"tablet_id", "t1"}}, [] { return int64_t{1}; }, &owner);
+  t1->Increment(4);
+  t2->Increment(2);
+  ASSERT_EQ(6u, reg.NumMetrics());
+
+  EXPECT_EQ(3u, reg.RemoveSeriesWithLabel("tablet_id", "t1"));
+  EXPECT_EQ(3u, reg.NumMetrics());  // t2's counter, other_total, the function gauge
+  const std::vector<PromSample> samples = ParsePrometheusText(reg.ToPrometheusText());
+  EXPECT_EQ(nullptr, FindSample(samples, "rows_total", {{"tablet_id", "t1"}, {"op", "insert"}}));
+  const PromSample* kept =
+      FindSample(samples, "rows_total", {{"tablet_id", "t2"}, {"op", "insert"}});
+  ASSERT_NE(nullptr, kept);
+  EXPECT_EQ("2", kept->value);
+  EXPECT_NE(nullptr, FindSample(samples, "other_total", {{"table", "t1"}}));
+  EXPECT_NE(nullptr, FindSample(samples, "fn_gauge", {{"tablet_id", "t1"}}));
+  // Emptied families are gone from both renderings.
+  EXPECT_EQ(reg.ToPrometheusText().find("scan_us"), std::string::npos);
+  EXPECT_EQ(0u, ParseMetricsJson(reg.ToJson("only_t1")).size());
+
+  // The shared counter outlives its series; asking again starts a new one from zero.
+  t1->Increment();
+  EXPECT_EQ(5, t1->value());
+  Counter* again =
+      reg.FindOrCreateCounter("rows_total", "rows", {{"tablet_id", "t1"}, {"op", "insert"}});
+  EXPECT_NE(t1.get(), again);
+  EXPECT_EQ(0, again->value());
+  EXPECT_EQ(0u, reg.RemoveSeriesWithLabel("tablet_id", "no-such-tablet"));
+  reg.RemoveFunctionGauges(&owner);
+}
+
 TEST(MetricsTest, FunctionGaugeMayUseTheRegistry) {
   MetricRegistry reg;
   reg.RegisterFunctionGauge("num_metrics", "metrics registered", {}, [&reg] {
@@ -631,8 +674,12 @@ TEST(MetricsTest, ConcurrentRegistrationUpdatesAndRendering) {
         reg.RegisterFunctionGauge(
             "thread_gauge", "g", {{"t", std::to_string(t)}}, [i] { return int64_t{i}; }, &tag);
         if (i % 2 == 0) reg.RemoveFunctionGauges(&tag);
+        // A histogram removed while renders may be reading it.
+        reg.FindOrCreateHistogram("removable_us", "r", {{"t", std::to_string(t)}})->Increment(i);
+        if (i % 3 == 0) reg.RemoveSeriesWithLabel("t", std::to_string(t));
       }
       reg.RemoveFunctionGauges(&tag);
+      reg.RemoveSeriesWithLabel("t", std::to_string(t));
     });
   }
   for (auto& th : threads) th.join();
@@ -646,7 +693,7 @@ TEST(MetricsTest, ConcurrentRegistrationUpdatesAndRendering) {
   EXPECT_EQ(int64_t{kThreads} * kIters, total);
   EXPECT_EQ(int64_t{kThreads} * kIters,
             reg.FindOrCreateHistogram("op_latency_us", "latency")->TotalCount());
-  EXPECT_EQ(11u, reg.NumMetrics());  // the function gauges are all gone
+  EXPECT_EQ(11u, reg.NumMetrics());  // the function gauges and histograms are all gone
 }
 
 }  // namespace

@@ -177,10 +177,11 @@ struct MetricRegistry::FunctionGauge {
 
 struct MetricRegistry::Series {
   // Exactly one of these is set, according to the family's type (a gauge family
-  // holds either kind of gauge).
-  std::unique_ptr<Counter> counter;
+  // holds either kind of gauge). Counters and histograms are shared, so that one
+  // whose series is removed stays valid for a holder or a render still using it.
+  std::shared_ptr<Counter> counter;
   std::unique_ptr<Gauge> gauge;
-  std::unique_ptr<Histogram> histogram;
+  std::shared_ptr<Histogram> histogram;
   std::shared_ptr<FunctionGauge> function;
   const void* owner_tag = nullptr;  // for `function`
 };
@@ -202,7 +203,7 @@ struct MetricRegistry::Sample {
   std::shared_ptr<FunctionGauge> function;
   bool removed = false;  // a function gauge removed before it could be read
   // Histogram.
-  const Histogram* histogram = nullptr;
+  std::shared_ptr<const Histogram> histogram;
   int64_t count = 0, sum = 0, min = 0, max = 0;
   double mean = 0;
   std::vector<int64_t> percentiles;  // at kJsonPercentiles
@@ -248,10 +249,16 @@ MetricRegistry::Series* MetricRegistry::FindOrCreateSeries(std::string_view name
 
 Counter* MetricRegistry::FindOrCreateCounter(std::string_view name, std::string_view help,
                                              const MetricLabels& labels) {
+  return FindOrCreateSharedCounter(name, help, labels).get();
+}
+
+std::shared_ptr<Counter> MetricRegistry::FindOrCreateSharedCounter(std::string_view name,
+                                                                   std::string_view help,
+                                                                   const MetricLabels& labels) {
   MutexLock l(mu_);
   Series* s = FindOrCreateSeries(name, help, Type::kCounter, labels);
-  if (!s->counter) s->counter = std::make_unique<Counter>();
-  return s->counter.get();
+  if (!s->counter) s->counter = std::make_shared<Counter>();
+  return s->counter;
 }
 
 Gauge* MetricRegistry::FindOrCreateGauge(std::string_view name, std::string_view help,
@@ -267,7 +274,7 @@ Histogram* MetricRegistry::FindOrCreateHistogram(std::string_view name, std::str
                                                  const MetricLabels& labels) {
   MutexLock l(mu_);
   Series* s = FindOrCreateSeries(name, help, Type::kHistogram, labels);
-  if (!s->histogram) s->histogram = std::make_unique<Histogram>();
+  if (!s->histogram) s->histogram = std::make_shared<Histogram>();
   return s->histogram.get();
 }
 
@@ -315,6 +322,29 @@ void MetricRegistry::RemoveFunctionGauges(const void* owner_tag) {
   }
 }
 
+size_t MetricRegistry::RemoveSeriesWithLabel(std::string_view label, std::string_view value) {
+  MutexLock l(mu_);
+  size_t removed = 0;
+  for (auto fit = families_.begin(); fit != families_.end();) {
+    auto& series = fit->second->series;
+    for (auto sit = series.begin(); sit != series.end();) {
+      const MetricLabels& labels = sit->first;
+      const bool match =
+          !sit->second.function && std::any_of(labels.begin(), labels.end(), [&](const auto& kv) {
+            return kv.first == label && kv.second == value;
+          });
+      if (match) {
+        sit = series.erase(sit);
+        removed++;
+      } else {
+        ++sit;
+      }
+    }
+    fit = series.empty() ? families_.erase(fit) : std::next(fit);
+  }
+  return removed;
+}
+
 size_t MetricRegistry::NumMetrics() const {
   MutexLock l(mu_);
   size_t n = 0;
@@ -337,7 +367,7 @@ std::vector<MetricRegistry::Sample> MetricRegistry::Collect(std::string_view nam
         if (series.counter) s.value = series.counter->value();
         if (series.gauge) s.value = series.gauge->value();
         s.function = series.function;
-        s.histogram = series.histogram.get();  // histograms live as long as the registry
+        s.histogram = series.histogram;  // read below, without mu_
       }
     }
   }

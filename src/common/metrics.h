@@ -8,8 +8,10 @@
 // escaped on output.
 //
 // Thread-safety: Counter, Gauge and Histogram are updated with atomics from any
-// thread. MetricRegistry is thread-safe; the pointers it returns stay valid for
-// the registry's life (metrics are never removed, except function gauges).
+// thread. MetricRegistry is thread-safe; the raw pointers it returns stay valid for
+// the registry's life unless their series is removed with RemoveSeriesWithLabel()
+// (series with a bounded but changing population, such as per-tablet ones, take a
+// shared counter from FindOrCreateSharedCounter() instead, which outlives removal).
 #pragma once
 
 #include <atomic>
@@ -71,6 +73,10 @@ class MetricRegistry {
   // if needed. A family keeps the help text it was created with.
   Counter* FindOrCreateCounter(std::string_view name, std::string_view help,
                                const MetricLabels& labels = {});
+  // The same series, shared: the counter stays valid after RemoveSeriesWithLabel()
+  // removes the series (updates then go nowhere). For series that come and go.
+  std::shared_ptr<Counter> FindOrCreateSharedCounter(std::string_view name, std::string_view help,
+                                                     const MetricLabels& labels = {});
   Gauge* FindOrCreateGauge(std::string_view name, std::string_view help,
                            const MetricLabels& labels = {});
   // Histograms are exported as Prometheus summaries, so they may not have a
@@ -95,6 +101,14 @@ class MetricRegistry {
   // Removes every function gauge registered with `owner_tag`. On return none of
   // their functions is running or will run again.
   void RemoveFunctionGauges(const void* owner_tag);
+
+  // Removes every counter, gauge and histogram series that has label `label` with
+  // value `value` (e.g. tablet_id=<id> when a tablet is deleted), and the families
+  // left empty. Function gauges are removed by their owner (RemoveFunctionGauges).
+  // Raw pointers returned for the removed series dangle afterwards; shared ones
+  // stay valid. Asking for the series again creates a new one, from zero. Returns
+  // the number of series removed.
+  size_t RemoveSeriesWithLabel(std::string_view label, std::string_view value);
 
   // {"metrics":[{"name":..,"type":"counter"|"gauge"|"histogram","help":..,
   //              "labels":{..},"value":N}, ...]}

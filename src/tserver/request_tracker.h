@@ -6,18 +6,29 @@
 // INSERT into ALREADY_PRESENT). A retry arriving while the original is still
 // running waits for it and gets the same response.
 //
-// Memory: a client's responses below its first_incomplete_seq_no are dropped as
-// soon as it says so; a client silent for --write_dedup_ttl_ms is forgotten.
-// Responses of requests that failed as a whole (nothing written) are not kept: a
-// retry runs again.
+// Durability: the tablet writes each applied request's response as a record in the
+// same RocksDB WriteBatch as its rows (TabletStore, the requests column family), so
+// the rows and their answer are acknowledged, and survive kill -9, together. At
+// start-up the tablet manager reads the records back into the tracker (Restore), so
+// a client retrying after a restart still gets its original answer. The in-memory
+// map stays the only thing the write path consults: no RocksDB read per write.
 //
-// Thread-safety: thread-safe. Responding to waiting duplicates happens outside
-// the lock.
+// Memory and disk: a client's responses below its first_incomplete_seq_no are
+// dropped as soon as it says so; a client silent for --write_dedup_ttl_ms is
+// forgotten; a record older than that is not restored. Forgetting a stored response
+// queues the deletion of its record, which rides along with the next write of its
+// store (TabletStore::QueueRequestRecordDelete). Responses of requests that failed
+// as a whole (nothing written) are neither kept nor stored: a retry runs again.
+//
+// Thread-safety: thread-safe. Responding to waiting duplicates happens outside the
+// lock. The stores named in RequestRecordLocations must outlive every call that may
+// forget their responses (the server stops its services before closing stores).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -32,6 +43,15 @@ class RpcContext;
 }
 
 namespace nyala::tserver {
+
+class TabletStore;
+
+// Where a remembered response is also stored: the request's record under tablet
+// `tablet_seq` in `store`. A null store: kept in memory only.
+struct RequestRecordLocation {
+  TabletStore* store = nullptr;
+  uint64_t tablet_seq = 0;
+};
 
 class RequestTracker {
  public:
@@ -50,8 +70,19 @@ class RequestTracker {
   // answers them (the RPC framework keeps them until the context responds).
   Outcome Begin(const rpc::RequestIdPB& id, WriteResponsePB* resp, rpc::RpcContext* ctx);
   // The request begun with kNew completed with `resp`. Answers attached duplicates
-  // with a copy; remembers `resp` when `remember` (it was applied).
-  void Finish(const rpc::RequestIdPB& id, const WriteResponsePB& resp, bool remember);
+  // with a copy; remembers `resp` when `remember` (it was applied). `stored` says
+  // where the tablet wrote `resp` as a record (with the rows), if it did; the
+  // record is deleted when the tracker forgets the response.
+  void Finish(const rpc::RequestIdPB& id, const WriteResponsePB& resp, bool remember,
+              RequestRecordLocation stored = {});
+
+  // At start-up (before the services run): remembers `resp` of request (client_id,
+  // seq_no) read back from its record at `stored`, written `age` ago by a request
+  // that carried `first_incomplete`. Returns false, and queues the record's
+  // deletion, when it is not worth keeping (older than --write_dedup_ttl_ms, below
+  // the client's first incomplete number, or a second record of the same request).
+  bool Restore(std::string_view client_id, int64_t seq_no, int64_t first_incomplete,
+               WriteResponsePB resp, MonoDelta age, RequestRecordLocation stored);
 
   size_t NumClientsForTests() const;
   size_t NumResponsesForTests() const;
@@ -60,6 +91,7 @@ class RequestTracker {
   struct Entry {
     bool done = false;
     WriteResponsePB resp;
+    RequestRecordLocation stored;
     std::vector<std::pair<WriteResponsePB*, rpc::RpcContext*>> waiters;
   };
   struct Client {
@@ -67,6 +99,12 @@ class RequestTracker {
     MonoTime last_access;
     std::map<int64_t, Entry> entries;
   };
+  // Raises the client's first incomplete number to `first_incomplete` and forgets
+  // its completed responses below it.
+  void AdvanceFirstIncompleteLocked(const std::string& client_id, Client* c,
+                                    int64_t first_incomplete) REQUIRES(mu_);
+  // Queues the deletion of `e`'s record, if it has one.
+  void DeleteRecordLocked(std::string_view client_id, int64_t seq_no, const Entry& e) REQUIRES(mu_);
   void SweepLocked(MonoTime now) REQUIRES(mu_);
 
   mutable Mutex mu_;

@@ -35,6 +35,7 @@ class Scanner {
   }
 
   const std::string& id() const { return id_; }
+  const Tablet& tablet() const { return *tablet_; }
   void Touch() {
     last_access_ns_.store(MonoTime::Now().ToNanoseconds(), std::memory_order_relaxed);
   }
@@ -163,6 +164,22 @@ void ScanError(TabletServerErrorPB::Code code, const Status& s, ScanResponsePB* 
   SetTabletError(code, s, resp->mutable_error());
 }
 
+// Counts the rows one Scan call read and returned, per server and per tablet.
+void CountRows(TServerMetrics* metrics, const Tablet& tablet, int64_t scanned, int64_t returned) {
+  if (metrics) {
+    metrics->rows_scanned->Increment(scanned);
+    metrics->rows_returned->Increment(returned);
+  }
+  if (const TabletMetrics* tm = tablet.tablet_metrics()) {
+    tm->rows_scanned->Increment(scanned);
+    tm->rows_returned->Increment(returned);
+  }
+}
+
+void CountScanRequest(const Tablet& tablet) {
+  if (const TabletMetrics* tm = tablet.tablet_metrics()) tm->scan_requests->Increment();
+}
+
 }  // namespace
 
 ScannerManager::ScannerManager(TServerMetrics* metrics)
@@ -232,6 +249,7 @@ void ScannerManager::Remove(const std::string& id) {
 void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequestPB& req,
                                ScanResponsePB* resp, std::string* rows, std::string* indirect) {
   const NewScanRequestPB& ns = req.new_scan_request();
+  CountScanRequest(*tablet);
   if (tablet->state() != TabletState::kRunning) {
     ScanError(TabletServerErrorPB::TABLET_NOT_RUNNING,
               Status::IllegalState("tablet " + tablet->tablet_id() + " is " +
@@ -271,10 +289,7 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
   bool has_more = false;
   Status s = scanner->NextBatch(BatchBytes(req), false, rows, indirect, &num_rows, &has_more,
                                 resp->mutable_last_primary_key());
-  if (metrics_) {
-    metrics_->rows_scanned->Increment(scanner->scanned_in_call());
-    metrics_->rows_returned->Increment(num_rows);
-  }
+  CountRows(metrics_, scanner->tablet(), scanner->scanned_in_call(), num_rows);
   if (!s.ok()) {
     rows->clear();
     indirect->clear();
@@ -310,6 +325,7 @@ void ScannerManager::ContinueScan(const ScanRequestPB& req, ScanResponsePB* resp
   }
   MutexLock l(scanner->mu);
   scanner->Touch();
+  CountScanRequest(scanner->tablet());
   if (req.close_scanner()) {
     Remove(scanner->id());
     resp->set_has_more_results(false);
@@ -330,10 +346,7 @@ void ScannerManager::ContinueScan(const ScanRequestPB& req, ScanResponsePB* resp
   bool has_more = false;
   Status s = scanner->NextBatch(BatchBytes(req), repeat, rows, indirect, &num_rows, &has_more,
                                 resp->mutable_last_primary_key());
-  if (metrics_) {
-    metrics_->rows_scanned->Increment(scanner->scanned_in_call());
-    metrics_->rows_returned->Increment(num_rows);
-  }
+  CountRows(metrics_, scanner->tablet(), scanner->scanned_in_call(), num_rows);
   if (!s.ok()) {
     rows->clear();
     indirect->clear();

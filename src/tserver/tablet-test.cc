@@ -1,7 +1,8 @@
 // Tests of tablet storage without RPC: every write operation and row error,
 // duplicate keys in one block, Get, scans with every predicate kind against an
 // in-memory filter of the same rows, scanner snapshots, call_seq_id and expiry,
-// tablet creation/deletion and restart of the store.
+// tablet creation/deletion and restart of the store, write responses stored for
+// retries across a restart.
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "common/row_block.h"
 #include "common/test_util.h"
 #include "common/wire_protocol.h"
+#include "tserver/request_tracker.h"
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_manager.h"
@@ -22,6 +24,7 @@
 #include "tserver/tserver_test_util.h"
 
 DECLARE_int32(scanner_ttl_ms);
+DECLARE_int32(write_dedup_ttl_ms);
 
 namespace nyala::tserver {
 namespace {
@@ -138,6 +141,29 @@ class TabletTest : public NyalaTest {
     return keys;
   }
 
+  // A write with a request id as the Write RPC runs it: tracker, tablet, tracker.
+  // Returns the response the client would get.
+  WriteResponsePB TrackedWrite(RequestTracker* tracker, const rpc::RequestIdPB& id,
+                               const WriteRequestPB& req) {
+    WriteResponsePB resp;
+    const RequestTracker::Outcome outcome = tracker->Begin(id, &resp, nullptr);
+    if (outcome == RequestTracker::Outcome::kAnswered) return resp;
+    EXPECT_EQ(outcome, RequestTracker::Outcome::kNew);
+    std::shared_ptr<Tablet> t = T(req.tablet_id());
+    t->Write(req, &resp, &id);
+    tracker->Finish(id, resp, !resp.has_error(), {t->store(), t->seq()});
+    return resp;
+  }
+  // The request records in the (only) store, as "client/seq_no" strings.
+  std::vector<std::string> StoredRequests() {
+    std::vector<std::string> out;
+    EXPECT_OK(mgr_->stores()[0]->ForEachRequestRecord([&](const RequestRecord& r) {
+      out.push_back(r.client_id.ToString() + "/" + std::to_string(r.seq_no));
+      return Status::OK();
+    }));
+    return out;
+  }
+
   MetricRegistry registry_;
   std::unique_ptr<TServerMetrics> metrics_;
   Schema schema_;
@@ -145,6 +171,14 @@ class TabletTest : public NyalaTest {
   std::unique_ptr<ScannerManager> scanners_;
   SchemaPB projection_pb_;
 };
+
+rpc::RequestIdPB RequestId(const std::string& client, int64_t seq, int64_t first_incomplete) {
+  rpc::RequestIdPB id;
+  id.set_client_id(client);
+  id.set_seq_no(seq);
+  id.set_first_incomplete_seq_no(first_incomplete);
+  return id;
+}
 
 // A row holding its own copy of `r`'s strings.
 Row SeedRowOf(const Schema* schema, const SeedRow& r) {
@@ -644,6 +678,33 @@ TEST_F(TabletTest, RestartKeepsTabletsAndRows) {
   EXPECT_GT(T("t3")->seq(), seq2);
 }
 
+TEST_F(TabletTest, GetWithoutBlockingDeclinesOnlyWhenItNeedsTheDisk) {
+  ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 100));
+  GetRequestPB req;
+  req.set_tablet_id("t1");
+  req.add_keys(EncodedKey(schema_, 42));
+  auto try_get = [&](GetResponsePB* resp) {
+    std::string rows, indirect;
+    return T()->TryGetWithoutBlocking(req, resp, &rows, &indirect);
+  };
+  GetResponsePB resp;
+  ASSERT_TRUE(try_get(&resp));  // in the memtable
+  ASSERT_EQ(resp.found_size(), 1);
+  EXPECT_TRUE(resp.found(0));
+  // Flushed, then restarted: the row is in an SST file whose blocks are not cached.
+  ASSERT_OK(T()->store()->Flush());
+  ASSERT_NO_FATAL_FAILURE(OpenManager());
+  resp.Clear();
+  EXPECT_FALSE(try_get(&resp));
+  EXPECT_EQ(resp.found_size(), 0);
+  std::vector<Value> v;
+  ASSERT_TRUE(GetRow(42, &v));  // the blocking Get reads it, and caches its block
+  resp.Clear();
+  ASSERT_TRUE(try_get(&resp));
+  EXPECT_TRUE(resp.found(0));
+  EXPECT_EQ(resp.data().num_rows(), 1);
+}
+
 TEST_F(TabletTest, ConcurrentInsertsOfTheSameKeysSucceedOnce) {
   constexpr int kThreads = 4, kKeys = 200;
   std::atomic<int> applied{0}, already{0};
@@ -660,6 +721,106 @@ TEST_F(TabletTest, ConcurrentInsertsOfTheSameKeysSucceedOnce) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(applied.load(), kKeys);
   EXPECT_EQ(already.load(), kKeys * (kThreads - 1));
+}
+
+TEST_F(TabletTest, RetryAfterRestartGetsTheStoredResponse) {
+  const rpc::RequestIdPB id = RequestId("client-a", 1, 1);
+  const WriteRequestPB req = MakeSeedWrite("t1", schema_, 0, 10);
+  auto tracker = std::make_unique<RequestTracker>();
+  WriteResponsePB first = TrackedWrite(tracker.get(), id, req);
+  ASSERT_FALSE(first.has_error()) << first.ShortDebugString();
+  ASSERT_EQ(first.rows_applied(), 10);
+
+  // Restart: a new store and a tracker that knows only what the store kept.
+  tracker = std::make_unique<RequestTracker>();
+  ASSERT_NO_FATAL_FAILURE(OpenManager());
+  ASSERT_OK(mgr_->LoadRequestRecords(tracker.get()));
+  EXPECT_EQ(tracker->NumResponsesForTests(), 1u);
+  WriteResponsePB retry;
+  ASSERT_EQ(tracker->Begin(id, &retry, nullptr), RequestTracker::Outcome::kAnswered);
+  EXPECT_EQ(retry.rows_applied(), 10);
+  EXPECT_EQ(retry.per_row_errors_size(), 0);  // not ALREADY_PRESENT
+  EXPECT_EQ(retry.SerializeAsString(), first.SerializeAsString());
+  // The rows were written once, and the record is invisible to scans and gets.
+  EXPECT_EQ(ScanKeys(NewScanRequestPB()), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  std::vector<Value> v;
+  EXPECT_FALSE(GetRow(10, &v));
+
+  // A response with row errors is stored as it was, too.
+  const rpc::RequestIdPB id2 = RequestId("client-a", 2, 2);
+  WriteResponsePB dup = TrackedWrite(tracker.get(), id2, MakeSeedWrite("t1", schema_, 8, 4));
+  ASSERT_EQ(dup.rows_applied(), 2);
+  ASSERT_EQ(dup.per_row_errors_size(), 2);
+  tracker = std::make_unique<RequestTracker>();
+  ASSERT_NO_FATAL_FAILURE(OpenManager());
+  ASSERT_OK(mgr_->LoadRequestRecords(tracker.get()));
+  ASSERT_EQ(tracker->Begin(id2, &retry, nullptr), RequestTracker::Outcome::kAnswered);
+  EXPECT_EQ(retry.SerializeAsString(), dup.SerializeAsString());
+  // Request 1 was below client-a's first incomplete number: forgotten, its record gone.
+  EXPECT_EQ(tracker->Begin(id, &retry, nullptr), RequestTracker::Outcome::kStale);
+  EXPECT_EQ(StoredRequests(), std::vector<std::string>{"client-a/2"});
+  EXPECT_EQ(ScanKeys(NewScanRequestPB()).size(), 12u);
+}
+
+TEST_F(TabletTest, RequestRecordsAreCollected) {
+  RequestTracker tracker;
+  for (int64_t seq = 1; seq <= 3; seq++) {
+    // The client has the answers below `seq`.
+    WriteResponsePB r =
+        TrackedWrite(&tracker, RequestId("c", seq, seq), MakeSeedWrite("t1", schema_, seq * 10, 1));
+    ASSERT_EQ(r.rows_applied(), 1);
+  }
+  // Each write took the deletion its Begin() queued: only the last record is left.
+  EXPECT_EQ(StoredRequests(), std::vector<std::string>{"c/3"});
+  EXPECT_EQ(mgr_->stores()[0]->NumQueuedRequestRecordDeletesForTests(), 0u);
+
+  // A record older than --write_dedup_ttl_ms (as if written long before a restart)
+  // is not restored, and deleted.
+  TabletStore* store = mgr_->stores()[0].get();
+  std::string key, value;
+  AppendRequestRecordKey(T()->seq(), "old-client", 5, &key);
+  AppendRequestRecordHeader(GetWallTimeMicros() - 2000LL * FLAGS_write_dedup_ttl_ms, 5, &value);
+  WriteResponsePB old_resp;
+  old_resp.set_rows_applied(1);
+  old_resp.AppendToString(&value);
+  StoreWriteBatch batch;
+  store->PutRequestRecord(&batch, key, value);
+  ASSERT_OK(store->Write(&batch));
+  EXPECT_EQ(StoredRequests(), (std::vector<std::string>{"c/3", "old-client/5"}));
+  RequestTracker restarted;
+  ASSERT_NO_FATAL_FAILURE(OpenManager());
+  ASSERT_OK(mgr_->LoadRequestRecords(&restarted));
+  EXPECT_EQ(StoredRequests(), std::vector<std::string>{"c/3"});
+  EXPECT_EQ(restarted.NumClientsForTests(), 1u);
+  WriteResponsePB resp;
+  EXPECT_EQ(restarted.Begin(RequestId("old-client", 5, 5), &resp, nullptr),
+            RequestTracker::Outcome::kNew);
+}
+
+TEST_F(TabletTest, DeletingATabletDeletesItsRequestRecords) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t2"));
+  RequestTracker tracker;
+  WriteResponsePB r1 =
+      TrackedWrite(&tracker, RequestId("c", 1, 1), MakeSeedWrite("t1", schema_, 0, 5));
+  WriteResponsePB r2 =
+      TrackedWrite(&tracker, RequestId("c", 2, 1), MakeSeedWrite("t2", schema_, 0, 5));
+  ASSERT_EQ(r1.rows_applied() + r2.rows_applied(), 10);
+  EXPECT_EQ(StoredRequests().size(), 2u);
+  ASSERT_OK(mgr_->DeleteTablet("t1"));
+  EXPECT_EQ(StoredRequests(), std::vector<std::string>{"c/2"});
+  // A response of row errors only is stored; a whole-request failure is not (a
+  // retry runs again).
+  WriteResponsePB dup =
+      TrackedWrite(&tracker, RequestId("c", 3, 1), MakeSeedWrite("t2", schema_, 0, 1));
+  ASSERT_EQ(dup.rows_applied(), 0);
+  ASSERT_EQ(dup.per_row_errors_size(), 1);
+  WriteRequestPB bad = MakeSeedWrite("t2", schema_, 100, 1);
+  bad.mutable_schema()->mutable_columns(1)->set_type(nyala::STRING);
+  WriteResponsePB refused = TrackedWrite(&tracker, RequestId("c", 4, 1), bad);
+  EXPECT_EQ(refused.error().code(), TabletServerErrorPB::MISMATCHED_SCHEMA);
+  EXPECT_EQ(StoredRequests(), (std::vector<std::string>{"c/2", "c/3"}));
+  WriteResponsePB resp;
+  EXPECT_EQ(tracker.Begin(RequestId("c", 4, 1), &resp, nullptr), RequestTracker::Outcome::kNew);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/wire_protocol.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet_store.h"
+#include "tserver/tserver_metrics.h"
 
 namespace nyala::tserver {
 
@@ -46,7 +47,15 @@ std::shared_ptr<const Projection> BuildProjection(const Schema& schema, std::vec
 }  // namespace
 
 Tablet::Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServerMetrics* metrics)
-    : meta_(std::move(meta)), store_(store), locks_(locks), metrics_(metrics) {}
+    : meta_(std::move(meta)),
+      store_(store),
+      locks_(locks),
+      metrics_(metrics),
+      tablet_metrics_(metrics ? std::make_unique<TabletMetrics>(
+                                    metrics->registry, meta_.tablet_id(), meta_.table_name())
+                              : nullptr) {}
+
+Tablet::~Tablet() = default;
 
 Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore* store,
                                              RowLocks* locks, TServerMetrics* metrics) {

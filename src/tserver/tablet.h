@@ -8,7 +8,9 @@
 // each row's storage key; lock the keys' stripes (RowLocks); read the rows that
 // the operations need with one MultiGet (only keys not already known absent); apply
 // the operations in block order to a per-key state, so that duplicate keys in one
-// block behave as if applied one after another; commit one WriteBatch; unlock.
+// block behave as if applied one after another; commit one WriteBatch (holding also
+// the request's record when it has a request id, and the record deletions the
+// store has queued); unlock.
 //
 // Operation semantics (docs/storage-format.md):
 //   INSERT         AlreadyPresent row error if the key exists
@@ -40,6 +42,7 @@
 #include "common/row.h"
 #include "common/schema.h"
 #include "common/status.h"
+#include "rpc/rpc_header.pb.h"
 #include "tserver/tablet_metadata.pb.h"
 #include "tserver/tserver.pb.h"
 
@@ -49,6 +52,7 @@ class RowLocks;
 class StoreIterator;
 class StoreSnapshot;
 class TabletStore;
+struct TabletMetrics;
 struct TServerMetrics;
 
 enum class TabletState { kRunning, kFailed, kDeleted };
@@ -75,6 +79,7 @@ class Tablet {
   // A tablet whose metadata could not be used, kept to report it FAILED.
   static std::shared_ptr<Tablet> Failed(TabletMetadataPB meta, Status error, TabletStore* store,
                                         RowLocks* locks, TServerMetrics* metrics);
+  ~Tablet();
 
   const std::string& tablet_id() const { return meta_.tablet_id(); }
   const TabletMetadataPB& metadata() const { return meta_; }
@@ -88,13 +93,23 @@ class Tablet {
 
   // Applies `req` (already routed to this tablet by id). Whole-request failures go
   // to resp->error and write nothing; otherwise per-row errors and rows_applied.
-  void Write(const WriteRequestPB& req, WriteResponsePB* resp);
+  // With a `request_id`, the final response is also written, in the same batch as
+  // the rows, as the request's record (tablet_store.h) for RequestTracker: a
+  // response without error means the record is stored.
+  void Write(const WriteRequestPB& req, WriteResponsePB* resp,
+             const rpc::RequestIdPB* request_id = nullptr);
 
   // Looks up req.keys() with one MultiGet. Found rows go to `rows`/`indirect` in
   // the row-block layout of the projection (request order); resp gets found[] and
   // the projection; resp->data().num_rows() is set (the sidecar indexes are the
   // caller's). A whole-request failure goes to resp->error (nothing produced).
   void Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows, std::string* indirect);
+  // Get without blocking, for the RPC reactor thread: reads only what is in memory
+  // (memtables, block cache) and does not wait for the tablet's lock. Returns false,
+  // with resp, rows and indirect untouched, when it would have to block; true when
+  // it answered (resp as Get would fill it).
+  bool TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
+                             std::string* indirect);
 
   // The projection of `names` (empty: every column, shared). MISMATCHED_SCHEMA for
   // an unknown or repeated name.
@@ -116,20 +131,29 @@ class Tablet {
   // Approximate bytes of this tablet's rows on disk and in memtables.
   int64_t OnDiskSize() const;
 
+  // The tablet's own counters; null when the tablet has no metrics (tests).
+  const TabletMetrics* tablet_metrics() const { return tablet_metrics_.get(); }
+
  private:
   Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServerMetrics* metrics);
   // The write proper; REQUIRES: ops_mu_ held shared and the tablet running.
-  void WriteLocked(const WriteRequestPB& req, WriteResponsePB* resp);
+  void WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
+                   WriteResponsePB* resp);
   // OK when `pb` describes the tablet's columns (names, types, key, nullability).
   Status CheckClientSchema(const SchemaPB& pb) const;
   // Returns an error if the tablet does not take reads or writes now.
   bool CheckRunning(TabletServerErrorPB* error) const;
+  // Get's body; REQUIRES: ops_mu_ held shared. Returns false (nothing produced) only
+  // when `memory_only` and some key is not in memory.
+  bool GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
+                 std::string* indirect, bool memory_only);
 
   // Set at creation, never changed.
   const TabletMetadataPB meta_;
   TabletStore* const store_;
   RowLocks* const locks_;
   TServerMetrics* const metrics_;
+  const std::unique_ptr<const TabletMetrics> tablet_metrics_;  // null without metrics_
   Schema schema_;
   PartitionSchema partition_schema_;
   std::shared_ptr<const Projection> full_projection_;

@@ -29,12 +29,24 @@ GetScratch* ThreadGetScratch() {
 void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                  std::string* indirect) {
   std::shared_lock<std::shared_mutex> gate(ops_mu_);
-  if (!CheckRunning(resp->mutable_error())) return;
+  GetLocked(req, resp, rows, indirect, /*memory_only=*/false);
+}
+
+bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
+                                   std::string* indirect) {
+  std::shared_lock<std::shared_mutex> gate(ops_mu_, std::try_to_lock);
+  if (!gate.owns_lock()) return false;
+  return GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
+}
+
+bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
+                       std::string* indirect, bool memory_only) {
+  if (!CheckRunning(resp->mutable_error())) return true;
   resp->clear_error();
   auto proj_or = MakeProjection(req.projected_columns());
   if (!proj_or.ok()) {
     SetTabletError(TabletServerErrorPB::MISMATCHED_SCHEMA, proj_or.status(), resp->mutable_error());
-    return;
+    return true;
   }
   const std::shared_ptr<const Projection> proj = std::move(proj_or).value();
 
@@ -52,11 +64,12 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
     g->key_slices[i] = Slice(g->keys.data() + start, g->key_end[i] - start);
     start = static_cast<int>(g->key_end[i]);
   }
-  store_->MultiGet(nullptr, n, g->key_slices.data(), /*sorted=*/false, &g->reads);
+  store_->MultiGet(nullptr, n, g->key_slices.data(), /*sorted=*/false, &g->reads, memory_only);
   if (!g->reads.status().ok()) {
     g->reads.Clear();
+    if (memory_only && g->reads.status().IsIncomplete()) return false;  // needs the disk
     SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR, g->reads.status(), resp->mutable_error());
-    return;
+    return true;
   }
 
   RowBlockEncoder enc(&proj->schema);
@@ -77,7 +90,7 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
                      s.CloneAndPrepend("tablet " + tablet_id() + ": stored row"),
                      resp->mutable_error());
       LOG(ERROR) << resp->error().status().message();
-      return;
+      return true;
     }
     enc.AppendRow(row.view().cells(), proj->source_index.data());
     num_found++;
@@ -86,10 +99,13 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
   enc.Finish(rows, indirect);
   resp->mutable_data()->set_num_rows(num_found);
   *resp->mutable_projection() = proj->schema_pb;
+  if (tablet_metrics_) tablet_metrics_->get_requests->Increment();
+  if (tablet_metrics_) tablet_metrics_->get_keys->Increment(n);
   if (metrics_) {
     metrics_->get_keys->Increment(n);
     metrics_->get_rows_found->Increment(num_found);
   }
+  return true;
 }
 
 }  // namespace nyala::tserver

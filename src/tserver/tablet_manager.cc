@@ -4,8 +4,11 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <filesystem>
+#include <unordered_set>
 
+#include "common/monotime.h"
 #include "common/wire_protocol.h"
+#include "tserver/request_tracker.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
@@ -73,6 +76,43 @@ Status TabletManager::OpenStore(const std::string& dir) {
 Status TabletManager::Open() {
   if (data_dirs_.empty()) return Status::InvalidArgument("no data dirs");
   for (const std::string& dir : data_dirs_) RETURN_NOT_OK(OpenStore(dir));
+  return Status::OK();
+}
+
+Status TabletManager::LoadRequestRecords(RequestTracker* tracker) {
+  const std::vector<std::shared_ptr<Tablet>> tablets = GetTablets();
+  const int64_t now_us = GetWallTimeMicros();
+  for (const auto& store : stores_) {
+    std::unordered_set<uint64_t> seqs;  // the tablets of this store, running or failed
+    for (const auto& t : tablets) {
+      if (t->store() == store.get()) seqs.insert(t->seq());
+    }
+    int64_t read = 0, kept = 0;
+    Status s = store->ForEachRequestRecord([&](const RequestRecord& r) -> Status {
+      read++;
+      if (!seqs.contains(r.tablet_seq)) {
+        store->QueueRequestRecordDelete(r.tablet_seq, r.client_id, r.seq_no);
+        return Status::OK();
+      }
+      WriteResponsePB resp;
+      if (!resp.ParseFromArray(r.response.data(), static_cast<int>(r.response.size()))) {
+        return Status::Corruption("unparseable response in the record of request " +
+                                  std::to_string(r.seq_no) + " of client " +
+                                  r.client_id.ToString());
+      }
+      kept +=
+          tracker->Restore(r.client_id.view(), r.seq_no, r.first_incomplete_seq_no, std::move(resp),
+                           MonoDelta::FromMicroseconds(now_us - r.write_time_micros),
+                           RequestRecordLocation{store.get(), r.tablet_seq});
+      return Status::OK();
+    });
+    RETURN_NOT_OK_PREPEND(s, store->path() + ": loading request records");
+    // The tracker may also have forgotten records it restored first; write it all now.
+    RETURN_NOT_OK_PREPEND(store->WriteRequestRecordDeletes(),
+                          store->path() + ": deleting expired request records");
+    LOG(INFO) << store->path() << ": " << read << " write request records, " << kept
+              << " restored to answer retries";
+  }
   return Status::OK();
 }
 
@@ -171,6 +211,7 @@ Status TabletManager::DeleteTablet(const std::string& tablet_id) {
     tablets_.erase(tablet_id);
     RecordChangeLocked(tablet_id, true);
   }
+  if (metrics_) TabletMetrics::RemoveFromRegistry(metrics_->registry, tablet_id);
   NotifyChange();
   // The tombstone makes the next start finish this if it fails or we crash.
   RETURN_NOT_OK_PREPEND(tablet->store()->DropTablet(tablet->seq(), tablet_id),

@@ -3,6 +3,11 @@
 // deletes a crash interrupted, and creates and deletes tablets for the admin
 // service (new tablets are spread over the data dirs round-robin).
 //
+// After Open(), LoadRequestRecords() hands the stored responses of writes that
+// carried a request id to the server's RequestTracker, so retries of writes applied
+// before a restart are answered, not applied again. Deleting a tablet deletes its
+// request records with its rows, and removes its per-tablet metrics.
+//
 // It also keeps, for heartbeats, a change sequence: every tablet created, failed or
 // deleted gets the next number, so a tablet report can list exactly the tablets
 // that changed since a given number.
@@ -29,6 +34,7 @@
 
 namespace nyala::tserver {
 
+class RequestTracker;
 class RowLocks;
 class TabletStore;
 struct TServerMetrics;
@@ -41,6 +47,10 @@ class TabletManager {
 
   // Opens the stores and loads the tablets. Fails when a store cannot be opened.
   Status Open();
+  // Reads every store's request records into `tracker` (before it serves any
+  // request), and deletes those not worth keeping (expired, superseded, or of no
+  // tablet). Corruption when a record does not decode.
+  Status LoadRequestRecords(RequestTracker* tracker);
   // Flushes and closes the stores. Call after everything using tablets stopped.
   void Shutdown();
 
@@ -54,7 +64,8 @@ class TabletManager {
   // under that id), INVALID_SCHEMA (bad schema or partition schema), UNKNOWN_ERROR
   // (storage).
   Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);
-  // Deletes the tablet and its rows. NotFound if there is no such tablet.
+  // Deletes the tablet, its rows and request records, and its per-tablet metrics.
+  // NotFound if there is no such tablet.
   Status DeleteTablet(const std::string& tablet_id);
 
   // --- Tablet reports (heartbeater.h).

@@ -209,6 +209,46 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   ASSERT_OK(Call(*proxy_, "Ping", PingRequestPB(), &presp));
 }
 
+TEST_F(TabletServerTest, GetRunsOnTheReactorWhenItsRowsAreInMemory) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  WriteResponsePB wresp;
+  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 0, 100), &wresp));
+  ASSERT_FALSE(wresp.has_error());
+  const MetricLabels labels = {{"service", TabletServiceImpl::kServiceName}, {"method", "Get"}};
+  Counter* fallbacks =
+      server_->metrics()->FindOrCreateCounter("rpc_reactor_fallbacks_total", "", labels);
+  Counter* calls = server_->metrics()->FindOrCreateCounter("rpc_calls_total", "", labels);
+  auto get = [&](const std::string& tablet, int64_t key, GetResponsePB* resp) {
+    GetRequestPB req;
+    req.set_tablet_id(tablet);
+    req.add_keys(EncodedKey(schema_, key));
+    return Call(*proxy_, "Get", req, resp);
+  };
+  // In the memtable: answered on the reactor.
+  GetResponsePB resp;
+  ASSERT_OK(get("t1", 42, &resp));
+  ASSERT_FALSE(resp.has_error());
+  ASSERT_EQ(resp.found_size(), 1);
+  EXPECT_TRUE(resp.found(0));
+  EXPECT_EQ(fallbacks->value(), 0);
+  // An error is answered (and logged) by a service thread.
+  resp.Clear();
+  ASSERT_OK(get("no-such-tablet", 42, &resp));
+  EXPECT_EQ(resp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+  EXPECT_EQ(fallbacks->value(), 1);
+  // More keys than a reactor thread should look up: a service thread does it.
+  GetRequestPB many;
+  many.set_tablet_id("t1");
+  for (int k = 0; k < 40; k++) many.add_keys(EncodedKey(schema_, k));
+  resp.Clear();
+  ASSERT_OK(Call(*proxy_, "Get", many, &resp));
+  ASSERT_EQ(resp.found_size(), 40);
+  EXPECT_EQ(resp.data().num_rows(), 40);
+  EXPECT_EQ(fallbacks->value(), 2);
+  // (A Get that needs the disk is passed on too: see tablet-test.)
+  EXPECT_EQ(calls->value(), 3);
+}
+
 TEST_F(TabletServerTest, RetriedWriteIsAnsweredNotReapplied) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
   rpc::RequestIdPB id;
@@ -239,6 +279,94 @@ TEST_F(TabletServerTest, RetriedWriteIsAnsweredNotReapplied) {
   ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 100, 1), &r3, &rpc3));
   rpc4.set_request_id(id);
   EXPECT_FALSE(Call(*proxy_, "Write", req, &r4, &rpc4).ok());
+}
+
+// The value of the series `series` (name{labels}, labels sorted by name) in the
+// Prometheus text `text`; -1 when absent.
+int64_t SeriesValue(const std::string& text, const std::string& series) {
+  const std::string prefix = "\n" + series + " ";
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return -1;
+  return std::stoll(text.substr(at + prefix.size()));
+}
+
+TEST_F(TabletServerTest, PerTabletMetricsCountWritesGetsAndScansAndGoWithTheTablet) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t2", "<b>other</b>"));
+  // t1: 20 inserts, 5 upserts (3 of them new rows), 3 updates, 2 deletes, in 4 RPCs.
+  std::vector<Row> del_rows(2, Row(&schema_));
+  ASSERT_OK(del_rows[0].Set(0, Cell::Int64(3)));
+  ASSERT_OK(del_rows[1].Set(0, Cell::Int64(4)));
+  for (const WriteRequestPB& req :
+       {MakeSeedWrite("t1", schema_, 0, 20),
+        MakeSeedWrite("t1", schema_, 18, 5, RowOpType::kUpsert),
+        MakeSeedWrite("t1", schema_, 0, 3, RowOpType::kUpdate),
+        MakeWrite("t1", schema_,
+                  {{RowOpType::kDelete, &del_rows[0]}, {RowOpType::kDelete, &del_rows[1]}})}) {
+    WriteResponsePB resp;
+    ASSERT_OK(Call(*proxy_, "Write", req, &resp));
+    ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
+    ASSERT_EQ(resp.per_row_errors_size(), 0) << resp.ShortDebugString();
+  }
+  WriteResponsePB wresp;
+  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t2", schema_, 0, 7), &wresp));
+  ASSERT_EQ(wresp.rows_applied(), 7);
+  // t1: two Gets of 3 and 1 keys.
+  for (int n : {3, 1}) {
+    GetRequestPB greq;
+    greq.set_tablet_id("t1");
+    for (int i = 0; i < n; i++) greq.add_keys(EncodedKey(schema_, 10 + i));
+    GetResponsePB gresp;
+    ASSERT_OK(Call(*proxy_, "Get", greq, &gresp));
+    ASSERT_FALSE(gresp.has_error()) << gresp.ShortDebugString();
+  }
+  // t1: one Scan reading the 21 rows left, returning those where c IS NULL (k % 7 == 3:
+  // 10 and 17; 3 was deleted).
+  ScanRequestPB sreq;
+  sreq.mutable_new_scan_request()->set_tablet_id("t1");
+  sreq.mutable_new_scan_request()->add_predicates()->set_column("c");
+  sreq.mutable_new_scan_request()->mutable_predicates(0)->mutable_is_null();
+  ScanResponsePB sresp;
+  ASSERT_OK(Call(*proxy_, "Scan", sreq, &sresp));
+  ASSERT_FALSE(sresp.has_error()) << sresp.ShortDebugString();
+  ASSERT_EQ(sresp.data().num_rows(), 2);
+
+  const std::string t1 = "table=\"test_table\",tablet_id=\"t1\"";
+  const std::string t2 = "table=\"<b>other</b>\",tablet_id=\"t2\"";
+  std::string text = server_->metrics()->ToPrometheusText();
+  EXPECT_EQ(SeriesValue(text, "tablet_write_requests_total{" + t1 + "}"), 4) << text;
+  EXPECT_EQ(SeriesValue(text, "tablet_rows_written_total{op=\"insert\"," + t1 + "}"), 20);
+  EXPECT_EQ(SeriesValue(text, "tablet_rows_written_total{op=\"upsert\"," + t1 + "}"), 5);
+  EXPECT_EQ(SeriesValue(text, "tablet_rows_written_total{op=\"update\"," + t1 + "}"), 3);
+  EXPECT_EQ(SeriesValue(text, "tablet_rows_written_total{op=\"delete\"," + t1 + "}"), 2);
+  EXPECT_EQ(SeriesValue(text, "tablet_get_requests_total{" + t1 + "}"), 2);
+  EXPECT_EQ(SeriesValue(text, "tablet_get_keys_total{" + t1 + "}"), 4);
+  EXPECT_EQ(SeriesValue(text, "tablet_scan_requests_total{" + t1 + "}"), 1);
+  EXPECT_EQ(SeriesValue(text, "tablet_rows_scanned_total{" + t1 + "}"), 21);
+  EXPECT_EQ(SeriesValue(text, "tablet_scan_rows_returned_total{" + t1 + "}"), 2);
+  EXPECT_EQ(SeriesValue(text, "tablet_write_requests_total{" + t2 + "}"), 1);
+  EXPECT_EQ(SeriesValue(text, "tablet_rows_written_total{op=\"insert\"," + t2 + "}"), 7);
+  EXPECT_EQ(SeriesValue(text, "tablet_get_requests_total{" + t2 + "}"), 0);
+  // The per-server totals are still there.
+  EXPECT_EQ(SeriesValue(text, "tserver_rows_written_total{op=\"insert\"}"), 27);
+  EXPECT_EQ(SeriesValue(text, "tserver_write_requests_total"), 5);
+  // And the /tablets page shows them, the table name escaped.
+  std::string page = HttpGet(server_->webserver()->port(), "/tablets");
+  EXPECT_NE(page.find("<td>20 / 5 / 3 / 2</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<td>21 / 2</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find("&lt;b&gt;other&lt;/b&gt;"), std::string::npos) << page;
+
+  // Deleting t1 removes its series and only those.
+  DeleteTabletRequestPB dreq;
+  dreq.set_tablet_id("t1");
+  DeleteTabletResponsePB dresp;
+  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  ASSERT_FALSE(dresp.has_error()) << dresp.ShortDebugString();
+  text = server_->metrics()->ToPrometheusText();
+  EXPECT_EQ(text.find("tablet_id=\"t1\""), std::string::npos) << text;
+  EXPECT_EQ(server_->metrics()->ToJson().find("\"t1\""), std::string::npos);
+  EXPECT_EQ(SeriesValue(text, "tablet_rows_written_total{op=\"insert\"," + t2 + "}"), 7);
+  EXPECT_EQ(SeriesValue(text, "tserver_rows_written_total{op=\"insert\"}"), 27);
 }
 
 TEST_F(TabletServerTest, AdminServiceCreatesListsAndDeletes) {

@@ -36,8 +36,9 @@ Status TabletServer::Init() {
   tmetrics_ = std::make_unique<TServerMetrics>(metrics());
   tablets_ = std::make_unique<TabletManager>(fs()->data_dirs(), tmetrics_.get());
   RETURN_NOT_OK(tablets_->Open());
-  scanners_ = std::make_unique<ScannerManager>(tmetrics_.get());
   tracker_ = std::make_unique<RequestTracker>();
+  RETURN_NOT_OK(tablets_->LoadRequestRecords(tracker_.get()));
+  scanners_ = std::make_unique<ScannerManager>(tmetrics_.get());
   TabletServiceDeps deps;
   deps.tablets = tablets_.get();
   deps.scanners = scanners_.get();

@@ -3,7 +3,8 @@
 // RocksDB per data dir), the scanners, the write-retry tracker, the two RPC
 // services, the heartbeater and the /tablets and /scans pages.
 //
-// Life cycle: Init() (dirs, stores, services), Start() (listen, web UI,
+// Life cycle: Init() (dirs, stores, the write-retry tracker restored from the
+// stores' request records, services), Start() (listen, web UI,
 // heartbeats), Shutdown() (stop heartbeating, stop accepting and drain calls, drop
 // scanners, flush and close RocksDB). Shutdown is idempotent and also run by the
 // destructor.

@@ -70,36 +70,66 @@ TabletServiceImpl::TabletServiceImpl(TabletServiceDeps deps)
               return;
           }
         }
-        if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id())) {
-          tablet->Write(*req, resp);
+        std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id());
+        if (tablet) {
+          tablet->Write(*req, resp, rid);  // with rid, stores the response with the rows
         } else {
           NoSuchTablet(req->tablet_id(), resp);
         }
         if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), m);
-        if (rid) deps_.tracker->Finish(*rid, *resp, /*remember=*/!resp->has_error());
+        if (rid) {
+          const bool applied = !resp->has_error();
+          deps_.tracker->Finish(*rid, *resp, /*remember=*/applied,
+                                applied ? RequestRecordLocation{tablet->store(), tablet->seq()}
+                                        : RequestRecordLocation{});
+        }
         if (m) m->write_latency_us->Increment(Micros(start));
         ctx->RespondSuccess();
       });
 
+  // Get runs on the reactor thread that read it when its rows are in memory (no
+  // service-thread wakeup: on this machine that is most of a small Get's cost), and on
+  // a service thread when it needs the disk, the tablet lock is taken, it has many
+  // keys, or it fails (the service thread answers errors and logs them).
   RegisterMethod<GetRequestPB, GetResponsePB>(
-      "Get", [this](const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
-        const MonoTime start = MonoTime::Now();
-        TServerMetrics* m = deps_.metrics;
-        if (m) m->get_requests->Increment();
-        std::string rows, indirect;
-        if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id())) {
-          tablet->Get(*req, resp, &rows, &indirect);
-        } else {
-          NoSuchTablet(req->tablet_id(), resp);
-        }
-        if (resp->has_error()) {
-          LogRejected(ctx, req->tablet_id(), resp->error(), m);
-        } else {
-          AttachRows(ctx, &rows, &indirect, resp);
-        }
-        if (m) m->get_latency_us->Increment(Micros(start));
-        ctx->RespondSuccess();
-      });
+      "Get",
+      std::function<bool(const GetRequestPB*, GetResponsePB*, rpc::RpcContext*)>(
+          [this](const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
+            constexpr int kMaxKeysOnReactor = 32;
+            if (req->keys_size() > kMaxKeysOnReactor) return false;
+            const MonoTime start = MonoTime::Now();
+            std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id());
+            std::string rows, indirect;
+            if (!tablet || !tablet->TryGetWithoutBlocking(*req, resp, &rows, &indirect) ||
+                resp->has_error()) {
+              return false;
+            }
+            TServerMetrics* m = deps_.metrics;
+            if (m) m->get_requests->Increment();
+            AttachRows(ctx, &rows, &indirect, resp);
+            if (m) m->get_latency_us->Increment(Micros(start));
+            ctx->RespondSuccess();
+            return true;
+          }),
+      std::function<void(const GetRequestPB*, GetResponsePB*, rpc::RpcContext*)>(
+          [this](const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
+            const MonoTime start = MonoTime::Now();
+            TServerMetrics* m = deps_.metrics;
+            if (m) m->get_requests->Increment();
+            std::string rows, indirect;
+            if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id())) {
+              tablet->Get(*req, resp, &rows, &indirect);
+            } else {
+              NoSuchTablet(req->tablet_id(), resp);
+            }
+            if (resp->has_error()) {
+              LogRejected(ctx, req->tablet_id(), resp->error(), m);
+            } else {
+              AttachRows(ctx, &rows, &indirect, resp);
+            }
+            if (m) m->get_latency_us->Increment(Micros(start));
+            ctx->RespondSuccess();
+          }));
 
   RegisterMethod<ScanRequestPB, ScanResponsePB>(
       "Scan", [this](const ScanRequestPB* req, ScanResponsePB* resp, rpc::RpcContext* ctx) {

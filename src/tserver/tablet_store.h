@@ -2,20 +2,26 @@
 // tablets placed in that dir. The only code that talks to RocksDB, with
 // tablet_manager; everything else sees the nyala-typed wrappers below.
 //
-// Two column families (docs/storage-format.md):
-//   meta     "tablet/<tablet id>" -> TabletMetadataPB, "next_tablet_seq" -> 8-byte BE
-//   default  [8-byte BE tablet seq][encoded primary key] -> row value (row_encoding.h)
+// Three column families (docs/storage-format.md):
+//   meta      "tablet/<tablet id>" -> TabletMetadataPB, "next_tablet_seq" -> 8-byte BE
+//   default   [8-byte BE tablet seq][encoded primary key] -> row value (row_encoding.h)
+//   requests  [8-byte BE tablet seq][4-byte BE length][client id][8-byte seq no]
+//             -> [header][WriteResponsePB]: the answer of an applied write that carried
+//             a request id, written in the same batch as its rows (RequestTracker)
 //
 // Metadata writes are synchronous (fsync). Row writes go through the WAL as one
 // WriteBatch each, with fsync when --fsync_writes; an acknowledged write survives
-// kill -9 of the process either way.
+// kill -9 of the process either way. Gets, scans and sizes only ever read the
+// default family, so request records are invisible to them.
 //
 // Thread-safety: every method is thread-safe (RocksDB is). StoreWriteBatch,
 // StoreMultiGet and StoreIterator are thread-compatible (one thread at a time).
 // Snapshots, iterators and batches must be destroyed before their store.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +57,32 @@ inline std::string TabletPrefix(uint64_t seq) {
   AppendTabletPrefix(seq, &s);
   return s;
 }
+
+// --- Write-request records (the requests column family).
+// Key: [8-byte BE tablet seq][4-byte BE client id length][client id][8-byte BE seq no,
+// sign bit flipped]. Value: [1-byte version = 1][8-byte BE wall-clock write time, us]
+// [8-byte BE first_incomplete_seq_no of the request, sign bit flipped][the serialized
+// WriteResponsePB]. One tablet's records are one key range, like its rows; one
+// client's records of one tablet are a contiguous range in sequence-number order.
+constexpr uint8_t kRequestRecordVersion = 1;
+constexpr size_t kRequestRecordHeaderSize = 17;
+
+void AppendRequestRecordKey(uint64_t tablet_seq, Slice client_id, int64_t seq_no, std::string* dst);
+// Appends the value header; the caller appends the serialized response.
+void AppendRequestRecordHeader(int64_t write_time_micros, int64_t first_incomplete_seq_no,
+                               std::string* dst);
+
+// A decoded record; the slices point into the key and value it came from.
+struct RequestRecord {
+  uint64_t tablet_seq = 0;
+  Slice client_id;
+  int64_t seq_no = 0;
+  int64_t write_time_micros = 0;
+  int64_t first_incomplete_seq_no = 0;
+  Slice response;  // a serialized WriteResponsePB
+};
+// Corruption when `key` or `value` is not a record of the format above.
+Status DecodeRequestRecord(Slice key, Slice value, RequestRecord* out);
 
 // A batch of row puts and deletes, applied atomically by TabletStore::Write.
 // Reusable: Clear() keeps its buffer.
@@ -157,8 +189,9 @@ class TabletStore {
   Status CreateTabletMetadata(TabletMetadataPB* meta);
   // Overwrites the stored metadata of meta.tablet_id() (e.g. a tombstone).
   Status PutTabletMetadata(const TabletMetadataPB& meta);
-  // Drops every row under tablet `seq` (DeleteRange), then the metadata of
-  // `tablet_id`. Write a tombstone first so a crash in between is finished later.
+  // Drops every row and request record under tablet `seq` (DeleteRange), then the
+  // metadata of `tablet_id`. Write a tombstone first so a crash in between is
+  // finished later.
   Status DropTablet(uint64_t seq, const std::string& tablet_id);
 
   // --- Rows (default column family).
@@ -166,8 +199,10 @@ class TabletStore {
   Status Write(StoreWriteBatch* batch);
   // Looks up `keys[0, n)`; `snapshot` may be null (latest). `sorted` when the keys
   // are in ascending order (faster).
+  // With `memory_only`, reads only the memtables and the block cache, never the
+  // disk: status() is Incomplete when some key would have needed a disk read.
   void MultiGet(const StoreSnapshot* snapshot, size_t n, const Slice* keys, bool sorted,
-                StoreMultiGet* out);
+                StoreMultiGet* out, bool memory_only = false);
   std::unique_ptr<StoreSnapshot> GetSnapshot();
   // An iterator over [lower, upper) ("" upper: to the end) at `snapshot` (null: the
   // latest data when created).
@@ -175,8 +210,26 @@ class TabletStore {
                                              std::string upper);
   // Approximate bytes on disk and in memtables for keys in [start, end).
   int64_t ApproximateSize(Slice start, Slice end);
-  // Flushes memtables to SST files (clean shutdown).
+  // Writes the queued request-record deletions, then flushes memtables to SST files
+  // (clean shutdown).
   Status Flush();
+
+  // --- Write-request records (requests column family; see RequestTracker).
+  // Adds the record `key` -> `value` to `batch`, to be applied with its rows.
+  void PutRequestRecord(StoreWriteBatch* batch, Slice key, Slice value);
+  // Queues the deletion of the record of request (client_id, seq_no) of tablet
+  // `tablet_seq`. Queued deletions ride along with the next row write of this store
+  // (TakeRequestRecordDeletes) or are written by WriteRequestRecordDeletes() (and
+  // Flush()); a crash loses them, and the next start's sweep finds the records again.
+  void QueueRequestRecordDelete(uint64_t tablet_seq, Slice client_id, int64_t seq_no);
+  // Moves the queued deletions into `batch`. One atomic load when there are none.
+  void TakeRequestRecordDeletes(StoreWriteBatch* batch);
+  // Writes the queued deletions now, in a batch of their own.
+  Status WriteRequestRecordDeletes();
+  // Calls `fn` on every record in key order; stops at the first error `fn` returns.
+  // A record that does not decode is Corruption.
+  Status ForEachRequestRecord(const std::function<Status(const RequestRecord&)>& fn);
+  size_t NumQueuedRequestRecordDeletesForTests() const;
 
  private:
   TabletStore(std::string path, MetricRegistry* metrics);
@@ -188,6 +241,12 @@ class TabletStore {
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* rows_cf_ = nullptr;
+  rocksdb::ColumnFamilyHandle* requests_cf_ = nullptr;
+
+  // Keys of request records to delete with the next write.
+  mutable Mutex deletes_mu_;
+  std::vector<std::string> queued_deletes_ GUARDED_BY(deletes_mu_);
+  std::atomic<size_t> num_queued_deletes_{0};  // queued_deletes_.size(), read without the lock
 
   Mutex seq_mu_;  // serializes tablet-seq allocation
   uint64_t next_seq_ GUARDED_BY(seq_mu_) = 1;

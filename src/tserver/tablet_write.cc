@@ -6,6 +6,7 @@
 
 #include "common/arena.h"
 #include "common/key_encoding.h"
+#include "common/monotime.h"
 #include "common/row_encoding.h"
 #include "common/row_operations.h"
 #include "common/wire_protocol.h"
@@ -40,6 +41,8 @@ struct WriteScratch {
   std::vector<Slice> read_keys;
   std::vector<uint32_t> read_slots;
   std::string value;
+  std::string record_key;  // the request's record, when it has a request id
+  std::string record_value;
   Arena arena;  // values of duplicated keys, which later operations may read
   RowLockSet locks;
   StoreWriteBatch batch;
@@ -84,18 +87,21 @@ void AddRowError(WriteResponsePB* resp, size_t row, const Status& s) {
 
 }  // namespace
 
-void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp) {
+void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
+                   const rpc::RequestIdPB* request_id) {
   std::shared_lock<std::shared_mutex> gate(ops_mu_);
   if (!CheckRunning(resp->mutable_error())) return;
   resp->clear_error();
+  if (tablet_metrics_) tablet_metrics_->write_requests->Increment();
   if (Status s = CheckClientSchema(req.schema()); !s.ok()) {
     SetTabletError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
     return;
   }
-  WriteLocked(req, resp);
+  WriteLocked(req, request_id, resp);
 }
 
-void Tablet::WriteLocked(const WriteRequestPB& req, WriteResponsePB* resp) {
+void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
+                         WriteResponsePB* resp) {
   WriteScratch* w = ThreadScratch();
   w->Reset();
   if (Status s = DecodeRowOperations(req.row_operations(), schema_, RowBlockKind::kWrites, &w->ops);
@@ -263,17 +269,37 @@ void Tablet::WriteLocked(const WriteRequestPB& req, WriteResponsePB* resp) {
     slot.exists = true;
   }
 
-  // 5. Commit, then unlock.
+  // 5. The response is final: store it with the rows when the request has an id
+  // (deletions of forgotten records first, in case one has the same key).
+  resp->set_rows_applied(inserted + upserted + updated + deleted);
+  store_->TakeRequestRecordDeletes(&w->batch);
+  if (request_id) {
+    w->record_key.clear();
+    AppendRequestRecordKey(seq(), request_id->client_id(), request_id->seq_no(), &w->record_key);
+    w->record_value.clear();
+    AppendRequestRecordHeader(GetWallTimeMicros(), request_id->first_incomplete_seq_no(),
+                              &w->record_value);
+    resp->AppendToString(&w->record_value);
+    store_->PutRequestRecord(&w->batch, w->record_key, w->record_value);
+  }
+
+  // 6. Commit, then unlock.
   Status s = w->batch.Count() > 0 ? store_->Write(&w->batch) : Status::OK();
   w->locks.Release();
   w->reads.Clear();
   if (!s.ok()) {
     resp->clear_per_row_errors();
+    resp->clear_rows_applied();
     SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
     LOG(WARNING) << "tablet " << tablet_id() << ": write failed: " << s.ToString();
     return;
   }
-  resp->set_rows_applied(inserted + upserted + updated + deleted);
+  if (tablet_metrics_) {
+    if (inserted) tablet_metrics_->rows_inserted->Increment(inserted);
+    if (upserted) tablet_metrics_->rows_upserted->Increment(upserted);
+    if (updated) tablet_metrics_->rows_updated->Increment(updated);
+    if (deleted) tablet_metrics_->rows_deleted->Increment(deleted);
+  }
   if (metrics_) {
     if (inserted) metrics_->rows_inserted->Increment(inserted);
     if (upserted) metrics_->rows_upserted->Increment(upserted);

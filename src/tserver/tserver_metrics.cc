@@ -40,3 +40,42 @@ TServerMetrics::TServerMetrics(MetricRegistry* r)
           "tserver_scan_latency_us", "Time to produce one Scan batch, in microseconds")) {}
 
 }  // namespace nyala::tserver
+
+namespace nyala::tserver {
+
+namespace {
+constexpr char kTabletIdLabel[] = "tablet_id";
+}  // namespace
+
+TabletMetrics::TabletMetrics(MetricRegistry* r, const std::string& tablet_id,
+                             const std::string& table) {
+  const MetricLabels l = {{kTabletIdLabel, tablet_id}, {"table", table}};
+  auto op = [&](const char* name) {
+    MetricLabels with_op = l;
+    with_op.emplace_back("op", name);
+    return r->FindOrCreateSharedCounter("tablet_rows_written_total",
+                                        "Rows written to the tablet, by operation", with_op);
+  };
+  write_requests = r->FindOrCreateSharedCounter("tablet_write_requests_total",
+                                                "Write RPCs applied to the tablet", l);
+  rows_inserted = op("insert");
+  rows_upserted = op("upsert");
+  rows_updated = op("update");
+  rows_deleted = op("delete");
+  get_requests =
+      r->FindOrCreateSharedCounter("tablet_get_requests_total", "Get RPCs of the tablet", l);
+  get_keys = r->FindOrCreateSharedCounter("tablet_get_keys_total",
+                                          "Keys looked up in the tablet by Get", l);
+  scan_requests = r->FindOrCreateSharedCounter(
+      "tablet_scan_requests_total", "Scan RPCs of the tablet (new scans and continuations)", l);
+  rows_scanned = r->FindOrCreateSharedCounter(
+      "tablet_rows_scanned_total", "Rows of the tablet read by scans before predicates", l);
+  rows_returned = r->FindOrCreateSharedCounter("tablet_scan_rows_returned_total",
+                                               "Rows of the tablet returned by scans", l);
+}
+
+void TabletMetrics::RemoveFromRegistry(MetricRegistry* registry, const std::string& tablet_id) {
+  registry->RemoveSeriesWithLabel(kTabletIdLabel, tablet_id);
+}
+
+}  // namespace nyala::tserver

@@ -1,10 +1,24 @@
-// The tablet server's own metrics, declared once and shared by the tablets, the
-// services and the scanners of one server (per-server series; the tablet id is not
-// a label, so the number of series does not grow with the number of tablets).
+// The tablet server's own metrics, declared once.
 //
-// Thread-safety: the counters are atomics; the struct is immutable after
-// construction. The registry must outlive it.
+// TServerMetrics: per-server series, shared by the tablets, the services and the
+// scanners of one server (totals over every tablet, and what belongs to no tablet:
+// latencies, rejected and duplicate requests, scanner counts).
+//
+// TabletMetrics: the same figures per tablet (writes, gets, scans), as separate
+// families named tablet_* with labels tablet_id and table, so that summing a family
+// never counts a row twice. Per-tablet labels are bounded by the tablets one server
+// hosts (hundreds to a few thousand), not by the data or the clients, so the number
+// of series stays bounded too; a deleted tablet's series are removed from the
+// registry (TabletMetrics::RemoveFromRegistry), so /metrics only shows tablets the
+// server hosts. The counters are shared with the registry: a scan still running on
+// a deleted tablet keeps counting into counters nobody renders.
+//
+// Thread-safety: the counters are atomics; the structs are immutable after
+// construction. The registry must outlive them.
 #pragma once
+
+#include <memory>
+#include <string>
 
 #include "common/metrics.h"
 
@@ -34,6 +48,28 @@ struct TServerMetrics {
   Histogram* write_latency_us;
   Histogram* get_latency_us;
   Histogram* scan_latency_us;
+};
+
+struct TabletMetrics {
+  // The series of tablet `tablet_id` of table `table` (created, or found if they
+  // exist, e.g. when a store is reopened in the same process).
+  TabletMetrics(MetricRegistry* registry, const std::string& tablet_id, const std::string& table);
+
+  // Removes every series labelled tablet_id=`tablet_id` (the tablet was deleted).
+  static void RemoveFromRegistry(MetricRegistry* registry, const std::string& tablet_id);
+
+  // Write RPCs that reached the tablet (not those answered from RequestTracker).
+  std::shared_ptr<Counter> write_requests;
+  std::shared_ptr<Counter> rows_inserted;
+  std::shared_ptr<Counter> rows_upserted;
+  std::shared_ptr<Counter> rows_updated;
+  std::shared_ptr<Counter> rows_deleted;
+  std::shared_ptr<Counter> get_requests;
+  std::shared_ptr<Counter> get_keys;
+  // Scan RPCs: new scans and continuations.
+  std::shared_ptr<Counter> scan_requests;
+  std::shared_ptr<Counter> rows_scanned;
+  std::shared_ptr<Counter> rows_returned;
 };
 
 }  // namespace nyala::tserver

@@ -6,6 +6,7 @@
 #include "tserver/tablet.h"
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_server.h"
+#include "tserver/tserver_metrics.h"
 
 namespace nyala::tserver {
 
@@ -36,6 +37,17 @@ std::string FormatBytes(int64_t b) {
   return buf;
 }
 
+// The /tablets cells of a tablet's own counters.
+std::string TabletCounterCells(const TabletMetrics* m) {
+  if (!m) return "<td></td><td></td><td></td><td></td><td></td><td></td>";
+  auto v = [](const std::shared_ptr<Counter>& c) { return std::to_string(c->value()); };
+  return "<td>" + v(m->write_requests) + "</td><td>" + v(m->rows_inserted) + " / " +
+         v(m->rows_upserted) + " / " + v(m->rows_updated) + " / " + v(m->rows_deleted) +
+         "</td><td>" + v(m->get_requests) + "</td><td>" + v(m->get_keys) + "</td><td>" +
+         v(m->scan_requests) + "</td><td>" + v(m->rows_scanned) + " / " + v(m->rows_returned) +
+         "</td>";
+}
+
 }  // namespace
 
 void TabletServer::RegisterWebPages() {
@@ -52,7 +64,9 @@ void TabletServer::RegisterWebPages() {
         std::string& b = resp->body;
         b += "<h2>Tablets (" + std::to_string(tablets.size()) + ")</h2>";
         b += "<table><tr><th>Tablet id</th><th>Table</th><th>Partition</th><th>State</th>"
-             "<th>On-disk size</th></tr>";
+             "<th>On-disk size</th><th>Write RPCs</th>"
+             "<th>Rows inserted / upserted / updated / deleted</th><th>Get RPCs</th>"
+             "<th>Keys looked up</th><th>Scan RPCs</th><th>Rows scanned / returned</th></tr>";
         for (const auto& t : tablets) {
           const TabletMetadataPB& m = t->metadata();
           std::string state = TabletStateName(t->state());
@@ -61,7 +75,8 @@ void TabletServer::RegisterWebPages() {
                "</td><td>[" + HexKey(m.partition().partition_key_start()) + ", " +
                HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
                (t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" + EscapeHtml(state) +
-               "</td><td>" + FormatBytes(t->OnDiskSize()) + "</td></tr>";
+               "</td><td>" + FormatBytes(t->OnDiskSize()) + "</td>" +
+               TabletCounterCells(t->tablet_metrics()) + "</tr>";
         }
         b += "</table>";
       });
