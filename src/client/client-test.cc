@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "client/client-internal.h"
@@ -269,6 +270,76 @@ TEST_F(ClientTest, SyncModeReturnsRowErrors) {
   EXPECT_FALSE(overflowed);
   EXPECT_TRUE(errors[0]->status().IsAlreadyPresent());
   EXPECT_EQ(errors[0]->failed_op().row().cell(0).int_value(), 1);
+}
+
+TEST_F(ClientTest, BackgroundRowErrorsHoldTheAppliedOperation) {
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushBackground));
+  for (int i = 0; i < 100; i++) ASSERT_OK(session->Apply(Insert(i)));
+  ASSERT_OK(session->Flush());
+  for (int i = 0; i < 10; i++) ASSERT_OK(session->Apply(Insert(i)));  // duplicates
+  EXPECT_TRUE(session->Flush().IsIOError());
+  std::vector<std::unique_ptr<WriteError>> errors;
+  bool overflowed = true;
+  session->GetPendingErrors(&errors, &overflowed);
+  EXPECT_FALSE(overflowed);
+  ASSERT_EQ(errors.size(), 10u);
+  std::set<int64_t> failed;
+  for (const auto& e : errors) {
+    EXPECT_TRUE(e->status().IsAlreadyPresent()) << e->status().ToString();
+    const WriteOperation& op = e->failed_op();
+    EXPECT_EQ(op.type(), RowOpType::kInsert);
+    EXPECT_EQ(&op.table(), table.get());
+    const int64_t key = op.row().cell(0).int_value();
+    failed.insert(key);
+    EXPECT_EQ(op.row().cell(1).slice_value().ToString(), "value-" + std::to_string(key));
+    EXPECT_FALSE(op.row().IsSet(2));  // n was not set: it stays unset
+  }
+  EXPECT_EQ(failed.size(), 10u);
+  EXPECT_EQ(*failed.begin(), 0);
+  EXPECT_EQ(*failed.rbegin(), 9);
+}
+
+TEST_F(ClientTest, OperationsKeepApplyOrderWhenLookedUpAtFlush) {
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  auto del = [&](int64_t key) {
+    auto op = table->NewDelete();
+    CHECK_OK(op->Set("key", Cell::Int64(key)));
+    return op;
+  };
+  // Nothing cached yet: key 1's tablet is looked up at flush time.
+  ASSERT_OK(session->Apply(Insert(1)));
+  // Now every tablet is cached, but the later operations must still follow the first.
+  ASSERT_OK(cache()
+                ->LookupTabletSync(table->id(), "", MonoTime::Now() + MonoDelta::FromSeconds(5),
+                                   LookupMode::kExact)
+                .status());
+  ASSERT_OK(session->Apply(del(1)));
+  ASSERT_OK(session->Apply(Insert(1)));
+  ASSERT_OK(session->Apply(Insert(2)));
+  ASSERT_OK(session->Flush());
+  // A batch that starts with everything cached: encoded as applied.
+  ASSERT_OK(session->Apply(del(1)));
+  ASSERT_OK(session->Apply(Insert(3)));
+  ASSERT_OK(session->Apply(del(3)));
+  ASSERT_OK(session->Flush());
+
+  auto ops_of = [&](int64_t key) {
+    std::vector<RowOpType> types;
+    std::lock_guard<std::mutex> l(ts_->mu);
+    for (auto& [tablet, ops] : ts_->ops_per_tablet) {
+      for (auto& [type, k] : ops) {
+        if (k == std::to_string(key)) types.push_back(type);
+      }
+    }
+    return types;
+  };
+  EXPECT_EQ(ops_of(1), (std::vector<RowOpType>{RowOpType::kInsert, RowOpType::kDelete,
+                                               RowOpType::kInsert, RowOpType::kDelete}));
+  EXPECT_EQ(ops_of(2), std::vector<RowOpType>{RowOpType::kInsert});
+  EXPECT_EQ(ops_of(3), (std::vector<RowOpType>{RowOpType::kInsert, RowOpType::kDelete}));
+  EXPECT_EQ(session->CountPendingErrors(), 0);
 }
 
 TEST_F(ClientTest, BackgroundFlushBlocksWhenAllBuffersInFlight) {

@@ -15,13 +15,19 @@ class ErrorCollector {
  public:
   static constexpr size_t kMaxErrors = 10000;
 
+  // `op` may be null only when full().
   void Add(std::unique_ptr<WriteOperation> op, Status status) {
     MutexLock l(mu_);
-    if (errors_.size() >= kMaxErrors) {
+    if (errors_.size() >= kMaxErrors || !op) {
       overflowed_ = true;
       return;
     }
     errors_.push_back(std::make_unique<WriteError>(std::move(op), std::move(status)));
+  }
+  // Whether the next Add would be dropped.
+  bool full() const {
+    MutexLock l(mu_);
+    return errors_.size() >= kMaxErrors;
   }
   int Count() const {
     MutexLock l(mu_);

@@ -156,6 +156,11 @@ class FakeTabletService : public rpc::ServiceIf {
           rpcs_per_tablet[req->tablet_id()]++;
           for (size_t i = 0; i < ops.size(); i++) {
             std::string key = ops[i].row.cell(0).ToString();
+            ops_per_tablet[req->tablet_id()].emplace_back(ops[i].type, key);
+            if (IsDeleteLike(ops[i].type)) {
+              keys.erase(key);
+              continue;
+            }
             if (ops[i].type == RowOpType::kInsert && keys.count(key)) {
               auto* e = resp->add_per_row_errors();
               e->set_row_index(int(i));
@@ -176,6 +181,8 @@ class FakeTabletService : public rpc::ServiceIf {
   std::map<std::string, int> rows_per_tablet;
   std::map<std::string, int> rpcs_per_tablet;
   std::set<std::string> keys;
+  // Every operation received, in arrival order: (type, key cell as text).
+  std::map<std::string, std::vector<std::pair<RowOpType, std::string>>> ops_per_tablet;
   std::vector<rpc::RequestIdPB> request_ids;
 
  private:

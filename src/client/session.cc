@@ -9,7 +9,6 @@
 namespace nyala::client {
 
 using internal::Batcher;
-using internal::InFlightOp;
 
 Session::Data::Data(std::shared_ptr<Client> client)
     : client_(std::move(client)), cd_(client_->data()) {
@@ -121,10 +120,12 @@ Status Session::Data::Apply(std::unique_ptr<WriteOperation> op) {
   }
   const RowView row = op->row().view();
   RETURN_NOT_OK(ValidateRowOperation(op->type(), row));
-  InFlightOp in;
-  RETURN_NOT_OK(op->table().partition_schema().EncodePartitionKey(row, &in.partition_key));
-  in.size = internal::EstimateOpSize(row);
-  in.op = std::move(op);
+  // Reused by every Apply of this thread: most partition keys fit in the string's
+  // inline buffer anyway, but a long string key would allocate each time.
+  thread_local std::string partition_key;
+  partition_key.clear();
+  RETURN_NOT_OK(op->table().partition_schema().EncodePartitionKey(row, &partition_key));
+  const size_t size = internal::EstimateOpSize(row);
 
   std::shared_ptr<Batcher> to_flush;
   {
@@ -132,19 +133,18 @@ Status Session::Data::Apply(std::unique_ptr<WriteOperation> op) {
     if (closed_) return Status::IllegalState("session is closed");
     if (mode_ == FlushMode::kAutoFlushSync) {
       l.unlock();
-      return ApplySync(std::move(in));
+      return ApplySync(std::move(op), partition_key);
     }
     if (mode_ == FlushMode::kManualFlush) {
-      if (!current_->empty() && current_->buffer_bytes() + in.size > buffer_space_) {
+      if (!current_->empty() && current_->buffer_bytes() + size > buffer_space_) {
         return Status::Incomplete("mutation buffer full (" +
                                   std::to_string(current_->buffer_bytes()) + " of " +
                                   std::to_string(buffer_space_) + " bytes): call Flush()");
       }
-      current_->Add(std::move(in));
-      return Status::OK();
+      return current_->Add(std::move(op), partition_key);
     }
     // Background: make room, waiting for a batch in flight when all buffers are used.
-    while (!current_->empty() && current_->buffer_bytes() + in.size > buffer_space_) {
+    while (!current_->empty() && current_->buffer_bytes() + size > buffer_space_) {
       if (in_flight_ < MaxInFlightLocked()) {
         to_flush = TakeCurrentLocked();
         l.unlock();
@@ -154,7 +154,7 @@ Status Session::Data::Apply(std::unique_ptr<WriteOperation> op) {
       }
       cv_.wait(l);  // a batch completes by its deadline at the latest
     }
-    current_->Add(std::move(in));
+    RETURN_NOT_OK(current_->Add(std::move(op), partition_key));
     if (current_->buffer_bytes() >= watermark_ * buffer_space_ &&
         in_flight_ < MaxInFlightLocked()) {
       to_flush = TakeCurrentLocked();
@@ -164,9 +164,9 @@ Status Session::Data::Apply(std::unique_ptr<WriteOperation> op) {
   return Status::OK();
 }
 
-Status Session::Data::ApplySync(InFlightOp op) {
+Status Session::Data::ApplySync(std::unique_ptr<WriteOperation> op, Slice partition_key) {
   auto b = std::make_shared<Batcher>(cd_, &errors_);
-  b->Add(std::move(op));
+  RETURN_NOT_OK(b->Add(std::move(op), partition_key));
   {
     MutexLock l(mu_);
     in_flight_++;

@@ -54,7 +54,7 @@ class Session::Data : public std::enable_shared_from_this<Session::Data> {
   void OnBatchDone(const Status& s, const std::shared_ptr<internal::Batcher>& b);
   void ScheduleFlushTimer();
   void OnFlushTimer();
-  Status ApplySync(internal::InFlightOp op);
+  Status ApplySync(std::unique_ptr<WriteOperation> op, Slice partition_key);
 
   const std::shared_ptr<Client> client_;
   internal::ClientData* const cd_;

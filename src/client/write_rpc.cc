@@ -12,32 +12,20 @@
 
 namespace nyala::client::internal {
 
-WriteRpc::WriteRpc(Batcher* batcher, TabletPtr tablet, std::vector<InFlightOp*> ops)
-    : batcher_(batcher), tablet_(std::move(tablet)), ops_(std::move(ops)) {}
+WriteRpc::WriteRpc(Batcher* batcher, TabletBuffer* buffer)
+    : batcher_(batcher), buffer_(buffer), tablet_(buffer->tablet) {
+  const Table& table = *buffer->table;
+  table_id_ = table.id();
+  num_rows_ = buffer->encoder.num_rows();
+  req_.set_tablet_id(tablet_->tablet_id);
+  table.schema().ToPB(req_.mutable_schema());
+  buffer->encoder.Finish(req_.mutable_row_operations());
+  seq_no_ = batcher_->client_->request_tracker()->NewSeqNo();
+}
 
 WriteRpc::~WriteRpc() = default;
 
-bool WriteRpc::Encode(const Table& table) {
-  table_id_ = table.id();
-  RowOperationsEncoder enc(&table.schema());
-  std::vector<InFlightOp*> encoded;
-  encoded.reserve(ops_.size());
-  for (InFlightOp* op : ops_) {
-    Status s = enc.Add(op->op->type(), op->op->row());
-    if (!s.ok()) {
-      op->status = std::move(s);
-      continue;
-    }
-    encoded.push_back(op);
-  }
-  ops_ = std::move(encoded);
-  if (ops_.empty()) return false;
-  req_.set_tablet_id(tablet_->tablet_id);
-  table.schema().ToPB(req_.mutable_schema());
-  enc.Finish(req_.mutable_row_operations());
-  seq_no_ = batcher_->client_->request_tracker()->NewSeqNo();
-  return true;
-}
+const Table& WriteRpc::table() const { return *buffer_->table; }
 
 void WriteRpc::Send() {
   ClientData* client = batcher_->client_;
@@ -74,12 +62,12 @@ void WriteRpc::OnResponse() {
   switch (v.action) {
     case TabletRpcAction::kSuccess:
       for (const auto& e : resp_.per_row_errors()) {
-        if (e.row_index() < 0 || e.row_index() >= static_cast<int>(ops_.size())) {
+        if (e.row_index() < 0 || e.row_index() >= num_rows_) {
           LOG(WARNING) << "tablet " << tablet_->tablet_id << " reported an error for row "
-                       << e.row_index() << " of " << ops_.size();
+                       << e.row_index() << " of " << num_rows_;
           continue;
         }
-        ops_[e.row_index()]->status = StatusFromPB(e.error());
+        row_errors_.emplace_back(e.row_index(), StatusFromPB(e.error()));
       }
       return Done();
     case TabletRpcAction::kFail:
@@ -129,7 +117,8 @@ void WriteRpc::Relookup() {
 }
 
 void WriteRpc::FailAll(const Status& s) {
-  for (InFlightOp* op : ops_) op->status = s;
+  failed_all_ = s.ok() ? Status::RuntimeError("write failed") : s;
+  row_errors_.clear();
   Done();
 }
 

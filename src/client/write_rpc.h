@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "client/meta_cache.h"
@@ -17,19 +18,25 @@ class Table;
 namespace nyala::client::internal {
 
 class Batcher;
-struct InFlightOp;
+struct TabletBuffer;
 
 class WriteRpc {
  public:
-  // `ops` all belong to `tablet` and to one table; they live in the batcher.
-  WriteRpc(Batcher* batcher, TabletPtr tablet, std::vector<InFlightOp*> ops);
+  // Takes the rows `buffer` encoded (it must hold some); `buffer` and the batcher
+  // must outlive this object.
+  WriteRpc(Batcher* batcher, TabletBuffer* buffer);
   ~WriteRpc();
 
-  // Builds the request; an operation that does not encode fails alone (and is
-  // left out). Returns false when no operation is left to send.
-  bool Encode(const Table& table);
   // Sends the request (first attempt).
   void Send();
+
+  // After the RPC finished: the outcome. Either failed_all() is not OK (every row
+  // failed with it) or row_errors() lists the rows that failed, by index in block().
+  const Status& failed_all() const { return failed_all_; }
+  const std::vector<std::pair<int, Status>>& row_errors() const { return row_errors_; }
+  const RowOperationsPB& block() const { return req_.row_operations(); }
+  int num_rows() const { return num_rows_; }
+  const Table& table() const;
 
  private:
   void OnResponse();
@@ -40,14 +47,17 @@ class WriteRpc {
   void Done();
 
   Batcher* const batcher_;
+  TabletBuffer* const buffer_;
   TabletPtr tablet_;
-  std::vector<InFlightOp*> ops_;
+  int num_rows_ = 0;
   std::string table_id_;
   tserver::WriteRequestPB req_;
   tserver::WriteResponsePB resp_;
   rpc::RpcController rpc_;
   int64_t seq_no_ = -1;
   int attempt_ = 0;
+  Status failed_all_;
+  std::vector<std::pair<int, Status>> row_errors_;
 };
 
 }  // namespace nyala::client::internal
