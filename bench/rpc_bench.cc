@@ -15,9 +15,9 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
-#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -162,12 +162,11 @@ void Measure(const std::function<void()>& start_load, const std::function<void()
   const int64_t reqs = g_requests.load();
   stop_load();
   const double secs = (t1 - t0).ToSeconds();
-  printf(
-      "Mode: %s%s, client threads: %d, concurrency: %d, server reactors: %d, workers: %d, %s\n",
-      FLAGS_mode.c_str(), FLAGS_run_on_reactor ? " (handler on reactor)" : "",
-      FLAGS_client_threads,
-      FLAGS_mode == "async" ? FLAGS_async_call_concurrency : FLAGS_client_threads,
-      FLAGS_server_reactors, FLAGS_worker_threads, PinningDescription().c_str());
+  printf("Mode: %s%s, client threads: %d, concurrency: %d, server reactors: %d, workers: %d, %s\n",
+         FLAGS_mode.c_str(), FLAGS_run_on_reactor ? " (handler on reactor)" : "",
+         FLAGS_client_threads,
+         FLAGS_mode == "async" ? FLAGS_async_call_concurrency : FLAGS_client_threads,
+         FLAGS_server_reactors, FLAGS_worker_threads, PinningDescription().c_str());
   printf("Reqs/sec: %.0f\n", reqs / secs);
   printf("User CPU per req: %.2fus\n", (u1.user_us - u0.user_us) / std::max<int64_t>(reqs, 1));
   printf("Sys CPU per req: %.2fus\n", (u1.sys_us - u0.sys_us) / std::max<int64_t>(reqs, 1));

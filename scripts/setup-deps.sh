@@ -2,7 +2,22 @@
 # Installs every Debian package Nyala needs to build, test and benchmark.
 # Idempotent: runs `apt-get update` only when a package is missing, and prints
 # nothing when everything is already installed.
+#
+#   scripts/setup-deps.sh [--bench]
+#
+# --bench also installs what the comparison benchmarks run against (PostgreSQL 15 for
+# bench/ycsb-vs-postgres.sh). Not needed to build or test; without it nothing of it is
+# installed or checked.
 set -euo pipefail
+
+WITH_BENCH=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) WITH_BENCH=1 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup-deps: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   g++ cmake make pkg-config
@@ -18,6 +33,10 @@ PACKAGES=(
 # cannot be installed, that test is skipped with a message, never failed.
 OPTIONAL=(chromium)
 
+# Only with --bench: the systems the comparison benchmarks measure against. A failure
+# to install them is an error (they were asked for).
+BENCH=(postgresql-15)
+
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 missing=()
@@ -28,11 +47,21 @@ optional_missing=()
 for p in "${OPTIONAL[@]}"; do
   installed "$p" || optional_missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && [ ${#optional_missing[@]} -eq 0 ] && exit 0
+bench_missing=()
+if [ "$WITH_BENCH" -eq 1 ]; then
+  for p in "${BENCH[@]}"; do
+    installed "$p" || bench_missing+=("$p")
+  done
+fi
+[ ${#missing[@]} -eq 0 ] && [ ${#optional_missing[@]} -eq 0 ] && [ ${#bench_missing[@]} -eq 0 ] &&
+  exit 0
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  command -v sudo >/dev/null || {
+    echo "setup-deps: need root or sudo to install: ${missing[*]} ${bench_missing[*]}" >&2
+    exit 1
+  }
   SUDO="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -45,5 +74,10 @@ if [ ${#optional_missing[@]} -gt 0 ]; then
   echo "setup-deps: installing ${optional_missing[*]} (for the web UI browser test)"
   $SUDO apt-get install -y -qq --no-install-recommends "${optional_missing[@]}" >/dev/null 2>&1 ||
     echo "setup-deps: could not install ${optional_missing[*]}; the browser test will be skipped"
+fi
+if [ ${#bench_missing[@]} -gt 0 ]; then
+  echo "setup-deps: installing ${bench_missing[*]} (for the comparison benchmarks)"
+  $SUDO apt-get install -y -qq --no-install-recommends "${bench_missing[@]}" >/dev/null
+  # Debian starts a default cluster on port 5432; the benchmarks run their own.
 fi
 echo "setup-deps: done"
