@@ -64,9 +64,7 @@ WaitResult WaitFor(int fd, short events, int shutdown_fd, MonoTime deadline) {
   }
 }
 
-Status ShutdownStatus() {
-  return Status::ServiceUnavailable("client messenger is shutting down");
-}
+Status ShutdownStatus() { return Status::ServiceUnavailable("client messenger is shutting down"); }
 
 class CallerConnection {
  public:
@@ -221,8 +219,8 @@ class CallerConnection {
       if (n == 0) return Status::NetworkError("connection closed by " + remote_.ToString());
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
-      return Status::NetworkError("read from " + remote_.ToString() + " failed",
-                                  ErrnoString(errno), errno);
+      return Status::NetworkError("read from " + remote_.ToString() + " failed", ErrnoString(errno),
+                                  errno);
     }
   }
 
@@ -370,8 +368,8 @@ void RunSyncCallOnCallerThread(const std::shared_ptr<Messenger>& messenger,
   if (!conn) {
     auto opened = CallerConnection::Open(messenger.get(), call->remote(), call->deadline());
     if (!opened.ok()) {
-      call->CompleteWithError(opened.status().CloneAndPrepend(call->method() + " RPC to " +
-                                                              call->remote().ToString()));
+      call->CompleteWithError(
+          opened.status().CloneAndPrepend(call->method() + " RPC to " + call->remote().ToString()));
       return;
     }
     conn = opened->get();

@@ -338,8 +338,9 @@ std::vector<RunningCallInfo> Messenger::DumpRunningCalls() const {
       conn.ForEachPendingCall([&](const OutboundCall& call) { add_outbound(call, "waiting"); });
     });
   }
-  std::sort(out.begin(), out.end(),
-            [](const RunningCallInfo& a, const RunningCallInfo& b) { return a.elapsed > b.elapsed; });
+  std::sort(out.begin(), out.end(), [](const RunningCallInfo& a, const RunningCallInfo& b) {
+    return a.elapsed > b.elapsed;
+  });
   return out;
 }
 

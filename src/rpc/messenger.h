@@ -15,8 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/mutex.h"
 #include "common/monotime.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "rpc/in_flight.h"
 #include "rpc/sockaddr.h"

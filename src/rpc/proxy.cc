@@ -36,8 +36,8 @@ void Proxy::AsyncRequest(std::string_view method, const google::protobuf::Messag
 Status Proxy::SyncRequest(std::string_view method, const google::protobuf::Message& request,
                           google::protobuf::Message* response, RpcController* controller) const {
   if (FLAGS_rpc_sync_calls_on_caller_thread) {
-    auto call = std::make_unique<OutboundCall>(remote_, service_name_, method, response,
-                                               controller, [] {});
+    auto call =
+        std::make_unique<OutboundCall>(remote_, service_name_, method, response, controller, [] {});
     Status s = call->Serialize(messenger_->NextCallId(), request, messenger_->max_message_size());
     if (!s.ok()) {
       call->CompleteWithError(

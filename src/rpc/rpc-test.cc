@@ -373,7 +373,8 @@ TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
   auto client = NewClient();
   Proxy proxy(client, addr_, CalculatorService::kName);
   const MetricLabels labels = {{"service", CalculatorService::kName}, {"method", "AddFast"}};
-  Counter* fallbacks = server_metrics_.FindOrCreateCounter("rpc_reactor_fallbacks_total", "", labels);
+  Counter* fallbacks =
+      server_metrics_.FindOrCreateCounter("rpc_reactor_fallbacks_total", "", labels);
   Counter* calls = server_metrics_.FindOrCreateCounter("rpc_calls_total", "", labels);
   for (int x : {5, -7, 9, -11}) {
     AddRequestPB req;

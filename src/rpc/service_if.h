@@ -95,9 +95,9 @@ class ServiceIf {
   void RegisterMethod(std::string name, std::function<bool(const Req*, Resp*, RpcContext*)> fast,
                       std::function<void(const Req*, Resp*, RpcContext*)> fn) {
     RegisterMethod<Req, Resp>(name, std::move(fn));
-    methods_[name]->reactor_handler = [fast = std::move(fast)](
-                                          const google::protobuf::Message* req,
-                                          google::protobuf::Message* resp, RpcContext* ctx) {
+    methods_[name]->reactor_handler = [fast = std::move(fast)](const google::protobuf::Message* req,
+                                                               google::protobuf::Message* resp,
+                                                               RpcContext* ctx) {
       return fast(static_cast<const Req*>(req), static_cast<Resp*>(resp), ctx);
     };
   }
