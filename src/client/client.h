@@ -347,6 +347,9 @@ class Table : public std::enable_shared_from_this<Table> {
   const Schema schema_;
   const PartitionSchema partition_schema_;
   const int num_replicas_;
+  // The schema of rows read with every column (Get's default projection), made once.
+  std::shared_ptr<const Schema> full_projection_;
+  friend class internal::GetCall;
 };
 
 /// A failed write: the operation and why it failed.

@@ -63,12 +63,13 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
                                const std::vector<std::string>& projection) {
   ClientData* data = table.client()->data();
   const Schema& schema = table.schema();
-  std::vector<std::string> names = projection;
-  if (names.empty()) {
-    for (const ColumnSchema& c : schema.columns()) names.push_back(c.name());
+  // Every column: the table's ready-made projection, and no names on the wire (the
+  // server's default is every column, with a projection it does not rebuild either).
+  std::shared_ptr<const Schema> proj_schema = table.full_projection_;
+  if (!projection.empty()) {
+    ASSIGN_OR_RETURN(Schema proj, schema.Project(projection));
+    proj_schema = std::make_shared<const Schema>(std::move(proj));
   }
-  ASSIGN_OR_RETURN(Schema proj, schema.Project(names));
-  auto proj_schema = std::make_shared<const Schema>(std::move(proj));
 
   std::vector<std::string> enc_keys(keys.size()), pkeys(keys.size());
   for (size_t i = 0; i < keys.size(); i++) {
@@ -105,7 +106,7 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
         g = std::make_shared<Group>();
         g->tablet = tablet;
         g->req.set_tablet_id(tablet->tablet_id);
-        for (const std::string& n : names) g->req.add_projected_columns(n);
+        for (const std::string& n : projection) g->req.add_projected_columns(n);
         g->req.set_schema_version(schema.version());
       }
       g->key_indexes.push_back(k);

@@ -10,7 +10,13 @@ Table::Table(std::shared_ptr<Client> client, std::string name, std::string id, S
       id_(std::move(id)),
       schema_(std::move(schema)),
       partition_schema_(std::move(partition_schema)),
-      num_replicas_(num_replicas) {}
+      num_replicas_(num_replicas) {
+  std::vector<std::string> names;
+  for (const ColumnSchema& c : schema_.columns()) names.push_back(c.name());
+  Result<Schema> all = schema_.Project(names);
+  CHECK(all.ok()) << all.status().ToString();
+  full_projection_ = std::make_shared<const Schema>(std::move(all).value());
+}
 
 Table::~Table() = default;
 
