@@ -64,6 +64,10 @@ tablet_id=$(grep -oE '<td>[0-9a-f]{32}</td>' <<<"$tables" | head -1 | sed 's/<[^
 ts_tablets="$(dom "$TWEB/tablets")$(dom "http://127.0.0.1:$((BASE + 1011))/tablets")"
 has "$ts_tablets" "$tablet_id" "a tablet server's /tablets shows a tablet the master placed"
 has "$(dom "$TWEB/scans")" "nyala-tserver" "tablet server /scans page loads"
+has "$ts_tablets" "Rows inserted / upserted" "a tablet server's /tablets shows per-tablet counts"
+rpcz=$(dom "$TWEB/rpcz")
+has "$rpcz" "Calls in flight" "tablet server /rpcz lists the calls in flight"
+has "$rpcz" "nyala.tserver.TabletServerService" "tablet server /rpcz shows the service queues"
 metrics=$(dom "$MWEB/metrics")
 has "$metrics" "table_locations_cache_hits" "/metrics has the table-locations cache metrics"
 
