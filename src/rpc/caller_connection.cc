@@ -47,24 +47,24 @@ int PollTimeoutMs(MonoTime deadline) {
   return int(std::min<int64_t>((us + 999) / 1000, INT32_MAX));
 }
 
-enum class WaitResult { kReady, kTimedOut, kShutdown, kError };
+Status ShutdownStatus() { return Status::ServiceUnavailable("client messenger is shutting down"); }
 
-// Waits until `fd` has `events`, the messenger shuts down, or `deadline` passes.
-WaitResult WaitFor(int fd, short events, int shutdown_fd, MonoTime deadline) {
+// Waits until `fd` has `events` (OK; an error or hang-up counts too: the I/O that
+// follows tells which), the messenger shuts down (ServiceUnavailable) or `deadline`
+// passes (TimedOut: "<what> timed out").
+Status WaitFor(int fd, short events, int shutdown_fd, MonoTime deadline, const char* what) {
   while (true) {
     pollfd fds[2] = {{fd, events, 0}, {shutdown_fd, POLLIN, 0}};
     int n = poll(fds, 2, PollTimeoutMs(deadline));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return WaitResult::kError;
+      return Status::NetworkError("poll", ErrnoString(errno), errno);
     }
-    if (fds[1].revents != 0) return WaitResult::kShutdown;
-    if (fds[0].revents != 0) return WaitResult::kReady;  // POLLERR/POLLHUP too: the I/O says
-    if (MonoTime::Now() >= deadline) return WaitResult::kTimedOut;
+    if (fds[1].revents != 0) return ShutdownStatus();
+    if (fds[0].revents != 0) return Status::OK();
+    if (MonoTime::Now() >= deadline) return Status::TimedOut(std::string(what) + " timed out");
   }
 }
-
-Status ShutdownStatus() { return Status::ServiceUnavailable("client messenger is shutting down"); }
 
 class CallerConnection {
  public:
@@ -97,16 +97,7 @@ class CallerConnection {
       if (errno != EINPROGRESS) {
         return Status::NetworkError("connect failed", ErrnoString(errno), errno);
       }
-      switch (WaitFor(fd, POLLOUT, m->shutdown_fd(), deadline)) {
-        case WaitResult::kReady:
-          break;
-        case WaitResult::kTimedOut:
-          return Status::TimedOut("connect to " + remote.ToString() + " timed out");
-        case WaitResult::kShutdown:
-          return ShutdownStatus();
-        case WaitResult::kError:
-          return Status::NetworkError("poll", ErrnoString(errno), errno);
-      }
+      RETURN_NOT_OK(WaitFor(fd, POLLOUT, m->shutdown_fd(), deadline, "connect"));
       int err = 0;
       socklen_t len = sizeof(err);
       getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -136,24 +127,15 @@ class CallerConnection {
       bool done = false;
       s = ProcessBuffer(call, &done);
       if (!s.ok() || done) return s;
-      switch (WaitFor(fd_, POLLIN, messenger_->shutdown_fd(), call->deadline())) {
-        case WaitResult::kReady:
-          break;
-        case WaitResult::kTimedOut:
-          // The answer may still come; a later call skips it by its call id.
-          call->CompleteWithError(Status::TimedOut(
-              call->method() + " RPC to " + remote_.ToString() + " timed out after " +
-              (MonoTime::Now() - call->start_time()).ToString()));
-          return Status::OK();
-        case WaitResult::kShutdown:
-          call->CompleteWithError(ShutdownStatus());
-          return ShutdownStatus();
-        case WaitResult::kError:
-          s = Status::NetworkError("poll", ErrnoString(errno), errno);
-          call->CompleteWithError(s);
-          return s;
+      s = WaitFor(fd_, POLLIN, messenger_->shutdown_fd(), call->deadline(), "the answer");
+      if (s.IsTimedOut()) {
+        // The answer may still come; a later call skips it by its call id.
+        call->CompleteWithError(Status::TimedOut(
+            call->method() + " RPC to " + remote_.ToString() + " timed out after " +
+            (MonoTime::Now() - call->start_time()).ToString()));
+        return Status::OK();
       }
-      s = Read();
+      if (s.ok()) s = Read();
       if (!s.ok()) {
         call->CompleteWithError(
             s.CloneAndPrepend(call->method() + " RPC to " + remote_.ToString()));
@@ -164,8 +146,8 @@ class CallerConnection {
 
  private:
   Status Write(const OutboundFrame& frame, MonoTime deadline) {
-    std::vector<iovec> iov;
-    iov.reserve(2 + frame.sidecars.size());
+    std::vector<iovec>& iov = iov_;  // reused: no allocation per call
+    iov.clear();
     if (!preamble_sent_) iov.push_back({const_cast<char*>(kPreamble), size_t(kPreambleLen)});
     iov.push_back({const_cast<char*>(frame.head.data()), frame.head.size()});
     for (const auto& sc : frame.sidecars) {
@@ -184,17 +166,10 @@ class CallerConnection {
           return Status::NetworkError("write to " + remote_.ToString() + " failed",
                                       ErrnoString(errno), errno);
         }
-        switch (WaitFor(fd_, POLLOUT, messenger_->shutdown_fd(), deadline)) {
-          case WaitResult::kReady:
-            continue;
-          case WaitResult::kTimedOut:
-            // Part of a frame may be out: the connection is unusable.
-            return Status::TimedOut("timed out writing the request");
-          case WaitResult::kShutdown:
-            return ShutdownStatus();
-          case WaitResult::kError:
-            return Status::NetworkError("poll", ErrnoString(errno), errno);
-        }
+        // On a timeout part of the frame may be out: the connection is unusable.
+        RETURN_NOT_OK(
+            WaitFor(fd_, POLLOUT, messenger_->shutdown_fd(), deadline, "writing the request"));
+        continue;
       }
       messenger_->RecordBytesSent(w);
       size_t left = size_t(w);
@@ -285,6 +260,7 @@ class CallerConnection {
   const int fd_;
   const std::shared_ptr<std::atomic<int64_t>> count_;  // the messenger's, shared
   bool preamble_sent_ = false;
+  std::vector<iovec> iov_;
   std::string buf_;
   size_t len_ = 0;
 };

@@ -130,26 +130,23 @@ void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
                          " ms in the service queue, past its deadline"));
     return;
   }
-  if (!ctx->request()) {  // a call the reactor fast path declined is parsed already
-    Status s = ctx->ParseRequest();
-    if (!s.ok()) {
-      LOG(WARNING) << "invalid request " << ctx->ToString() << ": " << s.ToString();
-      RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_INVALID_REQUEST, s);
-      return;
-    }
-  }
+  if (!ParseOrReject(&ctx)) return;
   ctx.release()->RunHandler();  // the handler owns the call now
+}
+
+bool ServicePool::ParseOrReject(std::unique_ptr<RpcContext>* ctx) {
+  if ((*ctx)->request()) return true;  // a call the reactor fast path declined
+  Status s = (*ctx)->ParseRequest();
+  if (s.ok()) return true;
+  LOG(WARNING) << "invalid request " << (*ctx)->ToString() << ": " << s.ToString();
+  RespondAndRelease(std::move(*ctx), ErrorStatusPB::ERROR_INVALID_REQUEST, s);
+  return false;
 }
 
 void ServicePool::RunOrQueueCall(std::unique_ptr<RpcContext> ctx) {
   DCHECK(ctx->method()->reactor_handler);
   if (MonoTime::Now() <= ctx->deadline()) {
-    Status s = ctx->ParseRequest();
-    if (!s.ok()) {
-      LOG(WARNING) << "invalid request " << ctx->ToString() << ": " << s.ToString();
-      RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_INVALID_REQUEST, s);
-      return;
-    }
+    if (!ParseOrReject(&ctx)) return;
     RpcContext* raw = ctx.release();
     if (raw->TryRunOnReactor()) return;
     ctx.reset(raw);

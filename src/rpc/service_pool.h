@@ -49,6 +49,9 @@ class ServicePool {
 
  private:
   void RunThread();
+  // Parses the call's request unless that was done already. False (the call answered
+  // ERROR_INVALID_REQUEST and released) when it does not parse.
+  static bool ParseOrReject(std::unique_ptr<RpcContext>* ctx);
 
   const std::unique_ptr<ServiceIf> service_;
   const int num_threads_;

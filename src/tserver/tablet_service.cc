@@ -95,40 +95,11 @@ TabletServiceImpl::TabletServiceImpl(TabletServiceDeps deps)
       "Get",
       std::function<bool(const GetRequestPB*, GetResponsePB*, rpc::RpcContext*)>(
           [this](const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
-            constexpr int kMaxKeysOnReactor = 32;
-            if (req->keys_size() > kMaxKeysOnReactor) return false;
-            const MonoTime start = MonoTime::Now();
-            std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id());
-            std::string rows, indirect;
-            if (!tablet || !tablet->TryGetWithoutBlocking(*req, resp, &rows, &indirect) ||
-                resp->has_error()) {
-              return false;
-            }
-            TServerMetrics* m = deps_.metrics;
-            if (m) m->get_requests->Increment();
-            AttachRows(ctx, &rows, &indirect, resp);
-            if (m) m->get_latency_us->Increment(Micros(start));
-            ctx->RespondSuccess();
-            return true;
+            return HandleGet(*req, resp, ctx, /*on_reactor=*/true);
           }),
       std::function<void(const GetRequestPB*, GetResponsePB*, rpc::RpcContext*)>(
           [this](const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
-            const MonoTime start = MonoTime::Now();
-            TServerMetrics* m = deps_.metrics;
-            if (m) m->get_requests->Increment();
-            std::string rows, indirect;
-            if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id())) {
-              tablet->Get(*req, resp, &rows, &indirect);
-            } else {
-              NoSuchTablet(req->tablet_id(), resp);
-            }
-            if (resp->has_error()) {
-              LogRejected(ctx, req->tablet_id(), resp->error(), m);
-            } else {
-              AttachRows(ctx, &rows, &indirect, resp);
-            }
-            if (m) m->get_latency_us->Increment(Micros(start));
-            ctx->RespondSuccess();
+            HandleGet(*req, resp, ctx, /*on_reactor=*/false);
           }));
 
   RegisterMethod<ScanRequestPB, ScanResponsePB>(
@@ -172,6 +143,36 @@ TabletServiceImpl::TabletServiceImpl(TabletServiceDeps deps)
       "Ping",
       [](const PingRequestPB*, PingResponsePB*, rpc::RpcContext* ctx) { ctx->RespondSuccess(); },
       rpc::MethodCost::kCheap);
+}
+
+bool TabletServiceImpl::HandleGet(const GetRequestPB& req, GetResponsePB* resp,
+                                  rpc::RpcContext* ctx, bool on_reactor) {
+  constexpr int kMaxKeysOnReactor = 32;
+  if (on_reactor && req.keys_size() > kMaxKeysOnReactor) return false;
+  const MonoTime start = MonoTime::Now();
+  std::string rows, indirect;
+  std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req.tablet_id());
+  if (on_reactor) {
+    // Errors go to a service thread, which logs them.
+    if (!tablet || !tablet->TryGetWithoutBlocking(req, resp, &rows, &indirect) ||
+        resp->has_error()) {
+      return false;
+    }
+  } else if (tablet) {
+    tablet->Get(req, resp, &rows, &indirect);
+  } else {
+    NoSuchTablet(req.tablet_id(), resp);
+  }
+  TServerMetrics* m = deps_.metrics;
+  if (m) m->get_requests->Increment();
+  if (resp->has_error()) {
+    LogRejected(ctx, req.tablet_id(), resp->error(), m);
+  } else {
+    AttachRows(ctx, &rows, &indirect, resp);
+  }
+  if (m) m->get_latency_us->Increment(Micros(start));
+  ctx->RespondSuccess();
+  return true;
 }
 
 TabletAdminServiceImpl::TabletAdminServiceImpl(TabletManager* tablets, std::string server_uuid,

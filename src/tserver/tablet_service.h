@@ -18,6 +18,7 @@
 #include <string>
 
 #include "rpc/service_if.h"
+#include "tserver/tserver.pb.h"
 
 namespace nyala::tserver {
 
@@ -39,6 +40,12 @@ class TabletServiceImpl : public rpc::ServiceIf {
   explicit TabletServiceImpl(TabletServiceDeps deps);
 
  private:
+  // Answers a Get. On the reactor (on_reactor) it must not block: it returns false,
+  // leaving the call to a service thread, when the rows are not all in memory, the
+  // tablet lock is taken, there are many keys, or the answer would be an error.
+  bool HandleGet(const GetRequestPB& req, GetResponsePB* resp, rpc::RpcContext* ctx,
+                 bool on_reactor);
+
   const TabletServiceDeps deps_;
 };
 
