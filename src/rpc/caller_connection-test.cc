@@ -13,6 +13,7 @@
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
+#include "rpc/rpc_test_util.h"
 #include "rpc/rtest.pb.h"
 #include "rpc/rtest_service.h"
 
@@ -26,30 +27,8 @@ using rpc_test::AddResponsePB;
 using rpc_test::SleepRequestPB;
 using rpc_test::SleepResponsePB;
 
-class CallerConnectionTest : public NyalaTest {
+class CallerConnectionTest : public RpcTestBase {
  protected:
-  void StartServer(const Sockaddr& addr = Sockaddr::Loopback(0)) {
-    MessengerOptions opts;
-    opts.name = "server";
-    opts.num_reactors = 2;
-    auto m = Messenger::Create(opts);
-    ASSERT_OK(m.status());
-    server_ = *m;
-    ASSERT_OK(server_->RegisterService(std::make_unique<CalculatorService>(), 2, 50));
-    ASSERT_OK(server_->AddListener(addr, &addr_));
-  }
-  std::shared_ptr<Messenger> NewClient() {
-    MessengerOptions opts;
-    opts.name = "client";
-    opts.num_reactors = 1;
-    auto m = Messenger::Create(opts);
-    CHECK(m.ok()) << m.status().ToString();
-    return *m;
-  }
-  void TearDown() override {
-    if (server_) server_->Shutdown();
-    NyalaTest::TearDown();
-  }
   static Status Add(const Proxy& proxy, int x, int y, int64_t* sum) {
     AddRequestPB req;
     req.set_x(x);
@@ -61,9 +40,6 @@ class CallerConnectionTest : public NyalaTest {
     *sum = resp.result();
     return Status::OK();
   }
-
-  std::shared_ptr<Messenger> server_;
-  Sockaddr addr_;
 };
 
 TEST_F(CallerConnectionTest, EachThreadReusesOneConnectionOfItsOwn) {
@@ -157,7 +133,7 @@ TEST_F(CallerConnectionTest, ServerRestartWhileIdleDoesNotFailTheNextCall) {
   const Sockaddr addr = addr_;
   server_->Shutdown();
   server_.reset();
-  ASSERT_NO_FATAL_FAILURE(StartServer(addr));
+  ASSERT_NO_FATAL_FAILURE(StartServer(2, 50, addr));
   ASSERT_OK(Add(proxy, 3, 4, &sum));
   EXPECT_EQ(sum, 7);
   client->Shutdown();

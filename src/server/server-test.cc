@@ -20,7 +20,19 @@
 namespace nyala::server {
 namespace {
 
-class ServerTest : public NyalaTest {};
+class ServerTest : public NyalaTest {
+ protected:
+  // A tablet-server-kind daemon on loopback, with ports picked at run time.
+  ServerBaseOptions LoopbackServerOptions() {
+    ServerBaseOptions opts;
+    opts.kind = "tserver";
+    opts.data_dirs = {test_dir() + "/ts"};
+    opts.rpc_bind_addresses = "127.0.0.1:0";
+    opts.webserver_port = 0;
+    opts.num_reactors = 1;
+    return opts;
+  }
+};
 
 // A minimal HTTP/1.0 GET; returns the whole response (status line, headers, body).
 std::string HttpGet(int port, const std::string& path) {
@@ -106,13 +118,7 @@ TEST_F(ServerTest, WebserverServesPagesAndEscapes) {
 }
 
 TEST_F(ServerTest, ServerBaseServesDefaultPages) {
-  ServerBaseOptions opts;
-  opts.kind = "tserver";
-  opts.data_dirs = {test_dir() + "/ts"};
-  opts.rpc_bind_addresses = "127.0.0.1:0";
-  opts.webserver_port = 0;
-  opts.num_reactors = 1;
-  ServerBase server(opts);
+  ServerBase server(LoopbackServerOptions());
   ASSERT_OK(server.Init());
   ASSERT_OK(server.Start());
   ASSERT_EQ(server.bound_rpc_addresses().size(), 1u);
@@ -131,13 +137,7 @@ TEST_F(ServerTest, ServerBaseServesDefaultPages) {
 }
 
 TEST_F(ServerTest, RpczListsCallsInFlight) {
-  ServerBaseOptions opts;
-  opts.kind = "tserver";
-  opts.data_dirs = {test_dir() + "/ts"};
-  opts.rpc_bind_addresses = "127.0.0.1:0";
-  opts.webserver_port = 0;
-  opts.num_reactors = 1;
-  ServerBase server(opts);
+  ServerBase server(LoopbackServerOptions());
   ASSERT_OK(server.Init());
   ASSERT_OK(server.messenger()->RegisterService(std::make_unique<rpc::CalculatorService>(), 1, 10));
   ASSERT_OK(server.Start());
