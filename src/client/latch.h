@@ -24,7 +24,7 @@ class CountDownLatch {
 
  private:
   Mutex mu_;
-  std::condition_variable_any cv_;
+  CondVar cv_;
   int count_ GUARDED_BY(mu_);
 };
 

@@ -61,7 +61,7 @@ class Session::Data : public std::enable_shared_from_this<Session::Data> {
   internal::ErrorCollector errors_;
 
   mutable Mutex mu_;
-  std::condition_variable_any cv_;
+  CondVar cv_;
   FlushMode mode_ GUARDED_BY(mu_) = FlushMode::kAutoFlushSync;
   size_t buffer_space_ GUARDED_BY(mu_) = 7 * 1024 * 1024;
   double watermark_ GUARDED_BY(mu_) = 0.5;

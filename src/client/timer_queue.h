@@ -36,7 +36,7 @@ class TimerQueue {
   void Run();
 
   mutable Mutex mu_;
-  std::condition_variable_any cv_;
+  CondVar cv_;
   // Keyed by (due time, sequence) so equal times keep their order.
   std::map<std::pair<MonoTime, uint64_t>, std::function<void()>> tasks_ GUARDED_BY(mu_);
   uint64_t next_seq_ GUARDED_BY(mu_) = 0;

@@ -52,26 +52,29 @@ ServicePool::~ServicePool() {
 }
 
 void ServicePool::Start() {
+  for (int i = 0; i < num_threads_; i++) workers_.push_back(std::make_unique<Worker>());
   for (int i = 0; i < num_threads_; i++) {
-    threads_.emplace_back([this, i] {
+    threads_.emplace_back([this, i, w = workers_[i].get()] {
       std::string name =
           "svc-" + service_->service_name().substr(service_->service_name().rfind('.') + 1);
       name = name.substr(0, 12) + "-" + std::to_string(i);
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-      RunThread();
+      RunThread(w);
     });
   }
 }
 
 void ServicePool::Shutdown() {
   std::deque<std::unique_ptr<RpcContext>> left;
+  std::vector<Worker*> idle;
   {
     MutexLock l(mu_);
     if (shutdown_) return;
     shutdown_ = true;
     left.swap(queue_);
+    idle.swap(idle_);
   }
-  cv_.notify_all();
+  for (Worker* w : idle) w->wake.release();
   for (auto& t : threads_) t.join();
   threads_.clear();
   for (auto& ctx : left) {
@@ -86,22 +89,22 @@ size_t ServicePool::queue_size() const {
 }
 
 void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
-  bool wake = false;
+  Worker* idle = nullptr;
   bool shutting_down;
   {
     MutexLock l(mu_);
     shutting_down = shutdown_;
-    if (!shutdown_ && queue_.size() < size_t(queue_length_)) {
-      queue_.push_back(std::move(ctx));
-      // Wake one idle thread; it wakes the next if more work is waiting. Never wake all
-      // of them for one call.
-      if (idle_threads_ > 0 && wakeups_pending_ == 0) {
-        wakeups_pending_++;
-        wake = true;
+    if (!shutdown_) {
+      if (!idle_.empty()) {
+        idle = idle_.back();
+        idle_.pop_back();
+        idle->call = std::move(ctx);
+      } else if (queue_.size() < size_t(queue_length_)) {
+        queue_.push_back(std::move(ctx));
       }
     }
   }
-  if (wake) cv_.notify_one();
+  if (idle) idle->wake.release();
   if (!ctx) return;
   if (shutting_down) {
     RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_UNAVAILABLE,
@@ -154,35 +157,34 @@ void ServicePool::RunOrQueueCall(std::unique_ptr<RpcContext> ctx) {
   QueueInboundCall(std::move(ctx));  // an expired call is answered TimedOut there
 }
 
-void ServicePool::RunThread() {
+void ServicePool::RunThread(Worker* self) {
   while (true) {
+    std::unique_ptr<RpcContext> ctx;
     {
-      std::unique_lock<Mutex> l(mu_);
-      while (queue_.empty() && !shutdown_) {
-        idle_threads_++;
-        cv_.wait(l);
-        idle_threads_--;
-        if (wakeups_pending_ > 0) wakeups_pending_--;
-      }
+      MutexLock l(mu_);
       if (shutdown_) return;
-    }
-    // Run a batch of calls; the responses they queue leave together at the end.
-    FlushScope scope;
-    for (int n = 0; n < kMaxCallsPerBatch; n++) {
-      std::unique_ptr<RpcContext> ctx;
-      bool wake = false;
-      {
-        MutexLock l(mu_);
-        if (queue_.empty() || shutdown_) break;
+      if (!queue_.empty()) {
         ctx = std::move(queue_.front());
         queue_.pop_front();
-        if (!queue_.empty() && idle_threads_ > 0 && wakeups_pending_ == 0) {
-          wakeups_pending_++;
-          wake = true;
-        }
+      } else {
+        idle_.push_back(self);
       }
-      if (wake) cv_.notify_one();
+    }
+    if (!ctx) {
+      self->wake.acquire();
+      ctx = std::move(self->call);
+      if (!ctx) return;  // woken by Shutdown()
+    }
+    // Run this call and whatever queued up meanwhile, up to a batch; the responses
+    // they queue leave together at the end.
+    FlushScope scope;
+    for (int n = 1;; n++) {
       RunCall(std::move(ctx));
+      if (n == kMaxCallsPerBatch) break;
+      MutexLock l(mu_);
+      if (queue_.empty() || shutdown_) break;
+      ctx = std::move(queue_.front());
+      queue_.pop_front();
     }
   }
 }

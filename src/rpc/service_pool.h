@@ -4,12 +4,17 @@
 // without running. Per-method metrics (calls, handler latency, queue time, too-busy
 // count) are registered in the messenger's registry.
 //
+// An idle service thread sleeps on a semaphore of its own. A call that arrives while
+// threads are idle is handed straight to the one that went idle last (its cache is
+// the warmest): one futex wake, and no shared condition variable whose mutex the
+// woken thread would then contend for.
+//
 // Thread-safety: QueueInboundCall() from reactor threads; Shutdown() from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
+#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -48,7 +53,14 @@ class ServicePool {
   int queue_length() const { return queue_length_; }
 
  private:
-  void RunThread();
+  // One service thread's hand-off slot, filled by QueueInboundCall while the thread
+  // sleeps on `wake`.
+  struct Worker {
+    std::binary_semaphore wake{0};
+    std::unique_ptr<RpcContext> call;  // null when woken for shutdown
+  };
+
+  void RunThread(Worker* self);
   // Parses the call's request unless that was done already. False (the call answered
   // ERROR_INVALID_REQUEST and released) when it does not parse.
   static bool ParseOrReject(std::unique_ptr<RpcContext>* ctx);
@@ -58,12 +70,11 @@ class ServicePool {
   const int queue_length_;
   MetricRegistry* const metrics_;
   std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<Worker>> workers_;
 
   mutable Mutex mu_;
-  std::condition_variable_any cv_;
   std::deque<std::unique_ptr<RpcContext>> queue_ GUARDED_BY(mu_);
-  int idle_threads_ GUARDED_BY(mu_) = 0;
-  int wakeups_pending_ GUARDED_BY(mu_) = 0;
+  std::vector<Worker*> idle_ GUARDED_BY(mu_);  // a stack: the last to go idle is woken first
   bool shutdown_ GUARDED_BY(mu_) = false;
 };
 

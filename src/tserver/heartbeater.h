@@ -79,7 +79,7 @@ class Heartbeater {
   std::atomic<int64_t> failed_{0};
 
   Mutex mu_;
-  std::condition_variable_any cv_;
+  CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
   uint64_t trigger_gen_ GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<MasterState>> masters_;

@@ -89,7 +89,7 @@ class ScannerManager {
   mutable Mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<Scanner>> scanners_ GUARDED_BY(mu_);
   bool shutting_down_ GUARDED_BY(mu_) = false;
-  std::condition_variable_any reaper_cv_;
+  CondVar reaper_cv_;
   std::thread reaper_;
 };
 
