@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "client/client-internal.h"
 #include "client/client.h"
 #include "common/test_util.h"
 #include "test/client_itest_util.h"
@@ -268,6 +269,64 @@ TEST_F(ClientITest, GetAndMultiGet) {
   EXPECT_EQ(one->num_found(), 0u);
   Row no_key = t->NewRow();
   EXPECT_TRUE(t->Get(no_key).status().IsInvalidArgument());
+}
+
+// One-key Gets of one tablet made while another Get is out share the next RPC, and
+// each caller still gets its own row or its own "missing". The tablet server holds
+// each Get for 300 ms (--get_inject_latency_ms), so the callers that queue behind the
+// first are certain to find its RPC out.
+TEST_F(ClientITest, ConcurrentGetsOfOneTabletShareAnRpc) {
+  cluster_->Shutdown();
+  cluster_ = std::make_unique<itest::ClientTestCluster>(
+      test_dir() + "/slow-get", 1, std::vector<std::string>{"--get_inject_latency_ms=300"});
+  ASSERT_OK(cluster_->Start());
+  client_ = cluster_->client();
+  auto t = CreateTable("shared_get", 1);
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  constexpr int kThreads = 16;
+  for (int k = 0; k < 2 * kThreads; k += 2) ASSERT_OK(session->Apply(InsertOf(*t, MakeRow(k))));
+  ASSERT_OK(session->Flush());
+
+  // Thread i reads key 3 * i: found when even.
+  std::atomic<int> ready{0};
+  std::vector<Status> statuses(kThreads);
+  std::vector<std::optional<ModelRow>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; i++) {
+    threads.emplace_back([&, i] {
+      ready.fetch_add(1);
+      const MonoTime give_up = MonoTime::Now() + MonoDelta::FromSeconds(10);
+      while (ready.load() < kThreads && MonoTime::Now() < give_up) std::this_thread::yield();
+      Row key = t->NewRow();
+      CHECK_OK(key.Set("key", Cell::Int64(3 * i)));
+      auto r = t->Get(key);
+      statuses[i] = r.status();
+      if (!r.ok() || !r->found(0)) return;
+      auto row = *r->row(0);
+      ModelRow m{*row.GetInt64("key"), std::nullopt, std::nullopt};
+      if (!row.IsNull(1)) m.i = *row.GetInt32("i");
+      if (!row.IsNull(2)) m.s = row.GetString("s")->ToString();
+      got[i] = m;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int i = 0; i < kThreads; i++) {
+    ASSERT_OK(statuses[i]);
+    const int64_t k = 3 * i;
+    ASSERT_EQ(got[i].has_value(), k % 2 == 0 && k < 2 * kThreads) << k;
+    if (!got[i]) continue;
+    const ModelRow want = MakeRow(k);
+    EXPECT_EQ(got[i]->key, k);
+    EXPECT_EQ(got[i]->i, want.i) << k;
+    EXPECT_EQ(got[i]->s, want.s) << k;
+  }
+  internal::GetCoalescer* c = client_->data()->get_coalescer();
+  EXPECT_EQ(c->gets(), kThreads);
+  // The first caller's RPC, then the callers that queued behind it: two, plus any that
+  // arrived after the second RPC left (none, unless a thread started 300 ms late).
+  EXPECT_LE(c->rpcs(), 4);
+  EXPECT_GE(c->rpcs(), 2);
 }
 
 TEST_F(ClientITest, ScansMatchTheSameFilterInMemory) {

@@ -12,6 +12,7 @@
 
 #include "client/master_client.h"
 #include "client/meta_cache.h"
+#include "client/get_coalescer.h"
 #include "client/request_tracker.h"
 #include "client/timer_queue.h"
 #include "common/monotime.h"
@@ -33,6 +34,7 @@ class ClientData {
   MasterClient* master() { return &master_; }
   MetaCache* meta_cache() { return &meta_cache_; }
   RequestTracker* request_tracker() { return &request_tracker_; }
+  GetCoalescer* get_coalescer() { return &get_coalescer_; }
   MonoDelta rpc_timeout() const { return rpc_timeout_; }
   MonoDelta admin_timeout() const { return admin_timeout_; }
 
@@ -46,6 +48,7 @@ class ClientData {
   MasterClient master_;
   MetaCache meta_cache_;
   RequestTracker request_tracker_;
+  GetCoalescer get_coalescer_;
 };
 
 }  // namespace nyala::client::internal

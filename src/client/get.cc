@@ -1,10 +1,13 @@
 // Table::Get and Table::MultiGet: keys grouped per tablet, one Get RPC per tablet,
 // sent in parallel (a sync call when there is only one); failed groups retried until
-// the deadline.
+// the deadline. A one-key Get of every column first tries the tablet's shared RPC
+// (get_coalescer.h).
+#include <semaphore>
 #include <unordered_map>
 
 #include "client/client-internal.h"
 #include "client/client.h"
+#include "client/get_coalescer.h"
 #include "client/key_util.h"
 #include "client/latch.h"
 #include "client/scan_batch_data.h"
@@ -14,6 +17,16 @@
 
 namespace nyala::client {
 namespace internal {
+
+// A caller in a GetCoalescer queue; lives on its stack.
+struct GetCoalescer::Waiter {
+  const std::string* key = nullptr;  // encoded primary key
+  std::binary_semaphore wake{0};
+  // Written under the queue's mutex or before `wake` is released; read after.
+  bool lead = false;                   // this caller sends the next RPC
+  std::shared_ptr<const void> answer;  // the shared RPC's outcome (a GetCall::Shared)
+  int index = -1;                      // this caller's key in it
+};
 
 class GetCall {
  public:
@@ -28,6 +41,29 @@ class GetCall {
     tserver::GetResponsePB resp;
     rpc::RpcController rpc;
   };
+  // The outcome of a shared RPC, read by every caller it carried.
+  struct SharedCall {
+    tserver::GetRequestPB req;
+    tserver::GetResponsePB resp;
+    rpc::RpcController rpc;
+  };
+  struct Shared {
+    bool ok = false;          // answered, and the answer is well formed
+    std::vector<int> row_of;  // per key: its row in `batch`, or -1 when missing
+    ScanBatch batch;          // the rows found (owned by the SharedCall)
+  };
+  // A one-key Get of every column through the tablet's queue. True when `result` is
+  // filled; false when the shared RPC failed and the caller should retry alone.
+  static bool RunShared(ClientData* data, const std::string& table_id, const TabletPtr& tablet,
+                        const std::string& key, const std::shared_ptr<const Schema>& proj,
+                        int schema_version, MonoTime deadline, GetResult* result);
+  // Sends the keys of `self` and of the callers queued behind it; answers them all
+  // and hands the queue on.
+  static void Lead(ClientData* data, const std::string& table_id, const TabletPtr& tablet,
+                   GetCoalescer::Queue* q, GetCoalescer::Waiter* self,
+                   const std::shared_ptr<const Schema>& proj, int schema_version,
+                   MonoTime deadline);
+
   // Records the rows of a successful group's response in `result`.
   static Status AddGroupRows(const std::shared_ptr<Group>& g,
                              const std::shared_ptr<const Schema>& proj, GetResult* result);
@@ -59,6 +95,96 @@ Status GetCall::AddGroupRows(const std::shared_ptr<Group>& g,
   return Status::OK();
 }
 
+bool GetCall::RunShared(ClientData* data, const std::string& table_id, const TabletPtr& tablet,
+                        const std::string& key, const std::shared_ptr<const Schema>& proj,
+                        int schema_version, MonoTime deadline, GetResult* result) {
+  GetCoalescer::Queue* q = data->get_coalescer()->QueueFor(tablet->tablet_id);
+  GetCoalescer::Waiter me;
+  me.key = &key;
+  {
+    MutexLock l(q->mu);
+    if (q->busy) {
+      q->waiting.push_back(&me);
+    } else {
+      q->busy = true;
+      me.lead = true;
+    }
+  }
+  if (!me.lead) me.wake.acquire();  // answered, or made the next leader
+  if (me.lead) Lead(data, table_id, tablet, q, &me, proj, schema_version, deadline);
+  const auto* shared = static_cast<const Shared*>(me.answer.get());
+  if (!shared->ok) return false;
+  result->locations_.assign(1, GetResult::Location{});
+  const int row = shared->row_of[me.index];
+  if (row >= 0) {
+    result->batches_.emplace_back();
+    ScanBatchData::Share(shared->batch, &result->batches_.back());
+    result->locations_[0] = GetResult::Location{0, row};
+  }
+  return true;
+}
+
+void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPtr& tablet,
+                   GetCoalescer::Queue* q, GetCoalescer::Waiter* self,
+                   const std::shared_ptr<const Schema>& proj, int schema_version,
+                   MonoTime deadline) {
+  std::vector<GetCoalescer::Waiter*> batch{self};
+  {
+    MutexLock l(q->mu);
+    while (!q->waiting.empty() && batch.size() < size_t(GetCoalescer::kMaxKeys)) {
+      batch.push_back(q->waiting.front());
+      q->waiting.pop_front();
+    }
+  }
+  auto call = std::make_shared<SharedCall>();
+  auto shared = std::make_shared<Shared>();
+  call->req.set_tablet_id(tablet->tablet_id);
+  call->req.set_schema_version(schema_version);
+  for (GetCoalescer::Waiter* w : batch) call->req.add_keys(*w->key);
+  auto server = tablet->leader();
+  auto proxy = server ? server->GetProxy(data->messenger())
+                      : Result<std::shared_ptr<rpc::Proxy>>(Status::NotFound("no replica"));
+  if (proxy.ok()) {
+    call->rpc.set_timeout(std::min(data->rpc_timeout(), deadline - MonoTime::Now()));
+    (void)(*proxy)->SyncRequest("Get", call->req, &call->resp, &call->rpc);  // verdict below
+    data->get_coalescer()->Count(int64_t(batch.size()));
+    TabletRpcVerdict v =
+        ClassifyTabletRpc(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr);
+    const tserver::GetResponsePB& resp = call->resp;
+    if (v.action == TabletRpcAction::kRelookup) {
+      data->meta_cache()->InvalidateTablet(table_id, tablet->tablet_id);
+    }
+    if (v.action == TabletRpcAction::kSuccess && resp.found_size() == int(batch.size())) {
+      shared->row_of.resize(batch.size(), -1);
+      int rows = 0;
+      for (size_t i = 0; i < batch.size(); i++) {
+        if (resp.found(int(i))) shared->row_of[i] = rows++;
+      }
+      shared->ok =
+          rows == resp.data().num_rows() &&
+          (rows == 0 || DecodeRowBlock(call->rpc, resp.data(), proj, call, &shared->batch).ok());
+    }
+  }
+  // Answer everyone before waking anyone: a woken caller's Waiter may go at once.
+  for (size_t i = 0; i < batch.size(); i++) {
+    batch[i]->answer = shared;
+    batch[i]->index = int(i);
+  }
+  GetCoalescer::Waiter* next = nullptr;
+  {
+    MutexLock l(q->mu);
+    if (q->waiting.empty()) {
+      q->busy = false;
+    } else {
+      next = q->waiting.front();
+      q->waiting.pop_front();
+      next->lead = true;
+    }
+  }
+  for (size_t i = 1; i < batch.size(); i++) batch[i]->wake.release();
+  if (next) next->wake.release();
+}
+
 Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
                                const std::vector<std::string>& projection) {
   ClientData* data = table.client()->data();
@@ -79,8 +205,16 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
   }
 
   GetResult result;
-  result.locations_.resize(keys.size());
   const MonoTime deadline = MonoTime::Now() + data->rpc_timeout();
+  if (keys.size() == 1 && projection.empty()) {
+    TabletPtr tablet = data->meta_cache()->LookupFast(table.id(), pkeys[0]);
+    if (tablet && tablet->leader() &&
+        RunShared(data, table.id(), tablet, enc_keys[0], proj_schema, schema.version(), deadline,
+                  &result)) {
+      return result;
+    }
+  }
+  result.locations_.assign(keys.size(), GetResult::Location{});
   std::vector<int> pending(keys.size());
   for (size_t i = 0; i < keys.size(); i++) pending[i] = int(i);
   Status last_error;

@@ -27,6 +27,8 @@ class ScanBatchData {
   // `indirect` alive.
   static Status Make(std::shared_ptr<const Schema> projection, int64_t num_rows, Slice rows,
                      Slice indirect, std::shared_ptr<void> owner, ScanBatch* out);
+  // Makes `to` a second handle on the rows of `from` (no copy).
+  static void Share(const ScanBatch& from, ScanBatch* to) { to->data_ = from.data_; }
   // An empty batch of `projection`.
   static void MakeEmpty(std::shared_ptr<const Schema> projection, ScanBatch* out);
 

@@ -1,6 +1,10 @@
 #include "tserver/tablet_service.h"
 
+#include <gflags/gflags.h>
 #include <glog/logging.h>
+
+#include <chrono>
+#include <thread>
 
 #include "rpc/rpc_context.h"
 #include "tserver/request_tracker.h"
@@ -9,6 +13,10 @@
 #include "tserver/tablet_manager.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver_metrics.h"
+
+DEFINE_int32(get_inject_latency_ms, 0,
+             "Fault injection for tests: every Get waits this long on a service thread "
+             "before it reads (the reactor fast path then declines all Gets). 0: off.");
 
 namespace nyala::tserver {
 
@@ -149,6 +157,10 @@ bool TabletServiceImpl::HandleGet(const GetRequestPB& req, GetResponsePB* resp,
                                   rpc::RpcContext* ctx, bool on_reactor) {
   constexpr int kMaxKeysOnReactor = 32;
   if (on_reactor && req.keys_size() > kMaxKeysOnReactor) return false;
+  if (FLAGS_get_inject_latency_ms > 0) {
+    if (on_reactor) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_get_inject_latency_ms));
+  }
   const MonoTime start = MonoTime::Now();
   std::string rows, indirect;
   std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req.tablet_id());
