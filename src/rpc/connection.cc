@@ -20,6 +20,8 @@ namespace nyala::rpc {
 namespace {
 constexpr size_t kInitialReadBuffer = 64 * 1024;
 constexpr int kMaxReadsPerEvent = 16;  // fairness between connections of one reactor
+// Frames from this size on are read into a buffer of their own (Connection::big_frame_).
+constexpr size_t kBigFrameBytes = 256 * 1024;
 constexpr int kMaxIovecs = 64;
 // How often a client connection with calls in flight checks their deadlines: a call
 // times out at most this much after its deadline.
@@ -335,15 +337,24 @@ void Connection::OnReadable(int, short, void* arg) {
 
 void Connection::HandleRead() {
   for (int i = 0; i < kMaxReadsPerEvent && !closed(); i++) {
-    if (in_buf_.size() - in_len_ < 4096) {
-      in_buf_.resize(std::max(kInitialReadBuffer, in_buf_.size() * 2));
+    char* dst;
+    size_t space;
+    if (big_frame_) {
+      dst = big_frame_.get() + big_frame_have_;
+      space = big_frame_len_ - big_frame_have_;
+    } else {
+      if (in_buf_.size() - in_len_ < 4096) {
+        in_buf_.resize(std::max(kInitialReadBuffer, in_buf_.size() * 2));
+      }
+      dst = in_buf_.data() + in_len_;
+      space = in_buf_.size() - in_len_;
     }
-    const size_t space = in_buf_.size() - in_len_;
-    ssize_t n = read(fd_, in_buf_.data() + in_len_, space);
+    ssize_t n = read(fd_, dst, space);
     if (n == 0) {
-      if (in_len_ > 0) {
+      if (in_len_ > 0 || big_frame_) {
         LOG(WARNING) << "connection from " << remote_.ToString()
-                     << " closed by the peer mid-frame (" << in_len_ << " bytes unprocessed)";
+                     << " closed by the peer mid-frame (" << (in_len_ + big_frame_have_)
+                     << " bytes unprocessed)";
       }
       Shutdown(Status::NetworkError("connection closed by " + remote_.ToString()));
       return;
@@ -356,10 +367,25 @@ void Connection::HandleRead() {
       return;
     }
     messenger_->RecordBytesReceived(n);
-    in_len_ += size_t(n);
-    if (!ProcessBuffer()) return;
+    if (big_frame_) {
+      big_frame_have_ += size_t(n);
+      if (big_frame_have_ == big_frame_len_ && !FinishBigFrame()) return;
+    } else {
+      in_len_ += size_t(n);
+      if (!ProcessBuffer()) return;
+    }
     if (size_t(n) < space) return;  // drained the socket
   }
+}
+
+bool Connection::FinishBigFrame() {
+  std::unique_ptr<char[]> frame = std::move(big_frame_);
+  const size_t len = big_frame_len_;
+  big_frame_len_ = big_frame_have_ = 0;
+  Slice payload(frame.get() + kFrameLengthBytes, len - kFrameLengthBytes);
+  const bool ok = direction_ == Direction::kServer ? HandleRequestFrame(payload, std::move(frame))
+                                                   : HandleResponseFrame(payload);
+  return ok && !closed();
 }
 
 bool Connection::ProcessBuffer() {
@@ -398,9 +424,18 @@ bool Connection::ProcessBuffer() {
       }
       return false;
     }
-    // An incomplete frame waits for more bytes. The buffer grows by doubling as they
-    // arrive (HandleRead), never to the length a peer merely claims.
-    if (rest.size() < frame_len) break;
+    // An incomplete frame waits for more bytes. A big one moves to a buffer of its
+    // own; otherwise the buffer grows by doubling as they arrive (HandleRead).
+    if (rest.size() < frame_len) {
+      if (frame_len >= kBigFrameBytes) {
+        big_frame_ = std::make_unique_for_overwrite<char[]>(frame_len);
+        memcpy(big_frame_.get(), rest.data(), rest.size());
+        big_frame_len_ = frame_len;
+        big_frame_have_ = rest.size();
+        pos = in_len_;
+      }
+      break;
+    }
     Slice payload(rest.data() + kFrameLengthBytes, frame_len - kFrameLengthBytes);
     const bool ok = direction_ == Direction::kServer ? HandleRequestFrame(payload)
                                                      : HandleResponseFrame(payload);
@@ -418,7 +453,7 @@ bool Connection::ProcessBuffer() {
   return true;
 }
 
-bool Connection::HandleRequestFrame(Slice payload) {
+bool Connection::HandleRequestFrame(Slice payload, std::unique_ptr<char[]> buffer) {
   FrameParts parts;
   Status s = SplitFrame(payload, &parts);
   if (!s.ok()) {
@@ -438,8 +473,13 @@ bool Connection::HandleRequestFrame(Slice payload) {
                header.has_call_id() ? header.call_id() : -1);
     return false;
   }
-  auto ctx = std::make_unique<RpcContext>(shared_from_this(), std::move(header), payload.ToString(),
-                                          MonoTime::Now());
+  if (!buffer) {
+    buffer = std::make_unique_for_overwrite<char[]>(payload.size());
+    memcpy(buffer.get(), payload.data(), payload.size());
+    payload = Slice(buffer.get(), payload.size());
+  }
+  auto ctx = std::make_unique<RpcContext>(shared_from_this(), std::move(header), std::move(buffer),
+                                          payload, MonoTime::Now());
   messenger_->DispatchInboundCall(std::move(ctx));
   return true;
 }

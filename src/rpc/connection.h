@@ -94,7 +94,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void HandleRead();
   // Parses every complete frame in the buffer. Returns false if the connection closed.
   bool ProcessBuffer();
-  bool HandleRequestFrame(Slice payload);
+  // `payload` lies in `buffer` when the caller hands that over; otherwise it is
+  // copied.
+  bool HandleRequestFrame(Slice payload, std::unique_ptr<char[]> buffer = nullptr);
+  // Hands the completed frame in big_frame_ to HandleRequest/ResponseFrame.
+  bool FinishBigFrame();
   bool HandleResponseFrame(Slice payload);
   // Sends a fatal ErrorStatusPB and closes (server side).
   void FatalError(ErrorStatusPB::RpcErrorCodePB code, const Status& s, int32_t call_id);
@@ -115,6 +119,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Reactor thread only.
   std::string in_buf_;
   size_t in_len_ = 0;
+  // A frame of at least kBigFrameBytes is read straight into a buffer of its own,
+  // which the call then keeps: no regrowing of in_buf_, no copy. Allocated at the
+  // checked frame length but uninitialised, so memory is only backed as bytes arrive.
+  std::unique_ptr<char[]> big_frame_;
+  size_t big_frame_len_ = 0;  // with the length prefix
+  size_t big_frame_have_ = 0;
   bool preamble_seen_ = false;
   bool connecting_ = false;
   event* sweep_event_ = nullptr;  // client: periodic check of call deadlines

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -231,6 +232,8 @@ class WarningCapture : public google::LogSink {
 
 class RpcBadInputTest : public NyalaTest {
  protected:
+  virtual uint32_t max_message_size() const { return kServerMaxMessageSize; }
+
   void SetUp() override {
     NyalaTest::SetUp();
     google::AddLogSink(&warnings_);
@@ -239,7 +242,7 @@ class RpcBadInputTest : public NyalaTest {
     MessengerOptions opts;
     opts.name = "server";
     opts.num_reactors = 2;
-    opts.max_message_size = kServerMaxMessageSize;
+    opts.max_message_size = max_message_size();
     auto m = Messenger::Create(opts);
     ASSERT_OK(m.status());
     server_ = *m;
@@ -435,6 +438,58 @@ TEST_F(RpcBadInputTest, FrameCutOffThenSocketClosed) {
     conn.Close();
     ASSERT_NO_FATAL_FAILURE(AssertOnlyGoodConnectionLeft());
   }
+  ASSERT_NO_FATAL_FAILURE(AssertGoodClientWorks());
+}
+
+// A server that takes frames of up to 4 MiB.
+class RpcBigFrameTest : public RpcBadInputTest {
+ protected:
+  uint32_t max_message_size() const override { return 4 << 20; }
+};
+
+// A frame big enough to be read into a buffer of its own (256 KiB and up), cut off
+// inside its body: the same warning and close, and the next big call on a fresh
+// connection is answered whole.
+TEST_F(RpcBigFrameTest, BigFrameCutOffThenSocketClosed) {
+  EchoRequestPB echo;
+  echo.set_data(std::string(1 << 20, 'b'));
+  const std::string stream = Preamble() + RequestFrame(1, CalculatorService::kName, "Echo", echo);
+  for (size_t cut : {size_t(kPreambleLen + 100), stream.size() / 2, stream.size() - 1}) {
+    SCOPED_TRACE(cut);
+    RawConn conn;
+    ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
+    ASSERT_OK(conn.Send(std::string_view(stream).substr(0, cut)));
+    conn.ShutdownWrite();
+    ASSERT_OK(conn.ExpectClosed());
+    ASSERT_NO_FATAL_FAILURE(AssertOnlyGoodConnectionLeft());
+    ExpectWarning({conn.local(), "closed", "mid-frame"});
+  }
+  RawConn conn;
+  ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
+  // Two big calls back to back in one write, then a small one.
+  const std::string second = RequestFrame(2, CalculatorService::kName, "Echo", echo);
+  ASSERT_OK(conn.Send(stream + second + AddFrame(3, 40, 2)));
+  // Service threads may answer the three calls in any order.
+  std::set<int> answered;
+  for (int i = 0; i < 3; i++) {
+    ResponseHeaderPB header;
+    std::string body;
+    ASSERT_OK(conn.ReadResponse(&header, &body));
+    ASSERT_FALSE(header.is_error()) << body.substr(0, 200);
+    const int call_id = header.call_id();
+    EXPECT_TRUE(answered.insert(call_id).second) << "call " << call_id << " answered twice";
+    if (call_id == 3) {
+      rpc_test::AddResponsePB resp;
+      ASSERT_TRUE(resp.ParseFromString(body));
+      EXPECT_EQ(resp.result(), 42);
+    } else {
+      rpc_test::EchoResponsePB resp;
+      ASSERT_TRUE(resp.ParseFromString(body));
+      EXPECT_TRUE(resp.data() == echo.data()) << "call " << call_id << ": " << resp.data().size()
+                                              << " bytes echoed of " << echo.data().size();
+    }
+  }
+  EXPECT_EQ(answered, (std::set<int>{1, 2, 3}));
   ASSERT_NO_FATAL_FAILURE(AssertGoodClientWorks());
 }
 

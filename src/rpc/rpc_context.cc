@@ -15,10 +15,11 @@
 namespace nyala::rpc {
 
 RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
-                       std::string payload, MonoTime arrival)
+                       std::unique_ptr<char[]> buffer, Slice payload, MonoTime arrival)
     : conn_(std::move(conn)),
       header_(std::move(header)),
-      payload_(std::move(payload)),
+      buffer_(std::move(buffer)),
+      payload_(payload),
       remote_(conn_->remote()),
       arrival_(arrival) {
   deadline_ = header_.has_timeout_ms() && header_.timeout_ms() > 0
@@ -32,7 +33,7 @@ RpcContext::~RpcContext() { conn_->messenger()->inbound_calls().Remove(this); }
 Status RpcContext::ParseRequest() {
   DCHECK(method_);
   FrameParts parts;
-  RETURN_NOT_OK(SplitFrame(Slice(payload_), &parts));  // checked once already; cannot fail
+  RETURN_NOT_OK(SplitFrame(payload_, &parts));  // checked once already; cannot fail
   request_.reset(method_->request_prototype->New());
   if (!request_->ParsePartialFromArray(parts.body.data(), int(parts.body.size()))) {
     return Status::InvalidArgument("unparseable " + request_->GetTypeName() + " for " +

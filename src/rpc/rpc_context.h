@@ -60,9 +60,9 @@ class RpcContext : public InFlightHook {
   // Framework side ------------------------------------------------------------
 
   // Takes the frame's payload (everything after the length prefix), already checked
-  // by SplitFrame, and its parsed header.
-  RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header, std::string payload,
-             MonoTime arrival);
+  // by SplitFrame, which lies in `buffer`, and its parsed header.
+  RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
+             std::unique_ptr<char[]> buffer, Slice payload, MonoTime arrival);
   ~RpcContext();
 
   void set_method(RpcMethodInfo* method) { method_ = method; }
@@ -86,7 +86,8 @@ class RpcContext : public InFlightHook {
 
   std::shared_ptr<Connection> conn_;
   const RequestHeaderPB header_;
-  const std::string payload_;
+  const std::unique_ptr<char[]> buffer_;
+  const Slice payload_;  // in buffer_
   std::vector<Slice> inbound_sidecars_;
   std::vector<std::string> outbound_sidecars_;
   const Sockaddr remote_;
