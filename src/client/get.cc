@@ -2,7 +2,6 @@
 // sent in parallel (a sync call when there is only one); failed groups retried until
 // the deadline. A one-key Get of every column first tries the tablet's shared RPC
 // (get_coalescer.h).
-#include <semaphore>
 #include <unordered_map>
 
 #include "client/client-internal.h"
@@ -12,6 +11,7 @@
 #include "client/latch.h"
 #include "client/scan_batch_data.h"
 #include "client/tablet_rpc.h"
+#include "common/semaphore.h"
 #include "rpc/proxy.h"
 #include "tserver/tserver.pb.h"
 
@@ -21,7 +21,7 @@ namespace internal {
 // A caller in a GetCoalescer queue; lives on its stack.
 struct GetCoalescer::Waiter {
   const std::string* key = nullptr;  // encoded primary key
-  std::binary_semaphore wake{0};
+  Semaphore wake;
   // Written under the queue's mutex or before `wake` is released; read after.
   bool lead = false;                   // this caller sends the next RPC
   std::shared_ptr<const void> answer;  // the shared RPC's outcome (a GetCall::Shared)
@@ -110,7 +110,7 @@ bool GetCall::RunShared(ClientData* data, const std::string& table_id, const Tab
       me.lead = true;
     }
   }
-  if (!me.lead) me.wake.acquire();  // answered, or made the next leader
+  if (!me.lead) me.wake.Acquire();  // answered, or made the next leader
   if (me.lead) Lead(data, table_id, tablet, q, &me, proj, schema_version, deadline);
   const auto* shared = static_cast<const Shared*>(me.answer.get());
   if (!shared->ok) return false;
@@ -181,8 +181,8 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
       next->lead = true;
     }
   }
-  for (size_t i = 1; i < batch.size(); i++) batch[i]->wake.release();
-  if (next) next->wake.release();
+  for (size_t i = 1; i < batch.size(); i++) batch[i]->wake.Release();
+  if (next) next->wake.Release();
 }
 
 Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,

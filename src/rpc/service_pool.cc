@@ -74,7 +74,7 @@ void ServicePool::Shutdown() {
     left.swap(queue_);
     idle.swap(idle_);
   }
-  for (Worker* w : idle) w->wake.release();
+  for (Worker* w : idle) w->wake.Release();
   for (auto& t : threads_) t.join();
   threads_.clear();
   for (auto& ctx : left) {
@@ -104,7 +104,7 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
       }
     }
   }
-  if (idle) idle->wake.release();
+  if (idle) idle->wake.Release();
   if (!ctx) return;
   if (shutting_down) {
     RespondAndRelease(std::move(ctx), ErrorStatusPB::ERROR_UNAVAILABLE,
@@ -171,7 +171,7 @@ void ServicePool::RunThread(Worker* self) {
       }
     }
     if (!ctx) {
-      self->wake.acquire();
+      self->wake.Acquire();
       ctx = std::move(self->call);
       if (!ctx) return;  // woken by Shutdown()
     }

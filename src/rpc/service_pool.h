@@ -14,11 +14,11 @@
 
 #include <deque>
 #include <memory>
-#include <semaphore>
 #include <thread>
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/semaphore.h"
 #include "rpc/rpc_context.h"
 #include "rpc/service_if.h"
 
@@ -56,7 +56,7 @@ class ServicePool {
   // One service thread's hand-off slot, filled by QueueInboundCall while the thread
   // sleeps on `wake`.
   struct Worker {
-    std::binary_semaphore wake{0};
+    Semaphore wake;
     std::unique_ptr<RpcContext> call;  // null when woken for shutdown
   };
 
