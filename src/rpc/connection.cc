@@ -413,6 +413,7 @@ bool Connection::ProcessBuffer() {
   const uint32_t max_size = messenger_->max_message_size();
   while (true) {
     Slice rest(buf + pos, in_len_ - pos);
+    if (rest.size() < size_t(kFrameLengthBytes)) break;  // no Status (an allocation) per drain
     size_t frame_len;
     Status s = PeekFrameLength(rest, max_size, &frame_len);
     if (s.IsIncomplete()) break;
