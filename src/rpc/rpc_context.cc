@@ -21,7 +21,8 @@ RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
       buffer_(std::move(buffer)),
       payload_(payload),
       remote_(conn_->remote()),
-      arrival_(arrival) {
+      arrival_(arrival),
+      arena_(arena_block_, sizeof(arena_block_)) {
   deadline_ = header_.has_timeout_ms() && header_.timeout_ms() > 0
                   ? arrival_ + MonoDelta::FromMilliseconds(header_.timeout_ms())
                   : MonoTime::Max();
@@ -34,7 +35,7 @@ Status RpcContext::ParseRequest() {
   DCHECK(method_);
   FrameParts parts;
   RETURN_NOT_OK(SplitFrame(payload_, &parts));  // checked once already; cannot fail
-  request_.reset(method_->request_prototype->New());
+  request_ = method_->request_prototype->New(&arena_);
   if (!request_->ParsePartialFromArray(parts.body.data(), int(parts.body.size()))) {
     return Status::InvalidArgument("unparseable " + request_->GetTypeName() + " for " +
                                    service_name() + "." + method_name());
@@ -46,7 +47,7 @@ Status RpcContext::ParseRequest() {
   RETURN_NOT_OK_PREPEND(
       SplitSidecars(header_.sidecar_offsets(), parts.sidecar_area, &inbound_sidecars_),
       "request sidecars");
-  response_.reset(method_->response_prototype->New());
+  response_ = method_->response_prototype->New(&arena_);
   return Status::OK();
 }
 
@@ -56,7 +57,7 @@ void RpcContext::RunHandler() {
   if (method_->queue_time_us) {
     method_->queue_time_us->Increment((handler_start_ - arrival_).ToMicroseconds());
   }
-  method_->handler(request_.get(), response_.get(), this);
+  method_->handler(request_, response_, this);
 }
 
 bool RpcContext::TryRunOnReactor() {
@@ -65,7 +66,7 @@ bool RpcContext::TryRunOnReactor() {
   running_.store(true, std::memory_order_relaxed);
   RpcMethodInfo* method = method_;  // `this` may be gone once the handler took the call
   const int64_t queue_us = (handler_start_ - arrival_).ToMicroseconds();
-  if (method->reactor_handler(request_.get(), response_.get(), this)) {
+  if (method->reactor_handler(request_, response_, this)) {
     if (method->queue_time_us) method->queue_time_us->Increment(queue_us);
     return true;
   }

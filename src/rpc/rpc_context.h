@@ -6,6 +6,7 @@
 // response it owns.
 #pragma once
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
 
 #include <atomic>
@@ -54,8 +55,8 @@ class RpcContext : public InFlightHook {
   const std::string& method_name() const { return header_.method_name(); }
   const std::string& service_name() const { return header_.service_name(); }
 
-  const google::protobuf::Message* request() const { return request_.get(); }
-  google::protobuf::Message* response() { return response_.get(); }
+  const google::protobuf::Message* request() const { return request_; }
+  google::protobuf::Message* response() { return response_; }
 
   // Framework side ------------------------------------------------------------
 
@@ -96,8 +97,13 @@ class RpcContext : public InFlightHook {
   MonoTime handler_start_;
   RpcMethodInfo* method_ = nullptr;
   std::atomic<bool> running_{false};
-  std::unique_ptr<google::protobuf::Message> request_;
-  std::unique_ptr<google::protobuf::Message> response_;
+  // The request and response messages live in arena_, which starts in
+  // arena_block_: a small call's messages, strings and repeated fields cost no
+  // malloc/free pair each (a one-key Get's request and response made ~10).
+  alignas(8) char arena_block_[1024];
+  google::protobuf::Arena arena_;
+  google::protobuf::Message* request_ = nullptr;   // in arena_
+  google::protobuf::Message* response_ = nullptr;  // in arena_
 };
 
 // Answers `ctx` with an RPC error (the context deletes itself).

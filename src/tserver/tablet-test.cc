@@ -90,6 +90,7 @@ class TabletTest : public NyalaTest {
     std::string rows, indirect;
     T(id)->Get(req, &resp, &rows, &indirect);
     EXPECT_FALSE(resp.has_error()) << resp.ShortDebugString();
+    EXPECT_FALSE(resp.has_projection()) << "every column: the caller has the schema";
     if (!resp.found(0)) return false;
     RowBlock block;
     EXPECT_OK(RowBlock::Parse(&schema_, 1, rows, indirect, &block));

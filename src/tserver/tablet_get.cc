@@ -98,7 +98,10 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   g->reads.Clear();
   enc.Finish(rows, indirect);
   resp->mutable_data()->set_num_rows(num_found);
-  *resp->mutable_projection() = proj->schema_pb;
+  // Echoed only for a projection the caller named: for every column (the client's
+  // usual Get) the caller has the schema already, and copying, sending and parsing
+  // it cost more than a memtable lookup.
+  if (req.projected_columns_size() > 0) *resp->mutable_projection() = proj->schema_pb;
   if (tablet_metrics_) tablet_metrics_->get_requests->Increment();
   if (tablet_metrics_) tablet_metrics_->get_keys->Increment(n);
   if (metrics_) {
