@@ -9,9 +9,10 @@
 #  2. Nyala: a master and one tablet server from <build>/bin (conf/*.gflags, ports
 #     picked by the daemons and read back from their info files) in the same temp dir,
 #     `ycsb load` of $RECORDS records, then YCSB workload C (read only, zipfian) with
-#     $YCSB_THREADS threads through the Get API ($OPS reads) and through a one-row Scan
-#     ($SCAN_OPS reads).
-# Prints the three rates and the ratios Get/Scan and Get/PostgreSQL, then stops what it
+#     $YCSB_THREADS threads through the Get API ($OPS reads), through a one-row Scan
+#     ($SCAN_OPS reads) and, for the record, through the Get API with the client's
+#     sharing of concurrent Gets turned off (-p share_gets=false, $SCAN_OPS reads).
+# Prints the rates and the ratios Get/Scan and Get/PostgreSQL, then stops what it
 # started (by PID) and removes the temp dir, also on failure or Ctrl-C.
 #
 # Usage: bench/ycsb-vs-postgres.sh [build dir, default build]
@@ -219,6 +220,13 @@ if [[ "$SKIP_NYALA" == 0 ]]; then
     -threads "$YCSB_THREADS" >"$WORK/scan.out" 2>&1 || { cat "$WORK/scan.out" >&2; die "ycsb run (Scan) failed"; }
   grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/scan.out"
   SCAN_RATE=$(ycsb_rate "$WORK/scan.out")
+  # For the record: the Get API without the client's sharing of concurrent Gets.
+  log "Nyala: YCSB workload C, $YCSB_THREADS threads, Get API, one RPC per Get, $SCAN_OPS reads"
+  "$BIN/ycsb" run "${COMMON[@]}" -p operationcount="$SCAN_OPS" -p use_get_api=true \
+    -p share_gets=false -threads "$YCSB_THREADS" >"$WORK/get1.out" 2>&1 ||
+    { cat "$WORK/get1.out" >&2; die "ycsb run (unshared Get) failed"; }
+  grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/get1.out"
+  GET1_OPS=$(ycsb_rate "$WORK/get1.out")
 fi
 
 echo
@@ -226,6 +234,7 @@ echo "== summary: $RECORDS rows; load average now $(cut -d' ' -f1-3 /proc/loadav
 [[ -n "$PG_TPS" ]] && printf "PostgreSQL pgbench -M prepared point select, %d clients: %12.0f tx/s\n" "$PG_CLIENTS" "$PG_TPS"
 [[ -n "$GET_OPS" ]] && printf "Nyala YCSB C, Get API, %d threads:                    %12.0f ops/s\n" "$YCSB_THREADS" "$GET_OPS"
 [[ -n "$SCAN_RATE" ]] && printf "Nyala YCSB C, one-row Scan, %d threads:              %12.0f ops/s\n" "$YCSB_THREADS" "$SCAN_RATE"
+[[ -n "$GET1_OPS" ]] && printf "Nyala YCSB C, Get API, one RPC per Get (share_gets=false): %6.0f ops/s\n" "$GET1_OPS"
 [[ -n "$GET_OPS" && -n "$SCAN_RATE" ]] && echo "Get / Scan:       $(ratio "$GET_OPS" "$SCAN_RATE")  (target >= 2.5)"
 [[ -n "$GET_OPS" && -n "$PG_TPS" ]] && echo "Get / PostgreSQL: $(ratio "$GET_OPS" "$PG_TPS")  (target >= 1.0)"
 exit 0

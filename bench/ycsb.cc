@@ -9,8 +9,9 @@
 // updateproportion, insertproportion, scanproportion, readmodifywriteproportion,
 // requestdistribution (uniform|zipfian|latest), maxscanlength, fieldcount,
 // fieldlength, table; Nyala's: master_addresses (required), use_get_api (true: reads
-// by the Get RPC; false: a one-row Scan), num_tablets (hash buckets, load phase),
-// client_reactors.
+// by the Get RPC; false: a one-row Scan), share_gets (true: concurrent one-key Gets
+// of a tablet share one RPC, the client's default; false: one RPC each),
+// num_tablets (hash buckets, load phase), client_reactors.
 #include <glog/logging.h>
 
 #include <atomic>
@@ -120,6 +121,7 @@ class Driver {
     ASSIGN_OR_RETURN(client_, ClientBuilder()
                                   .add_master_server_addr(masters)
                                   .num_reactors(int(GetI(props_, "client_reactors", 2)))
+                                  .share_concurrent_gets(Get(props_, "share_gets", "true") == "true")
                                   .Build());
     table_name_ = Get(props_, "table", "usertable");
     fieldcount_ = int(GetI(props_, "fieldcount", 10));

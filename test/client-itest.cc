@@ -329,6 +329,34 @@ TEST_F(ClientITest, ConcurrentGetsOfOneTabletShareAnRpc) {
   EXPECT_GE(c->rpcs(), 2);
 }
 
+// A client built with share_concurrent_gets(false) sends every Get on its own and
+// still answers each caller right.
+TEST_F(ClientITest, GetsWithoutSharing) {
+  auto t = CreateTable("unshared_get", 2);
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  for (int k = 0; k < 20; k += 2) ASSERT_OK(session->Apply(InsertOf(*t, MakeRow(k))));
+  ASSERT_OK(session->Flush());
+  auto unshared = ClientBuilder()
+                      .add_master_server_addr(cluster_->master_addr())
+                      .share_concurrent_gets(false)
+                      .Build();
+  ASSERT_OK(unshared.status());
+  EXPECT_EQ((*unshared)->data()->get_coalescer(), nullptr);
+  auto table = (*unshared)->OpenTable("unshared_get");
+  ASSERT_OK(table.status());
+  for (int64_t k = 0; k < 20; k++) {
+    Row key = (*table)->NewRow();
+    ASSERT_OK(key.Set("key", Cell::Int64(k)));
+    auto r = (*table)->Get(key);
+    ASSERT_OK(r.status());
+    ASSERT_EQ(r->found(0), k % 2 == 0) << k;
+    if (k % 2 == 0) {
+      EXPECT_EQ(*r->row(0)->GetInt64("key"), k);
+    }
+  }
+}
+
 TEST_F(ClientITest, ScansMatchTheSameFilterInMemory) {
   auto t = CreateTable("scan", 3, {-100, 0, 100});
   std::vector<ModelRow> model;

@@ -25,7 +25,8 @@ inline constexpr char kTabletServerServiceName[] = "nyala.tserver.TabletServerSe
 class ClientData {
  public:
   ClientData(std::shared_ptr<rpc::Messenger> messenger, std::vector<rpc::Sockaddr> masters,
-             MonoDelta rpc_timeout, MonoDelta admin_timeout, std::string client_id);
+             MonoDelta rpc_timeout, MonoDelta admin_timeout, std::string client_id,
+             bool share_gets = true);
   // Stops the timer thread, then the messenger (failing calls still in flight).
   ~ClientData();
 
@@ -34,7 +35,8 @@ class ClientData {
   MasterClient* master() { return &master_; }
   MetaCache* meta_cache() { return &meta_cache_; }
   RequestTracker* request_tracker() { return &request_tracker_; }
-  GetCoalescer* get_coalescer() { return &get_coalescer_; }
+  // Null when the client was built with share_concurrent_gets(false).
+  GetCoalescer* get_coalescer() { return share_gets_ ? &get_coalescer_ : nullptr; }
   MonoDelta rpc_timeout() const { return rpc_timeout_; }
   MonoDelta admin_timeout() const { return admin_timeout_; }
 
@@ -44,6 +46,7 @@ class ClientData {
   const std::shared_ptr<rpc::Messenger> messenger_;
   const MonoDelta rpc_timeout_;
   const MonoDelta admin_timeout_;
+  const bool share_gets_;
   TimerQueue timers_;
   MasterClient master_;
   MetaCache meta_cache_;

@@ -28,10 +28,11 @@ namespace internal {
 
 ClientData::ClientData(std::shared_ptr<rpc::Messenger> messenger,
                        std::vector<rpc::Sockaddr> masters, MonoDelta rpc_timeout,
-                       MonoDelta admin_timeout, std::string client_id)
+                       MonoDelta admin_timeout, std::string client_id, bool share_gets)
     : messenger_(std::move(messenger)),
       rpc_timeout_(rpc_timeout),
       admin_timeout_(admin_timeout),
+      share_gets_(share_gets),
       master_(messenger_, std::move(masters), &timers_, rpc_timeout),
       meta_cache_(&master_),
       request_tracker_(std::move(client_id)) {}
@@ -50,6 +51,7 @@ struct ClientBuilder::Options {
   MonoDelta rpc_timeout = MonoDelta::FromSeconds(10);
   MonoDelta admin_timeout = MonoDelta::FromSeconds(30);
   int num_reactors = 1;
+  bool share_gets = true;
 };
 
 ClientBuilder::ClientBuilder() : opts_(std::make_unique<Options>()) {}
@@ -75,6 +77,10 @@ ClientBuilder& ClientBuilder::num_reactors(int n) {
   opts_->num_reactors = n;
   return *this;
 }
+ClientBuilder& ClientBuilder::share_concurrent_gets(bool share) {
+  opts_->share_gets = share;
+  return *this;
+}
 
 Result<std::shared_ptr<Client>> ClientBuilder::Build() {
   std::vector<rpc::Sockaddr> masters;
@@ -97,7 +103,7 @@ Result<std::shared_ptr<Client>> ClientBuilder::Build() {
   ASSIGN_OR_RETURN(std::shared_ptr<rpc::Messenger> messenger, rpc::Messenger::Create(mopts));
   auto data =
       std::make_unique<ClientData>(std::move(messenger), std::move(masters), opts_->rpc_timeout,
-                                   opts_->admin_timeout, RandomClientId());
+                                   opts_->admin_timeout, RandomClientId(), opts_->share_gets);
   return std::shared_ptr<Client>(new Client(std::move(data)));
 }
 

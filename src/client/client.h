@@ -74,6 +74,11 @@ class ClientBuilder {
   ClientBuilder& default_admin_operation_timeout(MonoDelta timeout);
   /// Reactor threads of the client's messenger: default 1.
   ClientBuilder& num_reactors(int n);
+  /// Whether one-key Gets that this client's threads make at the same time to the same
+  /// tablet share one Get RPC (client/get_coalescer.h): default true. Off, every
+  /// Table::Get is an RPC of its own, which costs a hundred concurrent readers a
+  /// request and a thread wakeup each on both sides.
+  ClientBuilder& share_concurrent_gets(bool share);
 
   /// Resolves the masters and starts the client's threads. InvalidArgument for an
   /// empty or unparsable master list; NetworkError when no name resolves.

@@ -206,7 +206,7 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
 
   GetResult result;
   const MonoTime deadline = MonoTime::Now() + data->rpc_timeout();
-  if (keys.size() == 1 && projection.empty()) {
+  if (keys.size() == 1 && projection.empty() && data->get_coalescer()) {
     TabletPtr tablet = data->meta_cache()->LookupFast(table.id(), pkeys[0]);
     if (tablet && tablet->leader() &&
         RunShared(data, table.id(), tablet, enc_keys[0], proj_schema, schema.version(), deadline,
