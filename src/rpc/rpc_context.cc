@@ -14,6 +14,11 @@
 
 namespace nyala::rpc {
 
+// Made on a reactor and freed on a service thread for most calls: small enough for
+// glibc's per-thread cache (chunks of up to 1032 bytes), it skips the malloc arenas'
+// locks. At 1.4 KiB rpc-bench's async mode lost ~15% of its calls per second.
+static_assert(sizeof(RpcContext) <= 1024, "keep RpcContext within glibc's tcache sizes");
+
 RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
                        std::unique_ptr<char[]> buffer, Slice payload, MonoTime arrival)
     : conn_(std::move(conn)),
@@ -21,8 +26,7 @@ RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
       buffer_(std::move(buffer)),
       payload_(payload),
       remote_(conn_->remote()),
-      arrival_(arrival),
-      arena_(arena_block_, sizeof(arena_block_)) {
+      arrival_(arrival) {
   deadline_ = header_.has_timeout_ms() && header_.timeout_ms() > 0
                   ? arrival_ + MonoDelta::FromMilliseconds(header_.timeout_ms())
                   : MonoTime::Max();
@@ -35,7 +39,8 @@ Status RpcContext::ParseRequest() {
   DCHECK(method_);
   FrameParts parts;
   RETURN_NOT_OK(SplitFrame(payload_, &parts));  // checked once already; cannot fail
-  request_ = method_->request_prototype->New(&arena_);
+  if (!arena_) arena_.emplace(arena_block_, sizeof(arena_block_));
+  request_ = method_->request_prototype->New(&*arena_);
   if (!request_->ParsePartialFromArray(parts.body.data(), int(parts.body.size()))) {
     return Status::InvalidArgument("unparseable " + request_->GetTypeName() + " for " +
                                    service_name() + "." + method_name());
@@ -47,7 +52,7 @@ Status RpcContext::ParseRequest() {
   RETURN_NOT_OK_PREPEND(
       SplitSidecars(header_.sidecar_offsets(), parts.sidecar_area, &inbound_sidecars_),
       "request sidecars");
-  response_ = method_->response_prototype->New(&arena_);
+  response_ = method_->response_prototype->New(&*arena_);
   return Status::OK();
 }
 

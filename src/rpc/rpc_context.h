@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,9 +100,12 @@ class RpcContext : public InFlightHook {
   std::atomic<bool> running_{false};
   // The request and response messages live in arena_, which starts in
   // arena_block_: a small call's messages, strings and repeated fields cost no
-  // malloc/free pair each (a one-key Get's request and response made ~10).
-  alignas(8) char arena_block_[1024];
-  google::protobuf::Arena arena_;
+  // malloc/free pair each (a one-key Get's request and response made ~10). Made by
+  // ParseRequest, on the thread that will run the handler: protobuf arenas keep a
+  // block per allocating thread, and the first allocation from another thread than
+  // the one that made the arena takes a slow path.
+  alignas(8) char arena_block_[512];
+  std::optional<google::protobuf::Arena> arena_;
   google::protobuf::Message* request_ = nullptr;   // in arena_
   google::protobuf::Message* response_ = nullptr;  // in arena_
 };
