@@ -118,11 +118,12 @@ class Driver {
 
   Status Init() {
     std::string masters = Get(props_, "master_addresses", "127.0.0.1:7051");
-    ASSIGN_OR_RETURN(client_, ClientBuilder()
-                                  .add_master_server_addr(masters)
-                                  .num_reactors(int(GetI(props_, "client_reactors", 2)))
-                                  .share_concurrent_gets(Get(props_, "share_gets", "true") == "true")
-                                  .Build());
+    ASSIGN_OR_RETURN(client_,
+                     ClientBuilder()
+                         .add_master_server_addr(masters)
+                         .num_reactors(int(GetI(props_, "client_reactors", 2)))
+                         .share_concurrent_gets(Get(props_, "share_gets", "true") == "true")
+                         .Build());
     table_name_ = Get(props_, "table", "usertable");
     fieldcount_ = int(GetI(props_, "fieldcount", 10));
     fieldlength_ = int(GetI(props_, "fieldlength", 100));

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "client/get_coalescer.h"
 #include "client/master_client.h"
 #include "client/meta_cache.h"
-#include "client/get_coalescer.h"
 #include "client/request_tracker.h"
 #include "client/timer_queue.h"
 #include "common/monotime.h"
