@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,16 +46,21 @@ Status ExternalDaemon::Start() {
   args.push_back("--webserver_interface=127.0.0.1");
   for (const auto& f : opts_.flags) args.push_back(f);
 
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return Status::RuntimeError("fork", strerror(errno), errno);
   if (pid == 0) {
+    // Die with the test if it dies (a crash or a failed ASSERT in a helper thread
+    // skips the destructors that stop the daemons). The signal comes when the forking
+    // thread exits, so start daemons from a thread that lives as long as they do.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the test died before prctl took effect
     int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
       close(fd);
     }
-    // Die with the test if it dies.
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

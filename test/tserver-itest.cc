@@ -401,5 +401,23 @@ TEST_F(TServerITest, SecondProcessOnTheSameDataDirIsRefused) {
   EXPECT_TRUE(ts_->IsRunning());
 }
 
+// A daemon dies with the thread that started it (PR_SET_PDEATHSIG), so a test that
+// crashes leaves no tablet server behind. Here the starting thread exits at once.
+TEST_F(TServerITest, DaemonDiesWithTheThreadThatStartedIt) {
+  ExternalDaemonOptions o;
+  o.binary = BinDir() + "/nyala-tserver";
+  o.name = "orphan";
+  o.root_dir = test_dir();
+  o.flags = {"--tserver_master_addrs=127.0.0.1:1"};
+  ExternalDaemon orphan(o);
+  Status started;
+  std::thread([&] { started = orphan.Start(); }).join();
+  ASSERT_OK(started);
+  const MonoTime give_up = MonoTime::Now() + MonoDelta::FromSeconds(10);
+  while (orphan.IsRunning() && MonoTime::Now() < give_up) SleepFor(MonoDelta::FromMilliseconds(5));
+  EXPECT_FALSE(orphan.IsRunning()) << "the daemon outlived the thread that started it";
+  EXPECT_TRUE(ts_->IsRunning());
+}
+
 }  // namespace
 }  // namespace nyala::test
