@@ -335,6 +335,20 @@ class RpcBadInputTest : public NyalaTest {
     EXPECT_TRUE(warnings_.Contains(parts)) << warnings_.Dump();
   }
 
+  // Sends the first `cut` bytes of `stream` on a new raw connection and half-closes
+  // it: the server sees the stream end mid-frame, closes its side without an answer
+  // and logs it.
+  void ExpectCutOffStreamClosed(const std::string& stream, size_t cut) {
+    SCOPED_TRACE(cut);
+    RawConn conn;
+    ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
+    ASSERT_OK(conn.Send(std::string_view(stream).substr(0, cut)));
+    conn.ShutdownWrite();
+    ASSERT_OK(conn.ExpectClosed());
+    ASSERT_NO_FATAL_FAILURE(AssertOnlyGoodConnectionLeft());
+    ExpectWarning({conn.local(), "closed", "mid-frame"});
+  }
+
   WarningCapture warnings_;
   bool sink_installed_ = false;
   std::shared_ptr<Messenger> server_;
@@ -419,15 +433,7 @@ TEST_F(RpcBadInputTest, FrameCutOffThenSocketClosed) {
   // Cut inside the preamble, inside the length prefix, inside the header, inside the body.
   for (size_t cut :
        {size_t(3), size_t(kPreambleLen + 2), size_t(kPreambleLen + 7), stream.size() - 1}) {
-    SCOPED_TRACE(cut);
-    RawConn conn;
-    ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
-    ASSERT_OK(conn.Send(std::string_view(stream).substr(0, cut)));
-    conn.ShutdownWrite();
-    // The server sees the end of the stream and closes its side without an answer.
-    ASSERT_OK(conn.ExpectClosed());
-    ASSERT_NO_FATAL_FAILURE(AssertOnlyGoodConnectionLeft());
-    ExpectWarning({conn.local(), "closed", "mid-frame"});
+    ASSERT_NO_FATAL_FAILURE(ExpectCutOffStreamClosed(stream, cut));
   }
   {
     // And with a full close (no half-close first), abortive this time.
@@ -455,14 +461,7 @@ TEST_F(RpcBigFrameTest, BigFrameCutOffThenSocketClosed) {
   echo.set_data(std::string(1 << 20, 'b'));
   const std::string stream = Preamble() + RequestFrame(1, CalculatorService::kName, "Echo", echo);
   for (size_t cut : {size_t(kPreambleLen + 100), stream.size() / 2, stream.size() - 1}) {
-    SCOPED_TRACE(cut);
-    RawConn conn;
-    ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
-    ASSERT_OK(conn.Send(std::string_view(stream).substr(0, cut)));
-    conn.ShutdownWrite();
-    ASSERT_OK(conn.ExpectClosed());
-    ASSERT_NO_FATAL_FAILURE(AssertOnlyGoodConnectionLeft());
-    ExpectWarning({conn.local(), "closed", "mid-frame"});
+    ASSERT_NO_FATAL_FAILURE(ExpectCutOffStreamClosed(stream, cut));
   }
   RawConn conn;
   ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
