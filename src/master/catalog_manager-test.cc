@@ -561,11 +561,19 @@ TEST_F(CatalogManagerTest, DeadServerLeavesTheAnswersAndComesBack) {
     }
     return n;
   };
-  const std::string victim = servers_[1]->uuid();
+  // The victim: the server of the first tablet (placement is random, so a fixed
+  // server may host none of the six).
+  const std::string victim =
+      Locations(id).tablet_locations(0).replicas(0).ts_info().permanent_uuid();
+  int victim_index = -1;
+  for (int i = 0; i < int(servers_.size()); i++) {
+    if (servers_[i]->uuid() == victim) victim_index = i;
+  }
+  ASSERT_GE(victim_index, 0);
   const int on_victim = count_replicas_on(victim);  // now cached
   ASSERT_GT(on_victim, 0);
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
-    HeartbeatAll({1});
+    HeartbeatAll({victim_index});
     cm_->RunBackgroundPassForTests();
     ASSERT_FALSE(ts_manager_->IsLive(victim));
   });
