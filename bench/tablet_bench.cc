@@ -104,8 +104,6 @@ void BuildBare(uint64_t seq, const Schema& schema, const int64_t* keys, int n,
   }
 }
 
-// CPU seconds (user + sys) of this process's threads whose name starts with one of
-// `prefixes`.
 // CPU seconds used so far by this process's threads whose name starts with one of
 // `prefixes`, read from each thread's CPU clock: the scheduler's exact run time, where
 // /proc's utime and stime are sampled at timer ticks (10 ms), too coarse for
