@@ -413,10 +413,11 @@ bool Connection::ProcessBuffer() {
   const uint32_t max_size = messenger_->max_message_size();
   while (true) {
     Slice rest(buf + pos, in_len_ - pos);
-    if (rest.size() < size_t(kFrameLengthBytes)) break;  // no Status (an allocation) per drain
+    // A length prefix not yet all here: checked first, so draining the buffer builds
+    // no Incomplete Status (an allocation) each time.
+    if (rest.size() < size_t(kFrameLengthBytes)) break;
     size_t frame_len;
     Status s = PeekFrameLength(rest, max_size, &frame_len);
-    if (s.IsIncomplete()) break;
     if (!s.ok()) {
       if (direction_ == Direction::kServer) {
         FatalError(ErrorStatusPB::FATAL_INVALID_HEADER, s, -1);
