@@ -44,6 +44,9 @@ DEFINE_int32(num_tablets, 4, "Hash buckets of the table.");
 DEFINE_string(master_addresses, "", "Use this cluster instead of starting one.");
 DEFINE_string(table_name, "insert_bench", "Table to create (dropped first if present).");
 DEFINE_bool(skip_rocksdb, false, "Skip the bare RocksDB load.");
+DEFINE_string(tserver_flags, "",
+              "Extra flags for the tablet server this run starts, space-separated "
+              "(e.g. \"--rocksdb_compression=zstd --fsync_writes\").");
 DEFINE_bool(pin, false,
             "Pin the daemons this run starts to CPU 0 and this process (client and bare "
             "RocksDB loads) to CPU 1, as shared/BENCHMARKING.md asks for single-client "
@@ -241,7 +244,10 @@ Status RunRound(const std::string& dir, Round* r) {
   std::unique_ptr<itest::ClientTestCluster> cluster;
   std::string masters = FLAGS_master_addresses;
   if (masters.empty()) {
-    cluster = std::make_unique<itest::ClientTestCluster>(dir + "/cluster", 1);
+    std::vector<std::string> tserver_flags;
+    std::istringstream words(FLAGS_tserver_flags);
+    for (std::string w; words >> w;) tserver_flags.push_back(w);
+    cluster = std::make_unique<itest::ClientTestCluster>(dir + "/cluster", 1, tserver_flags);
     RETURN_NOT_OK_PREPEND(cluster->Start(), "starting the cluster");
     masters = cluster->master_addr();
     if (FLAGS_pin) {

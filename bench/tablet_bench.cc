@@ -18,6 +18,8 @@
 //              prints `get/scan server CPU ratio: X`
 // Every figure is the run's own; take the median of 3 runs (BENCHMARKING.md).
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <time.h>
@@ -25,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -55,6 +58,11 @@ DEFINE_int32(get_ops, 100000, "In-process single-key Gets (and a tenth as many 1
 DEFINE_int64(rpc_rows, 200000, "Rows written over RPC.");
 DEFINE_int32(rpc_get_ops, 20000, "One-key Get RPCs (and as many one-row Scan RPCs for CPU).");
 DEFINE_bool(rpc, true, "Also run the RPC-level figures.");
+DEFINE_int32(server_cpu, -1,
+             "Pin the RPC part's server threads (reactor, service threads) to this CPU (-1: "
+             "unpinned). BENCHMARKING.md's single-client figures: --server_cpu=0 "
+             "--client_cpu=1, and both on 0 for a second row.");
+DEFINE_int32(client_cpu, -1, "Pin the RPC part's client (the calling thread) to this CPU.");
 DEFINE_string(bench_dir, "", "Directory for the stores (default: a new one under /tmp, removed).");
 
 namespace nyala::tserver {
@@ -143,7 +151,12 @@ void RunInProcess(Env* env) {
   std::shared_ptr<Tablet> tablet = env->tablets->Lookup("bench");
   auto bare_store = TabletStore::Open(env->dir + "/bare", nullptr);
   CHECK_OK(bare_store.status());
-  const uint64_t bare_seq = 1;
+  // A rows family like a tablet's, without the tablet's write path.
+  TabletMetadataPB bare_meta;
+  bare_meta.set_tablet_id("bare");
+  CHECK_OK((*bare_store)->CreateTabletMetadata(&bare_meta));
+  const uint64_t bare_seq = bare_meta.seq();
+  std::shared_ptr<TabletRows> bare_family = (*bare_store)->Rows(bare_seq);
 
   const int64_t per_side = FLAGS_rows / 2;
   const int64_t per_round = std::max<int64_t>(FLAGS_batch_rows, per_side / FLAGS_rounds);
@@ -172,7 +185,7 @@ void RunInProcess(Env* env) {
       BuildBare(bare_seq, schema, &bare_keys[i], n, &ks, &vs);
       const MonoTime t0 = MonoTime::Now();
       batch.Clear();
-      for (int j = 0; j < n; j++) batch.Put(ks[j], vs[j]);
+      for (int j = 0; j < n; j++) batch.Put(*bare_family, ks[j], vs[j]);
       CHECK_OK((*bare_store)->Write(&batch));
       bare_secs += Seconds(t0);
       bare_rows += n;
@@ -187,6 +200,7 @@ void RunInProcess(Env* env) {
       "rows/s\n",
       static_cast<long long>(bare_rows), bare_secs, bare_rate);
   printf("write ratio vs bare RocksDB: %.2f\n", tablet_rate / bare_rate);
+  bare_family.reset();
   bare_store->reset();
 
   // Get.
@@ -289,8 +303,26 @@ void RunInProcess(Env* env) {
   }
 }
 
+// Pins the calling thread, and so every thread it starts later, to `cpu` (-1: any CPU).
+void PinCurrentThread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu < 0) {
+    for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &set);
+  } else {
+    CPU_SET(cpu, &set);
+  }
+  const int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (err != 0 && cpu >= 0) LOG(FATAL) << "cannot pin to CPU " << cpu << ": " << strerror(err);
+}
+
 void RunRpc(Env* env) {
   const Schema& schema = env->schema;
+  if (FLAGS_server_cpu >= 0 || FLAGS_client_cpu >= 0) {
+    printf("rpc part: server threads on CPU %d, client on CPU %d (-1: unpinned)\n",
+           FLAGS_server_cpu, FLAGS_client_cpu);
+  }
+  PinCurrentThread(FLAGS_server_cpu);  // the server's reactor and service threads
   TabletServerErrorPB::Code code;
   CHECK_OK(env->tablets->CreateTablet(MakeCreateTablet("rpc", schema), &code));
   RequestTracker tracker;
@@ -304,6 +336,7 @@ void RunRpc(Env* env) {
   CHECK_OK((*server)->RegisterService(std::make_unique<TabletServiceImpl>(deps), 2, 100));
   rpc::Sockaddr addr;
   CHECK_OK((*server)->AddListener(rpc::Sockaddr::Loopback(0), &addr));
+  PinCurrentThread(FLAGS_client_cpu);  // the client's messenger and this calling thread
   rpc::MessengerOptions co;
   co.name = "cli";
   co.num_reactors = 1;

@@ -60,6 +60,11 @@ Tablet::~Tablet() = default;
 Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore* store,
                                              RowLocks* locks, TServerMetrics* metrics) {
   std::shared_ptr<Tablet> t(new Tablet(std::move(meta), store, locks, metrics));
+  t->rows_ = store->Rows(t->seq());
+  if (!t->rows_) {
+    return Status::Corruption("tablet " + t->tablet_id() + " (seq " + std::to_string(t->seq()) +
+                              ") has metadata but no rows column family in " + store->path());
+  }
   ASSIGN_OR_RETURN(t->schema_, Schema::FromPB(t->meta_.schema()));
   ASSIGN_OR_RETURN(t->partition_schema_,
                    PartitionSchema::FromPB(t->meta_.partition_schema(), t->schema_));
@@ -143,7 +148,8 @@ std::unique_ptr<StoreIterator> Tablet::NewIterator(const StoreSnapshot* snapshot
     upper = TabletPrefix(seq());
     upper.append(range.stop);
   }
-  return store_->NewIterator(snapshot, std::move(lower), std::move(upper));
+  DCHECK(rows_) << "an iterator over a failed tablet";
+  return store_->NewIterator(*rows_, snapshot, std::move(lower), std::move(upper));
 }
 
 Status Tablet::DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, Row* row) const {
@@ -161,7 +167,7 @@ void Tablet::MarkDeleted() {
 }
 
 int64_t Tablet::OnDiskSize() const {
-  return store_->ApproximateSize(TabletPrefix(seq()), TabletPrefix(seq() + 1));
+  return rows_ ? store_->ApproximateSize(*rows_) : 0;
 }
 
 }  // namespace nyala::tserver

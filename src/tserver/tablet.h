@@ -51,6 +51,7 @@ namespace nyala::tserver {
 class RowLocks;
 class StoreIterator;
 class StoreSnapshot;
+class TabletRows;
 class TabletStore;
 struct TabletMetrics;
 struct TServerMetrics;
@@ -151,6 +152,7 @@ class Tablet {
   // Set at creation, never changed.
   const TabletMetadataPB meta_;
   TabletStore* const store_;
+  std::shared_ptr<TabletRows> rows_;  // set by Open; null in a failed tablet
   RowLocks* const locks_;
   TServerMetrics* const metrics_;
   const std::unique_ptr<const TabletMetrics> tablet_metrics_;  // null without metrics_

@@ -11,6 +11,9 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <set>
 
 #include "common/metrics.h"
 #include "tserver/tablet_metadata.pb.h"
@@ -18,6 +21,11 @@
 DEFINE_int64(block_cache_capacity_mb, 512,
              "RocksDB block cache shared by every data dir of the tablet server, in MiB.");
 DEFINE_int32(rocksdb_write_buffer_mb, 64, "Size of one RocksDB memtable of the rows, in MiB.");
+DEFINE_int32(rocksdb_db_write_buffer_mb, 1024,
+             "Memtable memory of all the tablets of one data dir, in MiB (each tablet has "
+             "memtables of its own, up to --rocksdb_write_buffer_mb each). When reached, the "
+             "tablet with the oldest memtable flushes. The WAL kept for unflushed memtables "
+             "is held to twice this.");
 DEFINE_int32(rocksdb_max_write_buffers, 3,
              "Memtables of the rows that may exist at once (one active, the rest flushing).");
 DEFINE_int32(rocksdb_max_background_jobs, 4, "RocksDB flush and compaction threads per data dir.");
@@ -28,13 +36,19 @@ DEFINE_double(rocksdb_memtable_bloom_ratio, 0.02,
               "Fraction of the memtable size given to a whole-key bloom filter (0 disables); "
               "makes lookups of absent keys (inserts) cheap.");
 DEFINE_int32(rocksdb_block_size_bytes, 8192, "Target size of an SST data block, in bytes.");
+DEFINE_bool(rocksdb_data_block_hash_index, true,
+            "Give each SST data block a hash index of its keys, so a point lookup (Get, the "
+            "existence checks of writes) finds its row without a binary search in the block. "
+            "Costs ~1% more disk; scans do not use it.");
 DEFINE_string(rocksdb_compression, "lz4",
               "Compression of row SST files: none, snappy, lz4 or zstd (falls back to none "
               "when this RocksDB build lacks it).");
-DEFINE_bool(rocksdb_compress_level0, false,
-            "Also compress level-0 SST files (memtable flushes). Off: flushes skip "
-            "compression and the first compaction compresses their rows; ~10% less tablet "
-            "server CPU per inserted row, for a little more disk used by recent rows.");
+DEFINE_bool(rocksdb_compress_level0, true,
+            "Also compress level-0 SST files (memtable flushes). On: rows inserted in key "
+            "order reach the last level by trivial moves, compressed once. Off: flushes skip "
+            "compression and the first compaction compresses their rows, which saves CPU "
+            "when inserts come in random key order (their level-0 files are compacted "
+            "anyway).");
 DEFINE_int32(rocksdb_max_open_files, -1, "Open SST files kept per data dir (-1: all).");
 DEFINE_bool(fsync_writes, false,
             "fsync the WAL before acknowledging each write (power-loss durability). Without it, "
@@ -46,6 +60,7 @@ namespace {
 
 constexpr char kMetaCfName[] = "meta";
 constexpr char kRequestsCfName[] = "requests";
+constexpr char kRowsCfPrefix[] = "rows-";  // + the tablet seq in decimal
 constexpr char kTabletMetaPrefix[] = "tablet/";
 constexpr char kNextSeqKey[] = "next_tablet_seq";
 
@@ -123,6 +138,9 @@ rocksdb::ColumnFamilyOptions RowsCfOptions() {
   if (FLAGS_rocksdb_bloom_bits_per_key > 0) {
     t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(FLAGS_rocksdb_bloom_bits_per_key));
     t.whole_key_filtering = true;
+  }
+  if (FLAGS_rocksdb_data_block_hash_index) {
+    t.data_block_index_type = rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
   }
   t.format_version = 5;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
@@ -220,17 +238,23 @@ Status DecodeRequestRecord(Slice key, Slice value, RequestRecord* out) {
   return Status::OK();
 }
 
+// ---- TabletRows -------------------------------------------------------------------
+
+TabletRows::~TabletRows() {
+  WARN_NOT_OK(FromRocks(db_->DestroyColumnFamilyHandle(cf_)), "closing a rows column family");
+}
+
 // ---- StoreWriteBatch --------------------------------------------------------------
 
 StoreWriteBatch::StoreWriteBatch() : rep_(std::make_unique<rocksdb::WriteBatch>()) {}
 StoreWriteBatch::~StoreWriteBatch() = default;
-void StoreWriteBatch::Put(Slice key, Slice value) {
-  // Cannot fail for the default column family and keys/values below 4 GiB.
-  rocksdb::Status s = rep_->Put(ToRocks(key), ToRocks(value));
+void StoreWriteBatch::Put(const TabletRows& rows, Slice key, Slice value) {
+  // Cannot fail for keys and values below 4 GiB.
+  rocksdb::Status s = rep_->Put(rows.cf_, ToRocks(key), ToRocks(value));
   DCHECK(s.ok()) << s.ToString();
 }
-void StoreWriteBatch::Delete(Slice key) {
-  rocksdb::Status s = rep_->Delete(ToRocks(key));
+void StoreWriteBatch::Delete(const TabletRows& rows, Slice key) {
+  rocksdb::Status s = rep_->Delete(rows.cf_, ToRocks(key));
   DCHECK(s.ok()) << s.ToString();
 }
 void StoreWriteBatch::Clear() { rep_->Clear(); }
@@ -294,18 +318,39 @@ Status TabletStore::OpenDb() {
   opts.bytes_per_sync = 1 << 20;
   opts.wal_bytes_per_sync = 1 << 20;
   opts.keep_log_file_num = 5;
+  opts.db_write_buffer_size = static_cast<size_t>(FLAGS_rocksdb_db_write_buffer_mb) << 20;
+  opts.max_total_wal_size = 2 * opts.db_write_buffer_size;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, RowsCfOptions()},
+      {rocksdb::kDefaultColumnFamilyName, MetaCfOptions()},
       {kMetaCfName, MetaCfOptions()},
       {kRequestsCfName, RequestsCfOptions()},
   };
+  // The tablets' rows families (none in a new store).
+  std::vector<std::string> names;
+  if (rocksdb::DB::ListColumnFamilies(opts, path_, &names).ok()) {
+    for (const std::string& name : names) {
+      if (name.rfind(kRowsCfPrefix, 0) == 0) cfs.emplace_back(name, RowsCfOptions());
+    }
+  }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   RETURN_NOT_OK(FromRocks(rocksdb::DB::Open(opts, path_, cfs, &handles, &db), "open"));
   db_.reset(db);
-  rows_cf_ = handles[0];
+  default_cf_ = handles[0];
   meta_cf_ = handles[1];
   requests_cf_ = handles[2];
+  for (size_t i = 3; i < handles.size(); i++) {
+    const std::string& name = cfs[i].name;
+    uint64_t seq = 0;
+    const char* digits = name.c_str() + strlen(kRowsCfPrefix);
+    const char* end = digits + strlen(digits);
+    if (std::from_chars(digits, end, seq).ptr != end || seq == 0) {
+      return Status::Corruption("unexpected column family '" + name + "' in " + path_);
+    }
+    MutexLock l(rows_mu_);
+    rows_[seq] = std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handles[i], seq));
+  }
+  RETURN_NOT_OK(CheckFamilies());
   std::string v;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, kNextSeqKey, &v);
   if (s.ok()) {
@@ -318,22 +363,59 @@ Status TabletStore::OpenDb() {
   return Status::OK();
 }
 
+Status TabletStore::CheckFamilies() {
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), default_cf_));
+    it->SeekToFirst();
+    RETURN_NOT_OK(FromRocks(it->status(), "reading the default column family"));
+    if (it->Valid()) {
+      return Status::NotSupported(
+          path_ + " holds rows in its default column family: it was written by a Nyala build "
+                  "that kept every tablet there, and this build keeps each tablet in a column "
+                  "family of its own. Start the older build on it, or move the directory away "
+                  "to start this tablet server empty");
+    }
+  }
+  std::vector<TabletMetadataPB> metas;
+  RETURN_NOT_OK(LoadTabletMetadata(&metas));
+  std::set<uint64_t> named;
+  for (const TabletMetadataPB& m : metas) named.insert(m.seq());
+  std::vector<std::shared_ptr<TabletRows>> orphans;
+  {
+    MutexLock l(rows_mu_);
+    for (auto it = rows_.begin(); it != rows_.end();) {
+      if (named.count(it->first)) {
+        ++it;
+        continue;
+      }
+      orphans.push_back(std::move(it->second));
+      it = rows_.erase(it);
+    }
+  }
+  for (const auto& rows : orphans) {
+    LOG(INFO) << path_ << ": dropping the rows of tablet seq " << rows->seq()
+              << ", which no tablet metadata names (a tablet creation that did not finish)";
+    RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(rows->cf_), "dropping an orphan rows family"));
+  }
+  return Status::OK();
+}
+
 void TabletStore::RegisterMetrics() {
   const MetricLabels labels = {{"dir", path_}};
   auto prop = [this](const char* name) {
     return [this, name]() -> int64_t {
       uint64_t v = 0;
-      db_->GetIntProperty(rows_cf_, name, &v);
+      db_->GetAggregatedIntProperty(name, &v);
       return static_cast<int64_t>(v);
     };
   };
   metrics_->RegisterFunctionGauge("rocksdb_memtable_bytes",
-                                  "Bytes in the RocksDB memtables of rows", labels,
+                                  "Bytes in the RocksDB memtables of this data dir", labels,
                                   prop("rocksdb.cur-size-all-mem-tables"), this);
   metrics_->RegisterFunctionGauge("rocksdb_pending_compaction_bytes",
                                   "Estimated bytes RocksDB compaction still has to rewrite", labels,
                                   prop("rocksdb.estimate-pending-compaction-bytes"), this);
-  metrics_->RegisterFunctionGauge("rocksdb_live_sst_bytes", "Bytes of live SST files of rows",
+  metrics_->RegisterFunctionGauge("rocksdb_live_sst_bytes", "Bytes of live SST files of this data dir",
                                   labels, prop("rocksdb.live-sst-files-size"), this);
   metrics_->RegisterFunctionGauge(
       "rocksdb_block_cache_usage_bytes", "Bytes held by the shared RocksDB block cache", {},
@@ -347,7 +429,15 @@ TabletStore::~TabletStore() {
   if (metrics_) metrics_->RemoveFunctionGauges(this);
   if (!db_) return;
   rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
-  for (auto* h : {meta_cf_, rows_cf_, requests_cf_}) {
+  {
+    MutexLock l(rows_mu_);
+    for (const auto& [seq, rows] : rows_) {
+      LOG_IF(DFATAL, rows.use_count() > 1) << "the rows of tablet seq " << seq << " outlive "
+                                           << path_;
+    }
+    rows_.clear();
+  }
+  for (auto* h : {default_cf_, meta_cf_, requests_cf_}) {
     if (h) WARN_NOT_OK(FromRocks(db_->DestroyColumnFamilyHandle(h)), "closing column family");
   }
   WARN_NOT_OK(FromRocks(db_->Close()), "closing " + path_);
@@ -367,9 +457,20 @@ Status TabletStore::LoadTabletMetadata(std::vector<TabletMetadataPB>* out) {
   return FromRocks(it->status(), "reading tablet metadata");
 }
 
+std::shared_ptr<TabletRows> TabletStore::Rows(uint64_t seq) const {
+  MutexLock l(rows_mu_);
+  auto it = rows_.find(seq);
+  return it == rows_.end() ? nullptr : it->second;
+}
+
 Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
   MutexLock l(seq_mu_);
   meta->set_seq(next_seq_);
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(RowsCfOptions(),
+                                                  kRowsCfPrefix + std::to_string(next_seq_), &cf),
+                          "creating the rows column family"));
+  std::shared_ptr<TabletRows> rows(new TabletRows(db_.get(), cf, next_seq_));
   std::string next;
   PutFixed64BE(&next, next_seq_ + 1);
   rocksdb::WriteBatch batch;
@@ -378,7 +479,15 @@ Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
       batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString())));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "writing tablet metadata"));
+  Status s = FromRocks(db_->Write(wo, &batch), "writing tablet metadata");
+  if (!s.ok()) {
+    WARN_NOT_OK(FromRocks(db_->DropColumnFamily(cf)), "dropping the new rows family");
+    return s;
+  }
+  {
+    MutexLock rl(rows_mu_);
+    rows_[next_seq_] = std::move(rows);
+  }
   next_seq_++;
   return Status::OK();
 }
@@ -396,12 +505,16 @@ Status TabletStore::DropTablet(uint64_t seq, const std::string& tablet_id) {
   wo.sync = true;
   const std::string begin = TabletPrefix(seq), end = TabletPrefix(seq + 1);
   rocksdb::WriteBatch batch;
-  RETURN_NOT_OK(FromRocks(batch.DeleteRange(rows_cf_, begin, end)));
   RETURN_NOT_OK(FromRocks(batch.DeleteRange(requests_cf_, begin, end)));
-  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping rows and request records"));
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping request records"));
+  if (std::shared_ptr<TabletRows> rows = Rows(seq)) {
+    // The files go once the last holder of `rows` (the tablet, an open scan) lets go.
+    RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(rows->cf_), "dropping the rows"));
+    MutexLock l(rows_mu_);
+    rows_.erase(seq);
+  }
   RETURN_NOT_OK(FromRocks(db_->Delete(wo, meta_cf_, kTabletMetaPrefix + tablet_id),
                           "dropping tablet metadata"));
-  // The range tombstone drops the rows from the files as compaction passes by.
   return Status::OK();
 }
 
@@ -461,8 +574,8 @@ size_t TabletStore::NumQueuedRequestRecordDeletesForTests() const {
   return queued_deletes_.size();
 }
 
-void TabletStore::MultiGet(const StoreSnapshot* snapshot, size_t n, const Slice* keys, bool sorted,
-                           StoreMultiGet* out, bool memory_only) {
+void TabletStore::MultiGet(const TabletRows& rows, const StoreSnapshot* snapshot, size_t n,
+                           const Slice* keys, bool sorted, StoreMultiGet* out, bool memory_only) {
   StoreMultiGet::Rep* rep = out->rep_.get();
   if (rep->values.size() < n) {
     rep->values.resize(n);
@@ -482,13 +595,13 @@ void TabletStore::MultiGet(const StoreSnapshot* snapshot, size_t n, const Slice*
     // it (Incomplete instead of a disk read).
     ro.read_tier = rocksdb::kBlockCacheTier;
     for (size_t i = 0; i < n; i++) {
-      rep->statuses[i] = db_->Get(ro, rows_cf_, ToRocks(keys[i]), &rep->values[i]);
+      rep->statuses[i] = db_->Get(ro, rows.cf_, ToRocks(keys[i]), &rep->values[i]);
     }
   }
   for (size_t base = 0; base < n && !memory_only; base += kChunk) {
     const size_t m = std::min(kChunk, n - base);
     for (size_t i = 0; i < m; i++) rkeys[i] = ToRocks(keys[base + i]);
-    db_->MultiGet(ro, rows_cf_, m, rkeys, rep->values.data() + base, rep->statuses.data() + base,
+    db_->MultiGet(ro, rows.cf_, m, rkeys, rep->values.data() + base, rep->statuses.data() + base,
                   sorted);
   }
   for (size_t i = 0; i < n; i++) {
@@ -504,7 +617,8 @@ std::unique_ptr<StoreSnapshot> TabletStore::GetSnapshot() {
   return std::unique_ptr<StoreSnapshot>(new StoreSnapshot(db_.get(), db_->GetSnapshot()));
 }
 
-std::unique_ptr<StoreIterator> TabletStore::NewIterator(const StoreSnapshot* snapshot,
+std::unique_ptr<StoreIterator> TabletStore::NewIterator(const TabletRows& rows,
+                                                        const StoreSnapshot* snapshot,
                                                         std::string lower, std::string upper) {
   std::unique_ptr<StoreIterator> it(new StoreIterator());
   it->lower_ = std::move(lower);
@@ -516,17 +630,18 @@ std::unique_ptr<StoreIterator> TabletStore::NewIterator(const StoreSnapshot* sna
   if (snapshot) ro.snapshot = snapshot->snap_;
   ro.iterate_lower_bound = &it->bounds_->lower;
   if (!it->upper_.empty()) ro.iterate_upper_bound = &it->bounds_->upper;
-  it->it_.reset(db_->NewIterator(ro, rows_cf_));
+  it->it_.reset(db_->NewIterator(ro, rows.cf_));
   return it;
 }
 
-int64_t TabletStore::ApproximateSize(Slice start, Slice end) {
-  rocksdb::Range range(ToRocks(start), ToRocks(end));
+int64_t TabletStore::ApproximateSize(const TabletRows& rows) {
+  const std::string start = TabletPrefix(rows.seq()), end = TabletPrefix(rows.seq() + 1);
+  rocksdb::Range range(start, end);
   rocksdb::SizeApproximationOptions o;
   o.include_memtables = true;
   o.include_files = true;
   uint64_t size = 0;
-  rocksdb::Status s = db_->GetApproximateSizes(o, rows_cf_, &range, 1, &size);
+  rocksdb::Status s = db_->GetApproximateSizes(o, rows.cf_, &range, 1, &size);
   return s.ok() ? static_cast<int64_t>(size) : 0;
 }
 
@@ -534,7 +649,16 @@ Status TabletStore::Flush() {
   WARN_NOT_OK(WriteRequestRecordDeletes(), path_ + ": deleting forgotten request records");
   rocksdb::FlushOptions fo;
   fo.wait = true;
-  return FromRocks(db_->Flush(fo, {rows_cf_, meta_cf_, requests_cf_}), "flush");
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs = {meta_cf_, requests_cf_};
+  std::vector<std::shared_ptr<TabletRows>> rows;  // kept alive while flushing
+  {
+    MutexLock l(rows_mu_);
+    for (const auto& [seq, r] : rows_) {
+      cfs.push_back(r->cf_);
+      rows.push_back(r);
+    }
+  }
+  return FromRocks(db_->Flush(fo, cfs), "flush");
 }
 
 }  // namespace nyala::tserver

@@ -2,26 +2,33 @@
 // tablets placed in that dir. The only code that talks to RocksDB, with
 // tablet_manager; everything else sees the nyala-typed wrappers below.
 //
-// Three column families (docs/storage-format.md):
-//   meta      "tablet/<tablet id>" -> TabletMetadataPB, "next_tablet_seq" -> 8-byte BE
-//   default   [8-byte BE tablet seq][encoded primary key] -> row value (row_encoding.h)
-//   requests  [8-byte BE tablet seq][4-byte BE length][client id][8-byte seq no]
-//             -> [header][WriteResponsePB]: the answer of an applied write that carried
-//             a request id, written in the same batch as its rows (RequestTracker)
+// Column families (docs/storage-format.md):
+//   meta       "tablet/<tablet id>" -> TabletMetadataPB, "next_tablet_seq" -> 8-byte BE
+//   rows-<seq> one per tablet: [8-byte BE tablet seq][encoded primary key] -> row value
+//              (row_encoding.h). A family of its own gives each tablet its own
+//              memtable and LSM tree: rows inserted in key order into several
+//              tablets at once still reach the last level by trivial moves, and
+//              dropping a tablet is dropping its family.
+//   requests   [8-byte BE tablet seq][4-byte BE length][client id][8-byte seq no]
+//              -> [header][WriteResponsePB]: the answer of an applied write that carried
+//              a request id, written in the same batch as its rows (RequestTracker)
+//   default    unused (RocksDB requires it); a store whose default family holds rows
+//              was written by a build before per-tablet families and is refused.
 //
 // Metadata writes are synchronous (fsync). Row writes go through the WAL as one
 // WriteBatch each, with fsync when --fsync_writes; an acknowledged write survives
-// kill -9 of the process either way. Gets, scans and sizes only ever read the
-// default family, so request records are invisible to them.
+// kill -9 of the process either way. Gets, scans and sizes only ever read a tablet's
+// rows family, so request records are invisible to them.
 //
 // Thread-safety: every method is thread-safe (RocksDB is). StoreWriteBatch,
 // StoreMultiGet and StoreIterator are thread-compatible (one thread at a time).
-// Snapshots, iterators and batches must be destroyed before their store.
+// Snapshots, iterators, batches and TabletRows must be destroyed before their store.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +91,27 @@ struct RequestRecord {
 // Corruption when `key` or `value` is not a record of the format above.
 Status DecodeRequestRecord(Slice key, Slice value, RequestRecord* out);
 
+// The rows family of one tablet (TabletStore::Rows). Shared by the store and the
+// tablet; once the tablet is dropped, the family's files are deleted when the last
+// holder lets go (an open scan keeps reading its snapshot until then).
+class TabletRows {
+ public:
+  ~TabletRows();
+  TabletRows(const TabletRows&) = delete;
+  TabletRows& operator=(const TabletRows&) = delete;
+
+  uint64_t seq() const { return seq_; }
+
+ private:
+  friend class TabletStore;
+  friend class StoreWriteBatch;
+  TabletRows(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, uint64_t seq)
+      : db_(db), cf_(cf), seq_(seq) {}
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const cf_;
+  const uint64_t seq_;
+};
+
 // A batch of row puts and deletes, applied atomically by TabletStore::Write.
 // Reusable: Clear() keeps its buffer.
 class StoreWriteBatch {
@@ -93,8 +121,8 @@ class StoreWriteBatch {
   StoreWriteBatch(const StoreWriteBatch&) = delete;
   StoreWriteBatch& operator=(const StoreWriteBatch&) = delete;
 
-  void Put(Slice key, Slice value);
-  void Delete(Slice key);
+  void Put(const TabletRows& rows, Slice key, Slice value);
+  void Delete(const TabletRows& rows, Slice key);
   void Clear();
   int Count() const;
   size_t ByteSize() const;
@@ -143,7 +171,7 @@ class StoreMultiGet {
   Status status_;
 };
 
-// An iterator over [lower, upper) of the rows column family.
+// An iterator over [lower, upper) of one tablet's rows.
 class StoreIterator {
  public:
   ~StoreIterator();
@@ -185,31 +213,36 @@ class TabletStore {
 
   // --- Tablet metadata (meta column family); every write is synced.
   Status LoadTabletMetadata(std::vector<TabletMetadataPB>* out);
-  // Gives `meta` a new, never-used seq and writes it.
+  // Gives `meta` a new, never-used seq, creates the tablet's rows family, then writes
+  // the metadata. (A crash in between leaves a family without metadata, which the
+  // next Open drops.)
   Status CreateTabletMetadata(TabletMetadataPB* meta);
   // Overwrites the stored metadata of meta.tablet_id() (e.g. a tombstone).
   Status PutTabletMetadata(const TabletMetadataPB& meta);
-  // Drops every row and request record under tablet `seq` (DeleteRange), then the
-  // metadata of `tablet_id`. Write a tombstone first so a crash in between is
-  // finished later.
+  // Drops the request records (DeleteRange) and the rows family of tablet `seq`,
+  // then the metadata of `tablet_id`. Write a tombstone first so a crash in between
+  // is finished later; finishing it again is harmless.
   Status DropTablet(uint64_t seq, const std::string& tablet_id);
 
-  // --- Rows (default column family).
+  // --- Rows (one column family per tablet).
+  // The rows family of tablet `seq`; null when the store has none (the tablet was
+  // dropped, or its metadata outlived the family: damage).
+  std::shared_ptr<TabletRows> Rows(uint64_t seq) const;
   // Applies `batch` atomically through the WAL (fsync with --fsync_writes).
   Status Write(StoreWriteBatch* batch);
-  // Looks up `keys[0, n)`; `snapshot` may be null (latest). `sorted` when the keys
-  // are in ascending order (faster).
+  // Looks up `keys[0, n)` in `rows`; `snapshot` may be null (latest). `sorted` when
+  // the keys are in ascending order (faster).
   // With `memory_only`, reads only the memtables and the block cache, never the
   // disk: status() is Incomplete when some key would have needed a disk read.
-  void MultiGet(const StoreSnapshot* snapshot, size_t n, const Slice* keys, bool sorted,
-                StoreMultiGet* out, bool memory_only = false);
+  void MultiGet(const TabletRows& rows, const StoreSnapshot* snapshot, size_t n,
+                const Slice* keys, bool sorted, StoreMultiGet* out, bool memory_only = false);
   std::unique_ptr<StoreSnapshot> GetSnapshot();
-  // An iterator over [lower, upper) ("" upper: to the end) at `snapshot` (null: the
-  // latest data when created).
-  std::unique_ptr<StoreIterator> NewIterator(const StoreSnapshot* snapshot, std::string lower,
-                                             std::string upper);
-  // Approximate bytes on disk and in memtables for keys in [start, end).
-  int64_t ApproximateSize(Slice start, Slice end);
+  // An iterator over [lower, upper) ("" upper: to the end) of `rows` at `snapshot`
+  // (null: the latest data when created).
+  std::unique_ptr<StoreIterator> NewIterator(const TabletRows& rows, const StoreSnapshot* snapshot,
+                                             std::string lower, std::string upper);
+  // Approximate bytes on disk and in memtables of `rows`.
+  int64_t ApproximateSize(const TabletRows& rows);
   // Writes the queued request-record deletions, then flushes memtables to SST files
   // (clean shutdown).
   Status Flush();
@@ -234,14 +267,20 @@ class TabletStore {
  private:
   TabletStore(std::string path, MetricRegistry* metrics);
   Status OpenDb();
+  // Refuses a default family that holds rows (an older layout) and drops rows
+  // families that no tablet metadata names (a crash during CreateTabletMetadata).
+  Status CheckFamilies();
   void RegisterMetrics();
 
   const std::string path_;
   MetricRegistry* const metrics_;
   std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;
-  rocksdb::ColumnFamilyHandle* rows_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* requests_cf_ = nullptr;
+
+  mutable Mutex rows_mu_;
+  std::map<uint64_t, std::shared_ptr<TabletRows>> rows_ GUARDED_BY(rows_mu_);  // by seq
 
   // Keys of request records to delete with the next write.
   mutable Mutex deletes_mu_;

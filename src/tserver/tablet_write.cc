@@ -168,7 +168,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     w->read_slots.push_back(s);
   }
   if (!reads.empty()) {
-    store_->MultiGet(nullptr, reads.size(), reads.data(), /*sorted=*/true, &w->reads);
+    store_->MultiGet(*rows_, nullptr, reads.size(), reads.data(), /*sorted=*/true, &w->reads);
     if (!w->reads.status().ok()) {
       w->locks.Release();
       w->reads.Clear();
@@ -231,7 +231,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
         continue;
     }
     if (IsDeleteLike(op.type)) {
-      w->batch.Delete(key);
+      w->batch.Delete(*rows_, key);
       slot.exists = false;
       deleted++;
       continue;
@@ -257,7 +257,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
       errors++;
       continue;
     }
-    w->batch.Put(key, Slice(w->value));
+    w->batch.Put(*rows_, key, Slice(w->value));
     if (slot.duplicated) slot.value = w->arena.Copy(Slice(w->value));
     if (op.type == RowOpType::kUpsert) {
       upserted++;
