@@ -667,6 +667,7 @@ TEST_F(TabletTest, RestartKeepsTabletsAndRows) {
   ASSERT_NO_FATAL_FAILURE(OpenManager());
   EXPECT_EQ(mgr_->NumTablets(), 1u);
   EXPECT_EQ(mgr_->Lookup("t2"), nullptr);  // the delete was finished
+  EXPECT_EQ(T("t1")->store()->Rows(seq2), nullptr);  // with its rows family
   EXPECT_EQ(ScanKeys(NewScanRequestPB()).size(), 1000u);
   std::vector<Value> v;
   ASSERT_TRUE(GetRow(999, &v));

@@ -36,10 +36,6 @@ DEFINE_double(rocksdb_memtable_bloom_ratio, 0.02,
               "Fraction of the memtable size given to a whole-key bloom filter (0 disables); "
               "makes lookups of absent keys (inserts) cheap.");
 DEFINE_int32(rocksdb_block_size_bytes, 8192, "Target size of an SST data block, in bytes.");
-DEFINE_bool(rocksdb_data_block_hash_index, true,
-            "Give each SST data block a hash index of its keys, so a point lookup (Get, the "
-            "existence checks of writes) finds its row without a binary search in the block. "
-            "Costs ~1% more disk; scans do not use it.");
 DEFINE_string(rocksdb_compression, "lz4",
               "Compression of row SST files: none, snappy, lz4 or zstd (falls back to none "
               "when this RocksDB build lacks it).");
@@ -138,9 +134,6 @@ rocksdb::ColumnFamilyOptions RowsCfOptions() {
   if (FLAGS_rocksdb_bloom_bits_per_key > 0) {
     t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(FLAGS_rocksdb_bloom_bits_per_key));
     t.whole_key_filtering = true;
-  }
-  if (FLAGS_rocksdb_data_block_hash_index) {
-    t.data_block_index_type = rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
   }
   t.format_version = 5;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
