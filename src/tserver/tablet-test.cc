@@ -703,6 +703,40 @@ TEST_F(TabletTest, GetWithoutBlockingDeclinesOnlyWhenItNeedsTheDisk) {
   EXPECT_EQ(resp.data().num_rows(), 1);
 }
 
+TEST_F(TabletTest, KeysAboveTheLargestStoredKeyAreReadOnlyWhenTheyMightExist) {
+  // Keys above every stored key skip their existence read (the tablet's key bound);
+  // whatever is at or below the bound is still read, also after a restart.
+  auto applied_and_errors = [&](int64_t first, int64_t n) {
+    WriteResponsePB r = Write(MakeSeedWrite("t1", schema_, first, n));
+    EXPECT_FALSE(r.has_error()) << r.ShortDebugString();
+    return std::make_pair(r.rows_applied(), r.per_row_errors_size());
+  };
+  ASSERT_NO_FATAL_FAILURE(InsertSeed(100, 10));  // 100..109
+  EXPECT_EQ(applied_and_errors(109, 1), std::make_pair(int64_t{0}, 1));
+  EXPECT_EQ(applied_and_errors(100, 1), std::make_pair(int64_t{0}, 1));
+  EXPECT_EQ(applied_and_errors(50, 10), std::make_pair(int64_t{10}, 0));   // below: absent
+  EXPECT_EQ(applied_and_errors(105, 10), std::make_pair(int64_t{5}, 5));   // 105..109 exist
+  Row update_above(&schema_);
+  ASSERT_OK(update_above.Set(0, Cell::Int64(500)));
+  ASSERT_OK(update_above.Set(1, Cell::Int32(1)));
+  WriteResponsePB r = WriteOps({{RowOpType::kUpdate, &update_above}});
+  ASSERT_EQ(r.per_row_errors_size(), 1);
+  EXPECT_TRUE(StatusFromPB(r.per_row_errors(0).error()).IsNotFound());
+  // Deleting the largest row keeps the bound; inserting it again works once.
+  Row del(&schema_);
+  ASSERT_OK(del.Set(0, Cell::Int64(114)));
+  r = WriteOps({{RowOpType::kDelete, &del}});
+  EXPECT_EQ(r.rows_applied(), 1);
+  EXPECT_EQ(applied_and_errors(114, 1), std::make_pair(int64_t{1}, 0));
+  EXPECT_EQ(applied_and_errors(114, 1), std::make_pair(int64_t{0}, 1));
+  // After a restart the bound is the last stored key.
+  ASSERT_NO_FATAL_FAILURE(OpenManager());
+  EXPECT_EQ(applied_and_errors(114, 1), std::make_pair(int64_t{0}, 1));
+  EXPECT_EQ(applied_and_errors(113, 3), std::make_pair(int64_t{1}, 2));  // 115 is new
+  std::vector<Value> v;
+  EXPECT_TRUE(GetRow(115, &v));
+}
+
 TEST_F(TabletTest, ConcurrentInsertsOfTheSameKeysSucceedOnce) {
   constexpr int kThreads = 4, kKeys = 200;
   std::atomic<int> applied{0}, already{0};

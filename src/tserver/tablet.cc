@@ -65,6 +65,15 @@ Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore*
     return Status::Corruption("tablet " + t->tablet_id() + " (seq " + std::to_string(t->seq()) +
                               ") has metadata but no rows column family in " + store->path());
   }
+  {
+    std::unique_ptr<StoreIterator> last =
+        store->NewIterator(*t->rows_, nullptr, TabletPrefix(t->seq()), TabletPrefix(t->seq() + 1));
+    last->SeekToLast();
+    RETURN_NOT_OK_PREPEND(last->status(), "reading the last row of tablet " + t->tablet_id());
+    MutexLock l(t->key_bound_mu_);
+    t->has_key_bound_ = last->Valid();
+    if (last->Valid()) t->key_bound_ = last->key().ToString();
+  }
   ASSIGN_OR_RETURN(t->schema_, Schema::FromPB(t->meta_.schema()));
   ASSIGN_OR_RETURN(t->partition_schema_,
                    PartitionSchema::FromPB(t->meta_.partition_schema(), t->schema_));

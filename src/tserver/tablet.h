@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/partition.h"
 #include "common/predicate.h"
 #include "common/result.h"
@@ -160,6 +161,15 @@ class Tablet {
   PartitionSchema partition_schema_;
   std::shared_ptr<const Projection> full_projection_;
   Status failure_;
+
+  // An upper bound of the tablet's storage keys: no row is stored above it, so the
+  // existence reads of keys above it are skipped (rows inserted in key order, as
+  // time-series tables get them, read nothing; like Kudu's rowset key bounds). Set
+  // from the last stored key at Open; a write raises it to its largest key before it
+  // releases its row locks, so whoever locks a key next sees a bound at or above it.
+  mutable Mutex key_bound_mu_;
+  std::string key_bound_ GUARDED_BY(key_bound_mu_);
+  bool has_key_bound_ GUARDED_BY(key_bound_mu_) = false;  // false: no row stored yet
 
   // Held shared by every write and get, exclusively by MarkDeleted().
   mutable std::shared_mutex ops_mu_;

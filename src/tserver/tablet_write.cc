@@ -161,8 +161,20 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   // 3. Lock, then read what the operations depend on.
   for (const KeySlot& s : w->slots) w->locks.Add(*locks_, s.key);
   w->locks.Lock(locks_);
+  // Keys above the tablet's key bound are stored nowhere: no read for them.
+  size_t first_above_bound = 0;
+  {
+    MutexLock l(key_bound_mu_);
+    if (has_key_bound_) {
+      const Slice bound(key_bound_);
+      first_above_bound = w->slots.size();
+      while (first_above_bound > 0 && bound.compare(w->slots[first_above_bound - 1].key) < 0) {
+        first_above_bound--;
+      }
+    }
+  }
   std::vector<Slice>& reads = w->read_keys;  // keys needing a read, in key order
-  for (uint32_t s = 0; s < w->slots.size(); s++) {
+  for (uint32_t s = 0; s < first_above_bound; s++) {
     if (!w->slots[s].needs_read) continue;
     reads.push_back(w->slots[s].key);
     w->read_slots.push_back(s);
@@ -283,8 +295,17 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     store_->PutRequestRecord(&w->batch, w->record_key, w->record_value);
   }
 
-  // 6. Commit, then unlock.
+  // 6. Commit, raise the key bound, then unlock. (Raising it even when the write
+  // failed only costs later writes a read.)
   Status s = w->batch.Count() > 0 ? store_->Write(&w->batch) : Status::OK();
+  if (!w->slots.empty()) {
+    const Slice largest = w->slots.back().key;
+    MutexLock l(key_bound_mu_);
+    if (!has_key_bound_ || Slice(key_bound_).compare(largest) < 0) {
+      key_bound_.assign(largest.cdata(), largest.size());
+      has_key_bound_ = true;
+    }
+  }
   w->locks.Release();
   w->reads.Clear();
   if (!s.ok()) {
