@@ -26,6 +26,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -58,6 +61,13 @@ DEFINE_int32(get_ops, 100000, "In-process single-key Gets (and a tenth as many 1
 DEFINE_int64(rpc_rows, 200000, "Rows written over RPC.");
 DEFINE_int32(rpc_get_ops, 20000, "One-key Get RPCs (and as many one-row Scan RPCs for CPU).");
 DEFINE_bool(rpc, true, "Also run the RPC-level figures.");
+DEFINE_bool(flush_before_reads, true,
+            "Flush the RPC tablet's memtable before the RPC reads, so they read SST files "
+            "(through the block cache) as on a server whose tablets outgrow their memtables; "
+            "false reads a tablet whose every row is still in its memtable.");
+DEFINE_int32(cpu_in_flight, 16,
+             "Calls in flight for the under-load server-CPU figure of Get vs one-row Scan "
+             "(0 skips it).");
 DEFINE_int32(server_cpu, -1,
              "Pin the RPC part's server threads (reactor, service threads) to this CPU (-1: "
              "unpinned). BENCHMARKING.md's single-client figures: --server_cpu=0 "
@@ -303,6 +313,55 @@ void RunInProcess(Env* env) {
   }
 }
 
+// Keeps `in_flight` async calls going until `total` have completed: each call's
+// callback checks its answer and issues the next one.
+template <typename Req, typename Resp>
+void RunInFlight(const rpc::Proxy& proxy, const char* method, int in_flight, int64_t total,
+                 const std::function<void(std::mt19937_64*, Req*)>& make,
+                 const std::function<void(const Resp&)>& check) {
+  struct Chain {
+    std::mt19937_64 rng;
+    Req req;
+    Resp resp;
+    rpc::RpcController ctl;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t issued = 0, done = 0;
+  std::vector<std::unique_ptr<Chain>> chains;
+  std::function<void(Chain*)> issue = [&](Chain* c) {
+    c->req.Clear();
+    c->resp.Clear();
+    make(&c->rng, &c->req);
+    c->ctl.Reset();
+    c->ctl.set_timeout(MonoDelta::FromSeconds(30));
+    proxy.AsyncRequest(method, c->req, &c->resp, &c->ctl, [&, c] {
+      CHECK_OK(c->ctl.status());
+      check(c->resp);
+      bool again;
+      {
+        std::lock_guard<std::mutex> l(mu);
+        done++;
+        again = issued < total;
+        if (again) issued++;
+        if (done == total) cv.notify_all();
+      }
+      if (again) issue(c);
+    });
+  };
+  {
+    std::lock_guard<std::mutex> l(mu);
+    issued = std::min<int64_t>(in_flight, total);
+  }
+  for (int64_t i = 0; i < std::min<int64_t>(in_flight, total); i++) {
+    chains.push_back(std::make_unique<Chain>());
+    chains.back()->rng.seed(static_cast<uint64_t>(i + 11));
+  }
+  for (auto& c : chains) issue(c.get());
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return done == total; });
+}
+
 // Pins the calling thread, and so every thread it starts later, to `cpu` (-1: any CPU).
 void PinCurrentThread(int cpu) {
   cpu_set_t set;
@@ -366,6 +425,11 @@ void RunRpc(Env* env) {
     }
     printf("rpc write, %d-row blocks, 1 in flight: %.0f rows/s\n", FLAGS_batch_rows,
            FLAGS_rpc_rows / secs);
+  }
+  if (FLAGS_flush_before_reads) {
+    // Reads then come from SST files through the block cache, as on a server whose
+    // tablets hold more rows than their memtables.
+    CHECK_OK(env->tablets->Lookup("rpc")->store()->Flush());
   }
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int64_t> pick(0, FLAGS_rpc_rows - 1);
@@ -437,6 +501,53 @@ void RunRpc(Env* env) {
     printf("server CPU per one-key Get: %.1f us; per one-row Scan: %.1f us\n", get_cpu * 1e6 / gets,
            scan_cpu * 1e6 / scans);
     printf("get/scan server CPU ratio: %.2f\n", (get_cpu / gets) / (scan_cpu / scans));
+  }
+  // The same under load: --cpu_in_flight calls at once, so the server's threads
+  // rarely sleep between calls and each call's own work shows, not the wakeups.
+  if (FLAGS_cpu_in_flight > 0) {
+    const std::vector<std::string> server_threads = {"srv-", "svc-TabletSe"};
+    const int64_t per_round = std::max(1, FLAGS_rpc_get_ops);
+    const int64_t max_key = FLAGS_rpc_rows - 1;
+    auto make_get = [&](std::mt19937_64* rng, GetRequestPB* req) {
+      req->set_tablet_id("rpc");
+      req->add_keys(EncodedKey(schema, std::uniform_int_distribution<int64_t>(0, max_key)(*rng)));
+    };
+    auto check_get = [](const GetResponsePB& resp) { CHECK_EQ(resp.data().num_rows(), 1); };
+    auto make_scan = [&](std::mt19937_64* rng, ScanRequestPB* req) {
+      auto* ns = req->mutable_new_scan_request();
+      ns->set_tablet_id("rpc");
+      auto* p = ns->add_predicates();
+      p->set_column("key");
+      const int64_t k = std::uniform_int_distribution<int64_t>(0, max_key)(*rng);
+      p->mutable_equality()->set_value(EncodeCellValue(Cell::Int64(k)));
+    };
+    auto check_scan = [](const ScanResponsePB& resp) {
+      CHECK_EQ(resp.data().num_rows(), 1);
+      CHECK(!resp.has_more_results());
+    };
+    double get_cpu = 0, scan_cpu = 0;
+    double get_secs = 0, scan_secs = 0;
+    for (int round = 0; round < 4; round++) {
+      double c0 = ThreadsCpuSeconds(server_threads);
+      MonoTime t0 = MonoTime::Now();
+      RunInFlight<GetRequestPB, GetResponsePB>(proxy, "Get", FLAGS_cpu_in_flight, per_round,
+                                               make_get, check_get);
+      get_secs += Seconds(t0);
+      double c1 = ThreadsCpuSeconds(server_threads);
+      get_cpu += c1 - c0;
+      t0 = MonoTime::Now();
+      RunInFlight<ScanRequestPB, ScanResponsePB>(proxy, "Scan", FLAGS_cpu_in_flight, per_round,
+                                                 make_scan, check_scan);
+      scan_secs += Seconds(t0);
+      scan_cpu += ThreadsCpuSeconds(server_threads) - c1;
+    }
+    const double calls = 4.0 * double(per_round);
+    printf("%d in flight: server CPU per one-key Get: %.1f us (%.0f calls/s); per one-row Scan: "
+           "%.1f us (%.0f calls/s)\n",
+           FLAGS_cpu_in_flight, get_cpu * 1e6 / calls, calls / get_secs, scan_cpu * 1e6 / calls,
+           calls / scan_secs);
+    printf("get/scan server CPU ratio, %d in flight: %.2f\n", FLAGS_cpu_in_flight,
+           get_cpu / scan_cpu);
   }
   (*client)->Shutdown();
   (*server)->Shutdown();
