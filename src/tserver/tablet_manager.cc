@@ -127,7 +127,7 @@ void TabletManager::Shutdown() {
 
 std::shared_ptr<Tablet> TabletManager::Lookup(std::string_view id) const {
   MutexLock l(mu_);
-  auto it = tablets_.find(std::string(id));
+  auto it = tablets_.find(id);
   return it == tablets_.end() ? nullptr : it->second;
 }
 

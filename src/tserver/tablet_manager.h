@@ -100,7 +100,14 @@ class TabletManager {
   size_t next_store_ GUARDED_BY(admin_mu_) = 0;
 
   mutable Mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<Tablet>> tablets_ GUARDED_BY(mu_);
+  // Looked up by string_view without building a std::string (a tablet id is longer
+  // than the small-string buffer: that was a malloc and a free per Get).
+  struct IdHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, std::shared_ptr<Tablet>, IdHash, std::equal_to<>> tablets_
+      GUARDED_BY(mu_);
   struct Change {
     int64_t seq;
     bool deleted;
