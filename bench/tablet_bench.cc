@@ -62,9 +62,9 @@ DEFINE_int64(rpc_rows, 200000, "Rows written over RPC.");
 DEFINE_int32(rpc_get_ops, 20000, "One-key Get RPCs (and as many one-row Scan RPCs for CPU).");
 DEFINE_bool(rpc, true, "Also run the RPC-level figures.");
 DEFINE_bool(flush_before_reads, true,
-            "Flush the RPC tablet's memtable before the RPC reads, so they read SST files "
-            "(through the block cache) as on a server whose tablets outgrow their memtables; "
-            "false reads a tablet whose every row is still in its memtable.");
+            "Flush the tablets' memtables before the reads (in-process and RPC), so they read "
+            "SST files through the block cache, as on a server whose tablets outgrow their "
+            "memtables; false reads tablets whose every row is still in a memtable.");
 DEFINE_int32(cpu_in_flight, 16,
              "Calls in flight for the under-load server-CPU figure of Get vs one-row Scan "
              "(0 skips it).");
@@ -213,6 +213,7 @@ void RunInProcess(Env* env) {
   bare_family.reset();
   bare_store->reset();
 
+  if (FLAGS_flush_before_reads) CHECK_OK(tablet->store()->Flush());
   // Get.
   std::mt19937_64 rng(3);
   std::uniform_int_distribution<int64_t> pick(0, per_side - 1);
