@@ -6,11 +6,12 @@
 // Write, in order: check the tablet is running and the request's schema matches;
 // decode the block (malformed: the whole request fails, nothing written); encode
 // each row's storage key; lock the keys' stripes (RowLocks); read the rows that
-// the operations need with one MultiGet (only keys not already known absent); apply
+// the operations need with one MultiGet (only keys at or below the tablet's key
+// bound: nothing is stored above it); apply
 // the operations in block order to a per-key state, so that duplicate keys in one
 // block behave as if applied one after another; commit one WriteBatch (holding also
 // the request's record when it has a request id, and the record deletions the
-// store has queued); unlock.
+// store has queued); raise the key bound to the block's largest key; unlock.
 //
 // Operation semantics (docs/storage-format.md):
 //   INSERT         AlreadyPresent row error if the key exists
