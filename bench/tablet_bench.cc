@@ -10,29 +10,32 @@
 //              Prints `write ratio vs bare RocksDB: X` (tablet rows/s / bare rows/s).
 //   get        Tablet::Get of one random key, and of 100 random keys, per call
 //   scan       a full scan of the tablet through the ScannerManager (1 MiB batches)
-// RPC (a server messenger with the tablet service and a client messenger, loopback):
+// Reads come from SST files through the block cache (--flush_before_reads).
+// RPC (a server messenger with the tablet service and a client messenger, loopback;
+// --server_cpu / --client_cpu pin them):
 //   write      rows/s of Write RPCs of --batch_rows rows, one in flight
 //   get        µs per one-key Get RPC and per key of 100-key Get RPCs
 //   cpu        server-thread CPU per one-key Get vs per one-row Scan (an equality
-//              predicate on the key), read from /proc for the server's threads only;
-//              prints `get/scan server CPU ratio: X`
+//              predicate on the key), from the CPU clocks of the server's threads
+//              only, one call in flight and then --cpu_in_flight calls at once;
+//              prints `get/scan server CPU ratio: X` (and `..., N in flight: X`)
 // Every figure is the run's own; take the median of 3 runs (BENCHMARKING.md).
 #include <dirent.h>
-#include <pthread.h>
-#include <sched.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
-#include <functional>
-#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -543,10 +546,11 @@ void RunRpc(Env* env) {
       scan_cpu += ThreadsCpuSeconds(server_threads) - c1;
     }
     const double calls = 4.0 * double(per_round);
-    printf("%d in flight: server CPU per one-key Get: %.1f us (%.0f calls/s); per one-row Scan: "
-           "%.1f us (%.0f calls/s)\n",
-           FLAGS_cpu_in_flight, get_cpu * 1e6 / calls, calls / get_secs, scan_cpu * 1e6 / calls,
-           calls / scan_secs);
+    printf(
+        "%d in flight: server CPU per one-key Get: %.1f us (%.0f calls/s); per one-row Scan: "
+        "%.1f us (%.0f calls/s)\n",
+        FLAGS_cpu_in_flight, get_cpu * 1e6 / calls, calls / get_secs, scan_cpu * 1e6 / calls,
+        calls / scan_secs);
     printf("get/scan server CPU ratio, %d in flight: %.2f\n", FLAGS_cpu_in_flight,
            get_cpu / scan_cpu);
   }

@@ -666,7 +666,7 @@ TEST_F(TabletTest, RestartKeepsTabletsAndRows) {
   ASSERT_OK(T("t2")->store()->PutTabletMetadata(tomb));
   ASSERT_NO_FATAL_FAILURE(OpenManager());
   EXPECT_EQ(mgr_->NumTablets(), 1u);
-  EXPECT_EQ(mgr_->Lookup("t2"), nullptr);  // the delete was finished
+  EXPECT_EQ(mgr_->Lookup("t2"), nullptr);            // the delete was finished
   EXPECT_EQ(T("t1")->store()->Rows(seq2), nullptr);  // with its rows family
   EXPECT_EQ(ScanKeys(NewScanRequestPB()).size(), 1000u);
   std::vector<Value> v;
@@ -714,8 +714,8 @@ TEST_F(TabletTest, KeysAboveTheLargestStoredKeyAreReadOnlyWhenTheyMightExist) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(100, 10));  // 100..109
   EXPECT_EQ(applied_and_errors(109, 1), std::make_pair(int64_t{0}, 1));
   EXPECT_EQ(applied_and_errors(100, 1), std::make_pair(int64_t{0}, 1));
-  EXPECT_EQ(applied_and_errors(50, 10), std::make_pair(int64_t{10}, 0));   // below: absent
-  EXPECT_EQ(applied_and_errors(105, 10), std::make_pair(int64_t{5}, 5));   // 105..109 exist
+  EXPECT_EQ(applied_and_errors(50, 10), std::make_pair(int64_t{10}, 0));  // below: absent
+  EXPECT_EQ(applied_and_errors(105, 10), std::make_pair(int64_t{5}, 5));  // 105..109 exist
   Row update_above(&schema_);
   ASSERT_OK(update_above.Set(0, Cell::Int64(500)));
   ASSERT_OK(update_above.Set(1, Cell::Int32(1)));

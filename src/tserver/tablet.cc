@@ -175,8 +175,6 @@ void Tablet::MarkDeleted() {
   state_.store(TabletState::kDeleted, std::memory_order_release);
 }
 
-int64_t Tablet::OnDiskSize() const {
-  return rows_ ? store_->ApproximateSize(*rows_) : 0;
-}
+int64_t Tablet::OnDiskSize() const { return rows_ ? store_->ApproximateSize(*rows_) : 0; }
 
 }  // namespace nyala::tserver

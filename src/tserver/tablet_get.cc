@@ -64,7 +64,8 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
     g->key_slices[i] = Slice(g->keys.data() + start, g->key_end[i] - start);
     start = static_cast<int>(g->key_end[i]);
   }
-  store_->MultiGet(*rows_, nullptr, n, g->key_slices.data(), /*sorted=*/false, &g->reads, memory_only);
+  store_->MultiGet(*rows_, nullptr, n, g->key_slices.data(), /*sorted=*/false, &g->reads,
+                   memory_only);
   if (!g->reads.status().ok()) {
     g->reads.Clear();
     if (memory_only && g->reads.status().IsIncomplete()) return false;  // needs the disk

@@ -29,9 +29,9 @@ std::vector<std::string> Families(const std::string& path) {
 }
 
 // Opens the database at `path` with all its families, runs `fn`, closes it.
-void WithRawDb(const std::string& path,
-               const std::function<void(rocksdb::DB*, std::vector<rocksdb::ColumnFamilyHandle*>&)>&
-                   fn) {
+void WithRawDb(
+    const std::string& path,
+    const std::function<void(rocksdb::DB*, std::vector<rocksdb::ColumnFamilyHandle*>&)>& fn) {
   rocksdb::Options opts;
   opts.create_if_missing = true;
   std::vector<std::string> names;
@@ -96,8 +96,8 @@ TEST_F(TabletStoreTest, EachTabletHasItsOwnRowsFamily) {
     // Dropping again (finishing an interrupted delete) is harmless.
     ASSERT_OK(store->DropTablet(a, "a"));
   }
-  EXPECT_EQ(Families(path()), (std::vector<std::string>{"default", "meta", "requests",
-                                                         "rows-" + std::to_string(b)}));
+  EXPECT_EQ(Families(path()),
+            (std::vector<std::string>{"default", "meta", "requests", "rows-" + std::to_string(b)}));
   auto store = TabletStore::Open(path(), nullptr);
   ASSERT_OK(store.status());
   EXPECT_EQ((*store)->Rows(a), nullptr);
@@ -124,8 +124,8 @@ TEST_F(TabletStoreTest, OpenDropsFamiliesNoMetadataNames) {
     EXPECT_EQ((*store)->Rows(77), nullptr);
     EXPECT_NE((*store)->Rows(a), nullptr);
   }
-  EXPECT_EQ(Families(path()), (std::vector<std::string>{"default", "meta", "requests",
-                                                         "rows-" + std::to_string(a)}));
+  EXPECT_EQ(Families(path()),
+            (std::vector<std::string>{"default", "meta", "requests", "rows-" + std::to_string(a)}));
 }
 
 TEST_F(TabletStoreTest, RefusesAStoreOfTheOneFamilyLayout) {

@@ -363,10 +363,11 @@ Status TabletStore::CheckFamilies() {
     RETURN_NOT_OK(FromRocks(it->status(), "reading the default column family"));
     if (it->Valid()) {
       return Status::NotSupported(
-          path_ + " holds rows in its default column family: it was written by a Nyala build "
-                  "that kept every tablet there, and this build keeps each tablet in a column "
-                  "family of its own. Start the older build on it, or move the directory away "
-                  "to start this tablet server empty");
+          path_ +
+          " holds rows in its default column family: it was written by a Nyala build "
+          "that kept every tablet there, and this build keeps each tablet in a column "
+          "family of its own. Start the older build on it, or move the directory away "
+          "to start this tablet server empty");
     }
   }
   std::vector<TabletMetadataPB> metas;
@@ -408,8 +409,9 @@ void TabletStore::RegisterMetrics() {
   metrics_->RegisterFunctionGauge("rocksdb_pending_compaction_bytes",
                                   "Estimated bytes RocksDB compaction still has to rewrite", labels,
                                   prop("rocksdb.estimate-pending-compaction-bytes"), this);
-  metrics_->RegisterFunctionGauge("rocksdb_live_sst_bytes", "Bytes of live SST files of this data dir",
-                                  labels, prop("rocksdb.live-sst-files-size"), this);
+  metrics_->RegisterFunctionGauge("rocksdb_live_sst_bytes",
+                                  "Bytes of live SST files of this data dir", labels,
+                                  prop("rocksdb.live-sst-files-size"), this);
   metrics_->RegisterFunctionGauge(
       "rocksdb_block_cache_usage_bytes", "Bytes held by the shared RocksDB block cache", {},
       [] { return static_cast<int64_t>(SharedBlockCache()->GetUsage()); }, this);
@@ -425,8 +427,8 @@ TabletStore::~TabletStore() {
   {
     MutexLock l(rows_mu_);
     for (const auto& [seq, rows] : rows_) {
-      LOG_IF(DFATAL, rows.use_count() > 1) << "the rows of tablet seq " << seq << " outlive "
-                                           << path_;
+      LOG_IF(DFATAL, rows.use_count() > 1)
+          << "the rows of tablet seq " << seq << " outlive " << path_;
     }
     rows_.clear();
   }
@@ -460,9 +462,9 @@ Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
   MutexLock l(seq_mu_);
   meta->set_seq(next_seq_);
   rocksdb::ColumnFamilyHandle* cf = nullptr;
-  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(RowsCfOptions(),
-                                                  kRowsCfPrefix + std::to_string(next_seq_), &cf),
-                          "creating the rows column family"));
+  RETURN_NOT_OK(FromRocks(
+      db_->CreateColumnFamily(RowsCfOptions(), kRowsCfPrefix + std::to_string(next_seq_), &cf),
+      "creating the rows column family"));
   std::shared_ptr<TabletRows> rows(new TabletRows(db_.get(), cf, next_seq_));
   std::string next;
   PutFixed64BE(&next, next_seq_ + 1);

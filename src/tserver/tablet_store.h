@@ -234,8 +234,8 @@ class TabletStore {
   // the keys are in ascending order (faster).
   // With `memory_only`, reads only the memtables and the block cache, never the
   // disk: status() is Incomplete when some key would have needed a disk read.
-  void MultiGet(const TabletRows& rows, const StoreSnapshot* snapshot, size_t n,
-                const Slice* keys, bool sorted, StoreMultiGet* out, bool memory_only = false);
+  void MultiGet(const TabletRows& rows, const StoreSnapshot* snapshot, size_t n, const Slice* keys,
+                bool sorted, StoreMultiGet* out, bool memory_only = false);
   std::unique_ptr<StoreSnapshot> GetSnapshot();
   // An iterator over [lower, upper) ("" upper: to the end) of `rows` at `snapshot`
   // (null: the latest data when created).
