@@ -153,7 +153,9 @@ TEST_F(TabletStoreTest, MetadataWithoutItsFamilyMakesAFailedTablet) {
   const std::string store_path = test_dir() + "/tablets";
   WithRawDb(store_path, [&](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
     for (auto* h : handles) {
-      if (h->GetName() == "rows-" + std::to_string(seq)) ASSERT_TRUE(db->DropColumnFamily(h).ok());
+      if (h->GetName() == "rows-" + std::to_string(seq)) {
+        ASSERT_TRUE(db->DropColumnFamily(h).ok());
+      }
     }
   });
   TabletManager mgr({test_dir()}, nullptr);
