@@ -8,6 +8,7 @@
 #include <rocksdb/db.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,13 @@ std::vector<std::string> Families(const std::string& path) {
   EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   std::sort(names.begin(), names.end());
   return names;
+}
+
+int NumSstFiles(const std::string& path) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(path))
+    n += e.path().extension() == ".sst";
+  return n;
 }
 
 // Opens the database at `path` with all its families, runs `fn`, closes it.
@@ -85,10 +93,13 @@ TEST_F(TabletStoreTest, EachTabletHasItsOwnRowsFamily) {
     ASSERT_TRUE(got.found(0));
     EXPECT_EQ(got.value(0).ToString(), "in a");
     got.Clear();
-    // Dropping a drops its family and nothing of b's.
+    // Dropping a drops its family, its files, and nothing of b's.
+    ASSERT_OK(store->Flush());
+    const int files_before = NumSstFiles(path());
     ra.reset();
     ASSERT_OK(store->DropTablet(a, "a"));
     EXPECT_EQ(store->Rows(a), nullptr);
+    EXPECT_EQ(NumSstFiles(path()), files_before - 1);
     store->MultiGet(*rb, nullptr, 1, &key, true, &got);
     ASSERT_TRUE(got.found(0));
     EXPECT_EQ(got.value(0).ToString(), "in b");
