@@ -655,6 +655,41 @@ TEST_F(TabletTest, DeleteTabletRemovesOnlyItsRows) {
   EXPECT_EQ(report.updated_tablets_size(), 2);
 }
 
+TEST_F(TabletTest, AScanOpenAcrossADeleteReadsItsSnapshotToTheEnd) {
+  // The scan holds the tablet, and so its rows family, which the delete drops: the
+  // scan still reads every row of its snapshot, and ending it frees the family.
+  ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 300));
+  ASSERT_OK(T()->store()->Flush());
+  TabletStore* store = T()->store();
+  ScanRequestPB req;
+  req.mutable_new_scan_request()->set_tablet_id("t1");
+  req.set_batch_size_bytes(2000);
+  ScanResponsePB resp;
+  std::string rows, indirect;
+  scanners_->StartScan(T(), req, &resp, &rows, &indirect);
+  ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
+  ASSERT_TRUE(resp.has_more_results());
+  int64_t total = resp.data().num_rows();
+  const std::string id = resp.scanner_id();
+  const uint64_t seq = T()->seq();
+  ASSERT_OK(mgr_->DeleteTablet("t1"));
+  EXPECT_EQ(store->Rows(seq), nullptr);
+  for (uint32_t call = 1; resp.has_more_results() && call < 1000; call++) {
+    ScanRequestPB next;
+    next.set_scanner_id(id);
+    next.set_call_seq_id(call);
+    next.set_batch_size_bytes(2000);
+    resp.Clear();
+    scanners_->ContinueScan(next, &resp, &rows, &indirect);
+    ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
+    total += resp.data().num_rows();
+  }
+  EXPECT_EQ(total, 300);
+  EXPECT_EQ(scanners_->NumScanners(), 0u);  // the scan ended: nothing holds the family
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t2"));
+  ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 10, "t2"));
+}
+
 TEST_F(TabletTest, RestartKeepsTabletsAndRows) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t2"));
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 1000, "t1"));
