@@ -332,28 +332,39 @@ Status TabletStore::OpenDb() {
   default_cf_ = handles[0];
   meta_cf_ = handles[1];
   requests_cf_ = handles[2];
+  MutexLock sl(seq_mu_);
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, kNextSeqKey, &v);
+  Status status;
+  if (s.ok() && v.size() == 8) {
+    next_seq_ = DecodeFixed64BE(reinterpret_cast<const uint8_t*>(v.data()));
+  } else if (s.ok()) {
+    status = Status::Corruption("bad " + std::string(kNextSeqKey) + " record");
+  } else if (!s.IsNotFound()) {
+    status = FromRocks(s, "reading next tablet seq");
+  }
+  // Families at or above the next seq were made ahead of their tablets (spares);
+  // the others belong to tablets, or are orphans CheckFamilies drops.
   for (size_t i = 3; i < handles.size(); i++) {
     const std::string& name = cfs[i].name;
     uint64_t seq = 0;
     const char* digits = name.c_str() + strlen(kRowsCfPrefix);
     const char* end = digits + strlen(digits);
     if (std::from_chars(digits, end, seq).ptr != end || seq == 0) {
-      return Status::Corruption("unexpected column family '" + name + "' in " + path_);
+      if (status.ok()) status = Status::Corruption("unexpected column family '" + name + "'");
+      WARN_NOT_OK(FromRocks(db_->DestroyColumnFamilyHandle(handles[i])), "closing " + name);
+      continue;
     }
-    MutexLock l(rows_mu_);
-    rows_[seq] = std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handles[i], seq));
+    auto rows = std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handles[i], seq));
+    if (seq >= next_seq_) {
+      spares_[seq] = std::move(rows);
+    } else {
+      MutexLock l(rows_mu_);
+      rows_[seq] = std::move(rows);
+    }
   }
-  RETURN_NOT_OK(CheckFamilies());
-  std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, kNextSeqKey, &v);
-  if (s.ok()) {
-    if (v.size() != 8) return Status::Corruption("bad " + std::string(kNextSeqKey) + " record");
-    MutexLock l(seq_mu_);
-    next_seq_ = DecodeFixed64BE(reinterpret_cast<const uint8_t*>(v.data()));
-  } else if (!s.IsNotFound()) {
-    return FromRocks(s, "reading next tablet seq");
-  }
-  return Status::OK();
+  RETURN_NOT_OK_PREPEND(status, path_);
+  return CheckFamilies();
 }
 
 Status TabletStore::CheckFamilies() {
@@ -387,8 +398,8 @@ Status TabletStore::CheckFamilies() {
     }
   }
   for (const auto& rows : orphans) {
-    LOG(INFO) << path_ << ": dropping the rows of tablet seq " << rows->seq()
-              << ", which no tablet metadata names (a tablet creation that did not finish)";
+    LOG(WARNING) << path_ << ": dropping the rows family of seq " << rows->seq()
+                 << ", which no tablet metadata names";
     RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(rows->cf_), "dropping an orphan rows family"));
   }
   return Status::OK();
@@ -432,6 +443,10 @@ TabletStore::~TabletStore() {
     }
     rows_.clear();
   }
+  {
+    MutexLock l(seq_mu_);
+    spares_.clear();
+  }
   for (auto* h : {default_cf_, meta_cf_, requests_cf_}) {
     if (h) WARN_NOT_OK(FromRocks(db_->DestroyColumnFamilyHandle(h)), "closing column family");
   }
@@ -458,14 +473,37 @@ std::shared_ptr<TabletRows> TabletStore::Rows(uint64_t seq) const {
   return it == rows_.end() ? nullptr : it->second;
 }
 
+Status TabletStore::MakeSpareFamilies() {
+  // A quarter of the families there are, at least kMinSpares: RocksDB rewrites (and
+  // re-reads) its OPTIONS file, which lists every family, on each creation call, so
+  // one call per tablet would cost time quadratic in the number of tablets.
+  constexpr size_t kMinSpares = 8;
+  size_t n;
+  {
+    MutexLock l(rows_mu_);
+    n = std::max(kMinSpares, rows_.size() / 4);
+  }
+  const uint64_t first = spares_.empty() ? next_seq_ : spares_.rbegin()->first + 1;
+  std::vector<std::string> names;
+  for (uint64_t seq = first; seq < first + n; seq++) {
+    names.push_back(kRowsCfPrefix + std::to_string(seq));
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::Status s = db_->CreateColumnFamilies(RowsCfOptions(), names, &handles);
+  // On an error, the families made before it are kept (the call returns them).
+  for (size_t i = 0; i < handles.size(); i++) {
+    spares_[first + i] =
+        std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handles[i], first + i));
+  }
+  return FromRocks(s, "creating rows column families");
+}
+
 Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
   MutexLock l(seq_mu_);
   meta->set_seq(next_seq_);
-  rocksdb::ColumnFamilyHandle* cf = nullptr;
-  RETURN_NOT_OK(FromRocks(
-      db_->CreateColumnFamily(RowsCfOptions(), kRowsCfPrefix + std::to_string(next_seq_), &cf),
-      "creating the rows column family"));
-  std::shared_ptr<TabletRows> rows(new TabletRows(db_.get(), cf, next_seq_));
+  if (!spares_.count(next_seq_)) RETURN_NOT_OK(MakeSpareFamilies());
+  auto spare = spares_.find(next_seq_);
+  if (spare == spares_.end()) return Status::IllegalState("no rows family for a new tablet");
   std::string next;
   PutFixed64BE(&next, next_seq_ + 1);
   rocksdb::WriteBatch batch;
@@ -474,15 +512,12 @@ Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
       batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString())));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  Status s = FromRocks(db_->Write(wo, &batch), "writing tablet metadata");
-  if (!s.ok()) {
-    WARN_NOT_OK(FromRocks(db_->DropColumnFamily(cf)), "dropping the new rows family");
-    return s;
-  }
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "writing tablet metadata"));
   {
     MutexLock rl(rows_mu_);
-    rows_[next_seq_] = std::move(rows);
+    rows_[next_seq_] = std::move(spare->second);
   }
+  spares_.erase(spare);
   next_seq_++;
   return Status::OK();
 }

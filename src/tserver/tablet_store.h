@@ -213,9 +213,9 @@ class TabletStore {
 
   // --- Tablet metadata (meta column family); every write is synced.
   Status LoadTabletMetadata(std::vector<TabletMetadataPB>* out);
-  // Gives `meta` a new, never-used seq, creates the tablet's rows family, then writes
-  // the metadata. (A crash in between leaves a family without metadata, which the
-  // next Open drops.)
+  // Gives `meta` a new, never-used seq and writes it, with the next seq, in one synced
+  // batch. The tablet's rows family was made ahead (several at a time: see
+  // docs/storage-format.md); until that batch, it is an empty spare.
   Status CreateTabletMetadata(TabletMetadataPB* meta);
   // Overwrites the stored metadata of meta.tablet_id() (e.g. a tombstone).
   Status PutTabletMetadata(const TabletMetadataPB& meta);
@@ -267,8 +267,9 @@ class TabletStore {
  private:
   TabletStore(std::string path, MetricRegistry* metrics);
   Status OpenDb();
-  // Refuses a default family that holds rows (an older layout) and drops rows
-  // families that no tablet metadata names (a crash during CreateTabletMetadata).
+  // Refuses a default family that holds rows (an older layout) and drops the rows
+  // families below the next seq that no tablet metadata names (they belong to no
+  // tablet: damage, or a store edited by hand). Spares are not touched.
   Status CheckFamilies();
   void RegisterMetrics();
 
@@ -287,8 +288,14 @@ class TabletStore {
   std::vector<std::string> queued_deletes_ GUARDED_BY(deletes_mu_);
   std::atomic<size_t> num_queued_deletes_{0};  // queued_deletes_.size(), read without the lock
 
+  // Makes empty rows families for the next tablets in one RocksDB call.
+  Status MakeSpareFamilies() REQUIRES(seq_mu_);
+
   Mutex seq_mu_;  // serializes tablet-seq allocation
   uint64_t next_seq_ GUARDED_BY(seq_mu_) = 1;
+  // Empty rows families made ahead for the tablets of seqs next_seq_, next_seq_ + 1, ...
+  // A family at or above next_seq_ is a spare, also after a restart.
+  std::map<uint64_t, std::shared_ptr<TabletRows>> spares_ GUARDED_BY(seq_mu_);
 };
 
 }  // namespace nyala::tserver
