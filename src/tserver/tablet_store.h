@@ -8,7 +8,9 @@
 //              (row_encoding.h). A family of its own gives each tablet its own
 //              memtable and LSM tree: rows inserted in key order into several
 //              tablets at once still reach the last level by trivial moves, and
-//              dropping a tablet is dropping its family.
+//              dropping a tablet is dropping its family. Families are made a few
+//              at a time, ahead of their tablets (empty spares at or above the
+//              next seq).
 //   requests   [8-byte BE tablet seq][4-byte BE length][client id][8-byte seq no]
 //              -> [header][WriteResponsePB]: the answer of an applied write that carried
 //              a request id, written in the same batch as its rows (RequestTracker)
