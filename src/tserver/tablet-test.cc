@@ -588,7 +588,10 @@ TEST_F(TabletTest, CallSeqIdRepeatsBatchesAndRejectsOthers) {
 TEST_F(TabletTest, IdleScannersExpire) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 300));
   const int32_t saved_ttl = FLAGS_scanner_ttl_ms;
+  // Set while no reaper thread runs (it reads the flag).
+  scanners_.reset();
   FLAGS_scanner_ttl_ms = 50;
+  scanners_ = std::make_unique<ScannerManager>(metrics_.get());
   ScanRequestPB req;
   req.mutable_new_scan_request()->set_tablet_id("t1");
   req.set_batch_size_bytes(1000);
@@ -608,6 +611,7 @@ TEST_F(TabletTest, IdleScannersExpire) {
   scanners_->ContinueScan(next, &r, &rows, &indirect);
   EXPECT_EQ(r.error().code(), TabletServerErrorPB::SCANNER_EXPIRED);
   EXPECT_GE(metrics_->scanners_expired->value(), 1);
+  scanners_.reset();
   FLAGS_scanner_ttl_ms = saved_ttl;
 }
 
