@@ -161,16 +161,17 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   // 3. Lock, then read what the operations depend on.
   for (const KeySlot& s : w->slots) w->locks.Add(*locks_, s.key);
   w->locks.Lock(locks_);
-  // Keys above the tablet's key bound are stored nowhere: no read for them.
+  // Keys above the tablet's key bound are stored nowhere: no read for them. (The
+  // slots are in key order.)
   size_t first_above_bound = 0;
   {
     MutexLock l(key_bound_mu_);
     if (has_key_bound_) {
       const Slice bound(key_bound_);
-      first_above_bound = w->slots.size();
-      while (first_above_bound > 0 && bound.compare(w->slots[first_above_bound - 1].key) < 0) {
-        first_above_bound--;
-      }
+      first_above_bound = static_cast<size_t>(
+          std::partition_point(w->slots.begin(), w->slots.end(),
+                               [&](const KeySlot& s) { return s.key.compare(bound) <= 0; }) -
+          w->slots.begin());
     }
   }
   std::vector<Slice>& reads = w->read_keys;  // keys needing a read, in key order
