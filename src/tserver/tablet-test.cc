@@ -142,6 +142,18 @@ class TabletTest : public NyalaTest {
     return keys;
   }
 
+  // Starts a scan of every row of t1 in batches of `batch_bytes`; the first batch's
+  // response.
+  ScanResponsePB StartScanOfT1(uint32_t batch_bytes) {
+    ScanRequestPB req;
+    req.mutable_new_scan_request()->set_tablet_id("t1");
+    req.set_batch_size_bytes(batch_bytes);
+    ScanResponsePB resp;
+    std::string rows, indirect;
+    scanners_->StartScan(T(), req, &resp, &rows, &indirect);
+    return resp;
+  }
+
   // A write with a request id as the Write RPC runs it: tracker, tablet, tracker.
   // Returns the response the client would get.
   WriteResponsePB TrackedWrite(RequestTracker* tracker, const rpc::RequestIdPB& id,
@@ -495,12 +507,8 @@ TEST_F(TabletTest, ScanKeyPrefixBoundsAndProjection) {
 
 TEST_F(TabletTest, ScannerSeesItsSnapshotWhileWritesContinue) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 500));
-  ScanRequestPB req;
-  req.mutable_new_scan_request()->set_tablet_id("t1");
-  req.set_batch_size_bytes(1000);
-  ScanResponsePB resp;
+  ScanResponsePB resp = StartScanOfT1(1000);
   std::string rows, indirect;
-  scanners_->StartScan(T(), req, &resp, &rows, &indirect);
   ASSERT_TRUE(resp.has_more_results());
   const std::string id = resp.scanner_id();
   int64_t count = resp.data().num_rows();
@@ -533,12 +541,8 @@ TEST_F(TabletTest, ScannerSeesItsSnapshotWhileWritesContinue) {
 
 TEST_F(TabletTest, CallSeqIdRepeatsBatchesAndRejectsOthers) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 300));
-  ScanRequestPB req;
-  req.mutable_new_scan_request()->set_tablet_id("t1");
-  req.set_batch_size_bytes(2000);
-  ScanResponsePB resp;
+  ScanResponsePB resp = StartScanOfT1(2000);
   std::string rows, indirect;
-  scanners_->StartScan(T(), req, &resp, &rows, &indirect);
   ASSERT_TRUE(resp.has_more_results());
   const std::string id = resp.scanner_id();
   EXPECT_EQ(scanners_->NumScanners(), 1u);
@@ -592,12 +596,8 @@ TEST_F(TabletTest, IdleScannersExpire) {
   scanners_.reset();
   FLAGS_scanner_ttl_ms = 50;
   scanners_ = std::make_unique<ScannerManager>(metrics_.get());
-  ScanRequestPB req;
-  req.mutable_new_scan_request()->set_tablet_id("t1");
-  req.set_batch_size_bytes(1000);
-  ScanResponsePB resp;
+  ScanResponsePB resp = StartScanOfT1(1000);
   std::string rows, indirect;
-  scanners_->StartScan(T(), req, &resp, &rows, &indirect);
   ASSERT_TRUE(resp.has_more_results());
   const std::string id = resp.scanner_id();
   ASSERT_OK(scanners_->KeepAlive(id));
@@ -665,12 +665,8 @@ TEST_F(TabletTest, AScanOpenAcrossADeleteReadsItsSnapshotToTheEnd) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 300));
   ASSERT_OK(T()->store()->Flush());
   TabletStore* store = T()->store();
-  ScanRequestPB req;
-  req.mutable_new_scan_request()->set_tablet_id("t1");
-  req.set_batch_size_bytes(2000);
-  ScanResponsePB resp;
+  ScanResponsePB resp = StartScanOfT1(2000);
   std::string rows, indirect;
-  scanners_->StartScan(T(), req, &resp, &rows, &indirect);
   ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
   ASSERT_TRUE(resp.has_more_results());
   int64_t total = resp.data().num_rows();
