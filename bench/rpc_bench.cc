@@ -16,8 +16,6 @@
 #include <glog/logging.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -29,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "common/histogram.h"
 #include "common/monotime.h"
 #include "rpc/messenger.h"
@@ -55,6 +54,8 @@ DEFINE_int32(client_cpu, -1, "Pin every client thread (messengers, callers) to t
 namespace nyala::rpc {
 namespace {
 
+using bench::PinCurrentThread;
+
 using rpc_test::AddRequestPB;
 using rpc_test::AddResponsePB;
 
@@ -67,20 +68,6 @@ Usage GetUsage() {
   getrusage(RUSAGE_SELF, &ru);
   return {ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec,
           ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec, ru.ru_nvcsw + ru.ru_nivcsw};
-}
-
-// Threads inherit their creator's CPU mask, so pinning the main thread before it
-// creates a messenger or thread pins that messenger's or thread's threads too.
-void PinCurrentThread(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (cpu < 0) {
-    for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &set);
-  } else {
-    CPU_SET(cpu, &set);
-  }
-  int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  if (err != 0 && cpu >= 0) LOG(FATAL) << "cannot pin to CPU " << cpu << ": " << strerror(err);
 }
 
 std::string PinningDescription() {

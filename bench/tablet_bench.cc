@@ -23,15 +23,12 @@
 #include <dirent.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
-#include <pthread.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -40,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "common/key_encoding.h"
 #include "common/metrics.h"
 #include "common/monotime.h"
@@ -80,6 +78,8 @@ DEFINE_string(bench_dir, "", "Directory for the stores (default: a new one under
 
 namespace nyala::tserver {
 namespace {
+
+using bench::PinCurrentThread;
 
 using namespace testing;  // NOLINT(build/namespaces)
 
@@ -364,19 +364,6 @@ void RunInFlight(const rpc::Proxy& proxy, const char* method, int in_flight, int
   for (auto& c : chains) issue(c.get());
   std::unique_lock<std::mutex> l(mu);
   cv.wait(l, [&] { return done == total; });
-}
-
-// Pins the calling thread, and so every thread it starts later, to `cpu` (-1: any CPU).
-void PinCurrentThread(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (cpu < 0) {
-    for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &set);
-  } else {
-    CPU_SET(cpu, &set);
-  }
-  const int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  if (err != 0 && cpu >= 0) LOG(FATAL) << "cannot pin to CPU " << cpu << ": " << strerror(err);
 }
 
 void RunRpc(Env* env) {

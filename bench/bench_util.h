@@ -1,0 +1,27 @@
+// Helpers shared by the benchmark programs.
+#pragma once
+
+#include <glog/logging.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+
+namespace nyala::bench {
+
+// Pins the calling thread to `cpu` (-1: any CPU). Threads inherit their creator's CPU
+// mask, so pinning the main thread before it creates a messenger or thread pins that
+// messenger's or thread's threads too.
+inline void PinCurrentThread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu < 0) {
+    for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &set);
+  } else {
+    CPU_SET(cpu, &set);
+  }
+  const int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (err != 0 && cpu >= 0) LOG(FATAL) << "cannot pin to CPU " << cpu << ": " << strerror(err);
+}
+
+}  // namespace nyala::bench
