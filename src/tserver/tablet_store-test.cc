@@ -1,5 +1,6 @@
 // TabletStore's column families: one rows family per tablet, what Open does with
-// families no metadata names, and with a store of the older one-family layout.
+// families no metadata names, and with a store of the older one-family layout; and
+// the row cache's answers.
 // RocksDB is used directly only to fabricate the stores a crash or an older build
 // leaves behind.
 #include "tserver/tablet_store.h"
@@ -118,6 +119,55 @@ TEST_F(TabletStoreTest, EachTabletHasItsOwnRowsFamily) {
   ASSERT_OK(store.status());
   EXPECT_EQ((*store)->Rows(a), nullptr);
   EXPECT_NE((*store)->Rows(b), nullptr);
+}
+
+TEST_F(TabletStoreTest, RowCacheServesLookupsAndNeverAStaleRow) {
+  // The row cache (--row_cache_capacity_mb, on by default) keeps what lookups found in
+  // SST files. Newer versions in the memtable or in newer files, deletes and
+  // snapshots must all win over a cached row.
+  auto opened = TabletStore::Open(path(), nullptr);
+  ASSERT_OK(opened.status());
+  std::unique_ptr<TabletStore> store = std::move(opened).value();
+  std::shared_ptr<TabletRows> rows = store->Rows(CreateTablet(store.get(), "t"));
+  ASSERT_NE(rows, nullptr);
+  const Slice key("k");
+  auto put = [&](const std::string& value) {
+    StoreWriteBatch batch;
+    batch.Put(*rows, key, value);
+    ASSERT_OK(store->Write(&batch));
+  };
+  // What a lookup finds ("" when absent), through MultiGet and the memory-only Get.
+  auto lookup = [&](bool memory_only, const StoreSnapshot* snap = nullptr) {
+    StoreMultiGet got;
+    store->MultiGet(*rows, snap, 1, &key, true, &got, memory_only);
+    EXPECT_OK(got.status());
+    std::string v = got.found(0) ? got.value(0).ToString() : "";
+    got.Clear();
+    return v;
+  };
+  put("v1");
+  ASSERT_OK(store->Flush());
+  const int64_t usage_before = TabletStore::RowCacheUsage();
+  EXPECT_EQ(lookup(false), "v1");
+  EXPECT_GT(TabletStore::RowCacheUsage(), usage_before) << "the row found was not cached";
+  EXPECT_EQ(lookup(true), "v1");
+  std::unique_ptr<StoreSnapshot> snap = store->GetSnapshot();
+  put("v2");  // in the memtable, above the cached row of the first file
+  EXPECT_EQ(lookup(false), "v2");
+  EXPECT_EQ(lookup(true), "v2");
+  ASSERT_OK(store->Flush());  // now in a newer file
+  EXPECT_EQ(lookup(false), "v2");
+  EXPECT_EQ(lookup(true), "v2");
+  EXPECT_EQ(lookup(false, snap.get()), "v1");
+  EXPECT_EQ(lookup(true, snap.get()), "v1");
+  snap.reset();
+  StoreWriteBatch del;
+  del.Delete(*rows, key);
+  ASSERT_OK(store->Write(&del));
+  EXPECT_EQ(lookup(false), "");
+  ASSERT_OK(store->Flush());
+  EXPECT_EQ(lookup(false), "");
+  EXPECT_EQ(lookup(true), "");
 }
 
 TEST_F(TabletStoreTest, OpenDropsFamiliesNoMetadataNames) {

@@ -243,6 +243,9 @@ class TabletStore {
   // (null: the latest data when created).
   std::unique_ptr<StoreIterator> NewIterator(const TabletRows& rows, const StoreSnapshot* snapshot,
                                              std::string lower, std::string upper);
+  // Bytes held by the row cache that all stores of the process share
+  // (--row_cache_capacity_mb; 0 when it is disabled).
+  static int64_t RowCacheUsage();
   // Approximate bytes on disk and in memtables of `rows`.
   int64_t ApproximateSize(const TabletRows& rows);
   // Writes the queued request-record deletions, then flushes memtables to SST files
