@@ -101,16 +101,22 @@ bool GetCall::RunShared(ClientData* data, const std::string& table_id, const Tab
   GetCoalescer::Queue* q = data->get_coalescer()->QueueFor(tablet->tablet_id);
   GetCoalescer::Waiter me;
   me.key = &key;
+  bool queued;
   {
     MutexLock l(q->mu);
-    if (q->busy) {
+    queued = q->busy;
+    if (queued) {
       q->waiting.push_back(&me);
     } else {
       q->busy = true;
       me.lead = true;
     }
   }
-  if (!me.lead) me.wake.Acquire();  // answered, or made the next leader
+  // A queued caller always waits for its wake-up, even when me.lead already reads
+  // true: a leader sets it under the queue's mutex and releases `wake` after. A caller
+  // that went ahead on `lead` alone could return, and a later Waiter on the same
+  // stack address would take that late release for its own answer.
+  if (queued) me.wake.Acquire();  // answered, or made the next leader
   if (me.lead) Lead(data, table_id, tablet, q, &me, proj, schema_version, deadline);
   const auto* shared = static_cast<const Shared*>(me.answer.get());
   if (!shared->ok) return false;
