@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -79,6 +81,35 @@ TEST(SemaphoreTest, ManyProducersAndConsumers) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(taken.load(), int64_t{kThreads} * kPerThread);
   EXPECT_FALSE(s.TryAcquire());
+}
+
+// A waiter's semaphore lives on its stack and is destroyed, its memory reused, as soon
+// as Acquire() returns, possibly while the Release() that woke it is still running.
+// Release() must not touch the semaphore after the increment (ThreadSanitizer reports
+// a race with the reuse below if it does), and a late wake call must not disturb the
+// next round's semaphore at the same address.
+TEST(SemaphoreTest, MayBeDestroyedAsSoonAsAcquireReturns) {
+  constexpr int kRounds = 20000;
+  alignas(Semaphore) unsigned char storage[sizeof(Semaphore)];
+  std::atomic<Semaphore*> published{nullptr};
+  std::thread releaser([&] {
+    for (int i = 0; i < kRounds; i++) {
+      Semaphore* s;
+      while ((s = published.exchange(nullptr, std::memory_order_acq_rel)) == nullptr) {
+        std::this_thread::yield();
+      }
+      s->Release();
+    }
+  });
+  for (int i = 0; i < kRounds; i++) {
+    auto* s = new (storage) Semaphore();
+    published.store(s, std::memory_order_release);
+    s->Acquire();
+    EXPECT_FALSE(s->TryAcquire()) << "round " << i << ": woken by an earlier round's release";
+    s->~Semaphore();
+    memset(storage, 0xff, sizeof(storage));  // the memory goes to something else
+  }
+  releaser.join();
 }
 
 }  // namespace
