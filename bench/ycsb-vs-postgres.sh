@@ -24,6 +24,7 @@
 #        FIELDCOUNT (1), FIELDLENGTH (100): non-key columns and their length, both sides
 #        PG_BIN          PostgreSQL binaries (the newest /usr/lib/postgresql/*/bin)
 #        SKIP_PG=1, SKIP_NYALA=1   run one side only
+#        TSERVER_FLAGS   extra nyala-tserver flags, e.g. "--row_cache_capacity_mb=0"
 # Needs the Debian package postgresql-15 (initdb, postgres, pgbench, psql): when it is
 # missing, this runs `scripts/setup-deps.sh --bench` (root or sudo) to install it.
 set -euo pipefail
@@ -198,7 +199,9 @@ if [[ "$SKIP_NYALA" == 0 ]]; then
   # Not in a subshell: start_daemon records the PIDs for cleanup.
   start_daemon master nyala-master master.gflags >"$WORK/master.addr"
   MASTER=$(cat "$WORK/master.addr")
-  start_daemon tserver nyala-tserver tserver.gflags --tserver_master_addrs="$MASTER" >"$WORK/ts.addr"
+  # shellcheck disable=SC2086  # TSERVER_FLAGS is a list of flags
+  start_daemon tserver nyala-tserver tserver.gflags --tserver_master_addrs="$MASTER" \
+    ${TSERVER_FLAGS:-} >"$WORK/ts.addr"
   log "Nyala: master $MASTER (pid ${CHILD_PIDS[0]}), tablet server $(cat "$WORK/ts.addr") (pid ${CHILD_PIDS[1]})"
   COMMON=(-P "$HERE/ycsb/workloadc" -p master_addresses="$MASTER" -p recordcount="$RECORDS"
           -p fieldcount="$FIELDCOUNT" -p fieldlength="$FIELDLENGTH")
