@@ -187,8 +187,10 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
       next->lead = true;
     }
   }
-  for (size_t i = 1; i < batch.size(); i++) batch[i]->wake.Release();
+  // The next leader first: its RPC can be out while the callers answered here are
+  // still being woken, one system call each.
   if (next) next->wake.Release();
+  for (size_t i = 1; i < batch.size(); i++) batch[i]->wake.Release();
 }
 
 Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
