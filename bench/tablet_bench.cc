@@ -500,7 +500,9 @@ void RunRpc(Env* env) {
     }
     printf("server CPU per one-key Get: %.1f us; per one-row Scan: %.1f us\n", get_cpu * 1e6 / gets,
            scan_cpu * 1e6 / scans);
-    printf("get/scan server CPU ratio: %.2f\n", (get_cpu / gets) / (scan_cpu / scans));
+    printf("get/scan server CPU ratio: %.2f (one call in flight: mostly thread wakeups, the "
+           "same for both; see the file comment)\n",
+           (get_cpu / gets) / (scan_cpu / scans));
   }
   // The same under load: --cpu_in_flight calls at once, so the server's threads
   // rarely sleep between calls and each call's own work shows, not the wakeups.
@@ -547,7 +549,7 @@ void RunRpc(Env* env) {
         "%.1f us (%.0f calls/s)\n",
         FLAGS_cpu_in_flight, get_cpu * 1e6 / calls, calls / get_secs, scan_cpu * 1e6 / calls,
         calls / scan_secs);
-    printf("get/scan server CPU ratio, %d in flight: %.2f\n", FLAGS_cpu_in_flight,
+    printf("get/scan server CPU ratio, %d in flight: %.2f (target < 0.5)\n", FLAGS_cpu_in_flight,
            get_cpu / scan_cpu);
   }
   printf("row cache (--row_cache_capacity_mb=%lld): %.1f MiB in use\n",
