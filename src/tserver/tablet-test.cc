@@ -99,18 +99,26 @@ class TabletTest : public NyalaTest {
     return true;
   }
 
-  // Runs a whole scan; returns the keys of the rows in order (and checks each row
-  // is the seed row when `check_seed`).
-  std::vector<int64_t> ScanKeys(NewScanRequestPB ns, uint32_t batch_bytes = 0,
-                                bool check_seed = true, int* num_batches = nullptr) {
-    std::vector<int64_t> keys;
+  // Starts scan `ns` of t1 in batches of `batch_bytes`: the first batch's response,
+  // its rows in `rows` and `indirect`.
+  ScanResponsePB StartScan(NewScanRequestPB ns, uint32_t batch_bytes, std::string* rows,
+                           std::string* indirect) {
     ScanRequestPB req;
     *req.mutable_new_scan_request() = std::move(ns);
     req.mutable_new_scan_request()->set_tablet_id("t1");
     req.set_batch_size_bytes(batch_bytes);
     ScanResponsePB resp;
+    scanners_->StartScan(T(), req, &resp, rows, indirect);
+    return resp;
+  }
+
+  // Runs a whole scan; returns the keys of the rows in order (and checks each row
+  // is the seed row when `check_seed`).
+  std::vector<int64_t> ScanKeys(NewScanRequestPB ns, uint32_t batch_bytes = 0,
+                                bool check_seed = true, int* num_batches = nullptr) {
+    std::vector<int64_t> keys;
     std::string rows, indirect;
-    scanners_->StartScan(T(), req, &resp, &rows, &indirect);
+    ScanResponsePB resp = StartScan(std::move(ns), batch_bytes, &rows, &indirect);
     int batches = 0;
     for (int i = 0; i < 100000; i++) {
       EXPECT_FALSE(resp.has_error()) << resp.ShortDebugString();
@@ -140,18 +148,6 @@ class TabletTest : public NyalaTest {
     }
     if (num_batches) *num_batches = batches;
     return keys;
-  }
-
-  // Starts a scan of every row of t1 in batches of `batch_bytes`; the first batch's
-  // response.
-  ScanResponsePB StartScanOfT1(uint32_t batch_bytes) {
-    ScanRequestPB req;
-    req.mutable_new_scan_request()->set_tablet_id("t1");
-    req.set_batch_size_bytes(batch_bytes);
-    ScanResponsePB resp;
-    std::string rows, indirect;
-    scanners_->StartScan(T(), req, &resp, &rows, &indirect);
-    return resp;
   }
 
   // A write with a request id as the Write RPC runs it: tracker, tablet, tracker.
@@ -507,8 +503,8 @@ TEST_F(TabletTest, ScanKeyPrefixBoundsAndProjection) {
 
 TEST_F(TabletTest, ScannerSeesItsSnapshotWhileWritesContinue) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 500));
-  ScanResponsePB resp = StartScanOfT1(1000);
   std::string rows, indirect;
+  ScanResponsePB resp = StartScan(NewScanRequestPB(), 1000, &rows, &indirect);
   ASSERT_TRUE(resp.has_more_results());
   const std::string id = resp.scanner_id();
   int64_t count = resp.data().num_rows();
@@ -541,8 +537,8 @@ TEST_F(TabletTest, ScannerSeesItsSnapshotWhileWritesContinue) {
 
 TEST_F(TabletTest, CallSeqIdRepeatsBatchesAndRejectsOthers) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 300));
-  ScanResponsePB resp = StartScanOfT1(2000);
   std::string rows, indirect;
+  ScanResponsePB resp = StartScan(NewScanRequestPB(), 2000, &rows, &indirect);
   ASSERT_TRUE(resp.has_more_results());
   const std::string id = resp.scanner_id();
   EXPECT_EQ(scanners_->NumScanners(), 1u);
@@ -596,8 +592,8 @@ TEST_F(TabletTest, IdleScannersExpire) {
   scanners_.reset();
   FLAGS_scanner_ttl_ms = 50;
   scanners_ = std::make_unique<ScannerManager>(metrics_.get());
-  ScanResponsePB resp = StartScanOfT1(1000);
   std::string rows, indirect;
+  ScanResponsePB resp = StartScan(NewScanRequestPB(), 1000, &rows, &indirect);
   ASSERT_TRUE(resp.has_more_results());
   const std::string id = resp.scanner_id();
   ASSERT_OK(scanners_->KeepAlive(id));
@@ -665,8 +661,8 @@ TEST_F(TabletTest, AScanOpenAcrossADeleteReadsItsSnapshotToTheEnd) {
   ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 300));
   ASSERT_OK(T()->store()->Flush());
   TabletStore* store = T()->store();
-  ScanResponsePB resp = StartScanOfT1(2000);
   std::string rows, indirect;
+  ScanResponsePB resp = StartScan(NewScanRequestPB(), 2000, &rows, &indirect);
   ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
   ASSERT_TRUE(resp.has_more_results());
   int64_t total = resp.data().num_rows();
