@@ -71,7 +71,6 @@ Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore*
     last->SeekToLast();
     RETURN_NOT_OK_PREPEND(last->status(), "reading the last row of tablet " + t->tablet_id());
     MutexLock l(t->key_bound_mu_);
-    t->has_key_bound_ = last->Valid();
     if (last->Valid()) t->key_bound_ = last->key().ToString();
   }
   ASSIGN_OR_RETURN(t->schema_, Schema::FromPB(t->meta_.schema()));

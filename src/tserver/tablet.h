@@ -168,9 +168,10 @@ class Tablet {
   // time-series tables get them, read nothing; like Kudu's rowset key bounds). Set
   // from the last stored key at Open; a write raises it to its largest key before it
   // releases its row locks, so whoever locks a key next sees a bound at or above it.
+  // Empty while no row is stored (a storage key is never empty: it starts with the
+  // tablet's seq).
   mutable Mutex key_bound_mu_;
   std::string key_bound_ GUARDED_BY(key_bound_mu_);
-  bool has_key_bound_ GUARDED_BY(key_bound_mu_) = false;  // false: no row stored yet
 
   // Held shared by every write and get, exclusively by MarkDeleted().
   mutable std::shared_mutex ops_mu_;

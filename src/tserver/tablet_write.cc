@@ -162,17 +162,15 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   for (const KeySlot& s : w->slots) w->locks.Add(*locks_, s.key);
   w->locks.Lock(locks_);
   // Keys above the tablet's key bound are stored nowhere: no read for them. (The
-  // slots are in key order.)
-  size_t first_above_bound = 0;
+  // slots are in key order; every key is above an empty bound.)
+  size_t first_above_bound;
   {
     MutexLock l(key_bound_mu_);
-    if (has_key_bound_) {
-      const Slice bound(key_bound_);
-      first_above_bound = static_cast<size_t>(
-          std::partition_point(w->slots.begin(), w->slots.end(),
-                               [&](const KeySlot& s) { return s.key.compare(bound) <= 0; }) -
-          w->slots.begin());
-    }
+    const Slice bound(key_bound_);
+    first_above_bound = static_cast<size_t>(
+        std::partition_point(w->slots.begin(), w->slots.end(),
+                             [&](const KeySlot& s) { return s.key.compare(bound) <= 0; }) -
+        w->slots.begin());
   }
   std::vector<Slice>& reads = w->read_keys;  // keys needing a read, in key order
   for (uint32_t s = 0; s < first_above_bound; s++) {
@@ -302,10 +300,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   if (!w->slots.empty()) {
     const Slice largest = w->slots.back().key;
     MutexLock l(key_bound_mu_);
-    if (!has_key_bound_ || Slice(key_bound_).compare(largest) < 0) {
-      key_bound_.assign(largest.cdata(), largest.size());
-      has_key_bound_ = true;
-    }
+    if (Slice(key_bound_).compare(largest) < 0) key_bound_.assign(largest.cdata(), largest.size());
   }
   w->locks.Release();
   w->reads.Clear();
