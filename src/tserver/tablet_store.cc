@@ -640,27 +640,28 @@ void TabletStore::MultiGet(const TabletRows& rows, const StoreSnapshot* snapshot
   out->size_ = n;
   out->status_ = Status::OK();
   if (n == 0) return;
-  // rocksdb::Slice and nyala::Slice differ in type only; convert on the stack in chunks.
-  constexpr size_t kChunk = 128;
-  rocksdb::Slice rkeys[kChunk];
   rocksdb::ReadOptions ro;
   if (snapshot) ro.snapshot = snapshot->snap_;
   if (memory_only) ro.read_tier = rocksdb::kBlockCacheTier;
-  // Key by key with Get: for memory_only, because RocksDB 7.8's batched MultiGet
-  // ignores read_tier and reads the disk (Get answers Incomplete instead); for one
-  // key, because MultiGet's batching costs ~2k instructions more than a Get
-  // (callgrind: ~15% of a one-key lookup from the block cache).
-  const bool key_by_key = memory_only || n == 1;
-  if (key_by_key) {
+  if (memory_only || n == 1) {
+    // Key by key with Get: for memory_only, because RocksDB 7.8's batched MultiGet
+    // ignores read_tier and reads the disk (Get answers Incomplete instead); for one
+    // key, because MultiGet's batching costs ~2k instructions more than a Get
+    // (callgrind: ~15% of a one-key lookup from the block cache).
     for (size_t i = 0; i < n; i++) {
       rep->statuses[i] = db_->Get(ro, rows.cf_, ToRocks(keys[i]), &rep->values[i]);
     }
-  }
-  for (size_t base = 0; base < n && !key_by_key; base += kChunk) {
-    const size_t m = std::min(kChunk, n - base);
-    for (size_t i = 0; i < m; i++) rkeys[i] = ToRocks(keys[base + i]);
-    db_->MultiGet(ro, rows.cf_, m, rkeys, rep->values.data() + base, rep->statuses.data() + base,
-                  sorted);
+  } else {
+    // rocksdb::Slice and nyala::Slice differ in type only; convert on the stack in
+    // chunks.
+    constexpr size_t kChunk = 128;
+    rocksdb::Slice rkeys[kChunk];
+    for (size_t base = 0; base < n; base += kChunk) {
+      const size_t m = std::min(kChunk, n - base);
+      for (size_t i = 0; i < m; i++) rkeys[i] = ToRocks(keys[base + i]);
+      db_->MultiGet(ro, rows.cf_, m, rkeys, rep->values.data() + base,
+                    rep->statuses.data() + base, sorted);
+    }
   }
   for (size_t i = 0; i < n; i++) {
     const rocksdb::Status& s = rep->statuses[i];
