@@ -462,38 +462,50 @@ void RunRpc(Env* env) {
     const double s1 = Seconds(t1);
     printf("rpc get, 100 keys per call: %.2f us/key\n", s1 * 1e6 / (calls * 100.0));
   }
-  // Server CPU: one-key Get vs one-row Scan, A B A B.
+  // Server CPU: one-key Get vs one-row Scan, A B A B; the same requests one at a time
+  // and --cpu_in_flight at once.
+  const std::vector<std::string> server_threads = {"srv-", "svc-TabletSe"};
+  const int64_t max_key = FLAGS_rpc_rows - 1;
+  auto make_get = [&](std::mt19937_64* rng, GetRequestPB* req) {
+    req->set_tablet_id("rpc");
+    req->add_keys(EncodedKey(schema, std::uniform_int_distribution<int64_t>(0, max_key)(*rng)));
+  };
+  auto check_get = [](const GetResponsePB& resp) { CHECK_EQ(resp.data().num_rows(), 1); };
+  auto make_scan = [&](std::mt19937_64* rng, ScanRequestPB* req) {
+    auto* ns = req->mutable_new_scan_request();
+    ns->set_tablet_id("rpc");
+    auto* p = ns->add_predicates();
+    p->set_column("key");
+    const int64_t k = std::uniform_int_distribution<int64_t>(0, max_key)(*rng);
+    p->mutable_equality()->set_value(EncodeCellValue(Cell::Int64(k)));
+  };
+  auto check_scan = [](const ScanResponsePB& resp) {
+    CHECK_EQ(resp.data().num_rows(), 1);
+    CHECK(!resp.has_more_results());
+  };
   {
-    const std::vector<std::string> server_threads = {"srv-", "svc-TabletSe"};
     double get_cpu = 0, scan_cpu = 0;
     int64_t gets = 0, scans = 0;
     rpc::RpcController ctl;
     const int per_round = std::max(1, FLAGS_rpc_get_ops / 4);
     for (int round = 0; round < 4; round++) {
       double c0 = ThreadsCpuSeconds(server_threads);
-      GetRequestPB greq;
-      greq.set_tablet_id("rpc");
-      greq.add_keys();
       for (int i = 0; i < per_round; i++) {
-        *greq.mutable_keys(0) = EncodedKey(schema, pick(rng));
+        GetRequestPB req;
+        make_get(&rng, &req);
         GetResponsePB resp;
-        call("Get", greq, &resp, &ctl);
-        CHECK_EQ(resp.data().num_rows(), 1);
+        call("Get", req, &resp, &ctl);
+        check_get(resp);
       }
       double c1 = ThreadsCpuSeconds(server_threads);
       get_cpu += c1 - c0;
       gets += per_round;
       for (int i = 0; i < per_round; i++) {
-        ScanRequestPB sreq;
-        auto* ns = sreq.mutable_new_scan_request();
-        ns->set_tablet_id("rpc");
-        auto* p = ns->add_predicates();
-        p->set_column("key");
-        p->mutable_equality()->set_value(EncodeCellValue(Cell::Int64(pick(rng))));
+        ScanRequestPB req;
+        make_scan(&rng, &req);
         ScanResponsePB resp;
-        call("Scan", sreq, &resp, &ctl);
-        CHECK_EQ(resp.data().num_rows(), 1);
-        CHECK(!resp.has_more_results());
+        call("Scan", req, &resp, &ctl);
+        check_scan(resp);
       }
       scan_cpu += ThreadsCpuSeconds(server_threads) - c1;
       scans += per_round;
@@ -507,26 +519,7 @@ void RunRpc(Env* env) {
   // The same under load: --cpu_in_flight calls at once, so the server's threads
   // rarely sleep between calls and each call's own work shows, not the wakeups.
   if (FLAGS_cpu_in_flight > 0) {
-    const std::vector<std::string> server_threads = {"srv-", "svc-TabletSe"};
     const int64_t per_round = std::max(1, FLAGS_rpc_get_ops);
-    const int64_t max_key = FLAGS_rpc_rows - 1;
-    auto make_get = [&](std::mt19937_64* rng, GetRequestPB* req) {
-      req->set_tablet_id("rpc");
-      req->add_keys(EncodedKey(schema, std::uniform_int_distribution<int64_t>(0, max_key)(*rng)));
-    };
-    auto check_get = [](const GetResponsePB& resp) { CHECK_EQ(resp.data().num_rows(), 1); };
-    auto make_scan = [&](std::mt19937_64* rng, ScanRequestPB* req) {
-      auto* ns = req->mutable_new_scan_request();
-      ns->set_tablet_id("rpc");
-      auto* p = ns->add_predicates();
-      p->set_column("key");
-      const int64_t k = std::uniform_int_distribution<int64_t>(0, max_key)(*rng);
-      p->mutable_equality()->set_value(EncodeCellValue(Cell::Int64(k)));
-    };
-    auto check_scan = [](const ScanResponsePB& resp) {
-      CHECK_EQ(resp.data().num_rows(), 1);
-      CHECK(!resp.has_more_results());
-    };
     double get_cpu = 0, scan_cpu = 0;
     double get_secs = 0, scan_secs = 0;
     for (int round = 0; round < 4; round++) {
