@@ -256,7 +256,7 @@ Status RunRound(const std::string& dir, Round* r) {
     }
   }
   Status s = LoadThroughClient(masters, cluster ? cluster->tserver(0)->pid() : -1, &r->load);
-  if (cluster) cluster->Shutdown();
+  if (cluster) WARN_NOT_OK(cluster->Shutdown(), "stopping the cluster");
   RETURN_NOT_OK_PREPEND(s, "client load");
   if (!FLAGS_skip_rocksdb) {
     RETURN_NOT_OK_PREPEND(LoadBareRocksDb(dir + "/bare-rocksdb", &r->bare_ms, &r->bare_cpu_us),

@@ -47,9 +47,8 @@ function(nyala_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# nyala_sanitizer_test_env(<test>): in a ThreadSanitizer build, runs <test> with the
-# project's TSan options. (Used for the unit tests; the integration tests' daemons
-# still report races inside the uninstrumented RocksDB that are not yet triaged.)
+# nyala_sanitizer_test_env(<test>): in a ThreadSanitizer build, runs <test> (and the
+# daemons it starts, which inherit the environment) with the project's TSan options.
 function(nyala_sanitizer_test_env test)
   if(NYALA_SANITIZE STREQUAL "thread")
     # Races outside our code (glog/glibc, RocksDB); see the file for each entry's

@@ -41,7 +41,7 @@ class ClientITest : public NyalaTest {
   }
   void TearDown() override {
     client_.reset();
-    if (cluster_) cluster_->Shutdown();
+    if (cluster_) EXPECT_OK(cluster_->Shutdown());
     NyalaTest::TearDown();
   }
 
@@ -276,7 +276,7 @@ TEST_F(ClientITest, GetAndMultiGet) {
 // each Get for 300 ms (--get_inject_latency_ms), so the callers that queue behind the
 // first are certain to find its RPC out.
 TEST_F(ClientITest, ConcurrentGetsOfOneTabletShareAnRpc) {
-  cluster_->Shutdown();
+  ASSERT_OK(cluster_->Shutdown());
   cluster_ = std::make_unique<itest::ClientTestCluster>(
       test_dir() + "/slow-get", 1, std::vector<std::string>{"--get_inject_latency_ms=300"});
   ASSERT_OK(cluster_->Start());

@@ -56,6 +56,7 @@ class TServerITest : public NyalaTest {
   }
   void TearDown() override {
     if (client_) client_->Shutdown();
+    if (ts_) EXPECT_OK(ts_->Shutdown());
     ts_.reset();
     NyalaTest::TearDown();
   }
