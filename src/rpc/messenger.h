@@ -87,6 +87,9 @@ class Messenger {
   bool closing() const { return closing_.load(std::memory_order_acquire); }
   size_t num_connections() const;
   int num_reactors() const { return int(reactors_.size()); }
+  // Times a standby thread took a reactor's loop over from a long inline call
+  // (Reactor::RunInline; gauge rpc_inline_call_handoffs).
+  int64_t inline_call_handoffs() const;
   // Every call in flight right now, both ways, longest first (for /rpcz).
   std::vector<RunningCallInfo> DumpRunningCalls() const;
   // (service name, calls waiting in its queue) for each registered service.

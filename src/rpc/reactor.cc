@@ -2,14 +2,28 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "rpc/connection.h"
 
+DEFINE_int32(rpc_inline_call_handoff_us, 1000,
+             "A service call run on a reactor thread instead of waking an idle service thread "
+             "(--rpc_inline_calls) that is still running after this many microseconds hands "
+             "the reactor's event loop to a standby thread, so the reactor's other "
+             "connections wait at most about twice this long. While such calls keep coming, "
+             "the standby wakes once per this period to check.");
+
 namespace nyala::rpc {
+
+namespace {
+constexpr uint64_t kInlineBit = 1;
+}  // namespace
 
 void InitLibeventThreading() {
   static const bool done = [] {
@@ -43,32 +57,150 @@ Reactor::~Reactor() {
   }
   event_free(wakeup_event_);
   close(wakeup_fd_);
+  if (timer_fd_ >= 0) close(timer_fd_);
+  if (stop_fd_ >= 0) close(stop_fd_);
   event_base_free(base_);
 }
 
 void Reactor::Start() {
   CHECK(!started_);
   started_ = true;
-  thread_ = std::thread([this] { RunLoop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
+    ThreadMain(/*owner=*/true);
+  });
 }
 
-void Reactor::RunLoop() {
-  thread_id_.store(std::this_thread::get_id());
-  pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
-  event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
-  // Run whatever was posted before the loop stopped (e.g. connection teardown).
-  DrainTasks();
-  thread_id_.store(std::thread::id());
+void Reactor::ThreadMain(bool owner) {
+  while (true) {
+    if (!owner && !WaitToTakeOver()) return;  // shutdown while standing by
+    owner = true;
+    thread_id_.store(std::this_thread::get_id());
+    event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    if (inline_fn_ != nullptr) {
+      // The loop was broken to run an inline task. Nobody runs the loop meanwhile; the
+      // standby takes it over if the task runs long.
+      void (*fn)(void*) = inline_fn_;
+      void* arg = inline_arg_;
+      inline_fn_ = nullptr;
+      thread_id_.store(std::thread::id());
+      inline_start_us_.store(GetMonoTimeMicros(), std::memory_order_relaxed);
+      const uint64_t running = ((loop_state_.load() >> 1) + 1) << 1 | kInlineBit;
+      loop_state_.store(running);  // seq_cst: ordered before the timer_armed_ load below
+      if (!timer_armed_.load()) ArmStandbyTimer();
+      {
+        FlushScope scope;
+        fn(arg);
+      }
+      uint64_t expected = running;
+      if (loop_state_.compare_exchange_strong(expected, running & ~kInlineBit)) {
+        if (!closing()) continue;  // still the owner: back into the loop
+      } else {
+        owner = false;  // the standby has the loop now; this thread stands by
+        standby_free_.store(true, std::memory_order_release);
+        continue;
+      }
+    }
+    // The loop stopped for shutdown. Run whatever was posted before it stopped (e.g.
+    // connection teardown), then release the standby.
+    DrainTasks();
+    thread_id_.store(std::thread::id());
+    if (stop_fd_ >= 0) {
+      uint64_t one = 1;
+      ssize_t n = write(stop_fd_, &one, sizeof(one));
+      (void)n;
+    }
+    return;
+  }
+}
+
+bool Reactor::RunInline(void (*fn)(void*), void* arg) {
+  DCHECK(IsCurrentThread());
+  if (!CanRunInline()) return false;
+  StartStandby();
+  inline_fn_ = fn;
+  inline_arg_ = arg;
+  event_base_loopbreak(base_);  // ThreadMain runs the task when the callback returns
+  return true;
+}
+
+void Reactor::StartStandby() {
+  if (standby_started_.load(std::memory_order_relaxed)) return;
+  MutexLock l(standby_mu_);
+  if (standby_.joinable() || closing()) return;
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  PCHECK(timer_fd_ >= 0) << "timerfd_create";
+  stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  PCHECK(stop_fd_ >= 0) << "eventfd";
+  standby_free_.store(true, std::memory_order_release);
+  standby_started_.store(true, std::memory_order_relaxed);
+  standby_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), (name_.substr(0, 12) + "-sb").c_str());
+    ThreadMain(/*owner=*/false);
+  });
+}
+
+void Reactor::ArmStandbyTimer() {
+  if (timer_armed_.exchange(true)) return;
+  const int64_t us = std::max(FLAGS_rpc_inline_call_handoff_us, 1);
+  itimerspec spec{};
+  spec.it_interval.tv_sec = us / 1000000;
+  spec.it_interval.tv_nsec = (us % 1000000) * 1000;
+  spec.it_value = spec.it_interval;
+  PCHECK(timerfd_settime(timer_fd_, 0, &spec, nullptr) == 0) << "timerfd_settime";
+}
+
+bool Reactor::WaitToTakeOver() {
+  uint64_t last_episode = loop_state_.load() >> 1;
+  while (true) {
+    pollfd fds[2] = {{timer_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      PCHECK(errno == EINTR) << "poll";
+      continue;
+    }
+    if (closing() || fds[1].revents != 0) return false;
+    uint64_t ticks;
+    if (read(timer_fd_, &ticks, sizeof(ticks)) < 0) continue;  // spurious
+    const uint64_t state = loop_state_.load();
+    if (state & kInlineBit) {
+      const int64_t ran_us =
+          GetMonoTimeMicros() - inline_start_us_.load(std::memory_order_relaxed);
+      uint64_t expected = state;
+      if (ran_us >= FLAGS_rpc_inline_call_handoff_us &&
+          loop_state_.compare_exchange_strong(expected, ((state >> 1) + 1) << 1)) {
+        standby_free_.store(false, std::memory_order_relaxed);
+        inline_handoffs_.fetch_add(1, std::memory_order_relaxed);
+        LOG_EVERY_N(INFO, 100) << name_ << ": an inline call has run " << ran_us
+                               << " us; the standby thread takes the event loop over";
+        return true;
+      }
+    } else if ((state >> 1) == last_episode) {
+      // A whole period without an inline task: stop ticking until the next one. Disarm
+      // first, then clear the flag, then look again: an owner that went inline after
+      // seeing the flag still set is seen here and the timer re-armed.
+      itimerspec off{};
+      PCHECK(timerfd_settime(timer_fd_, 0, &off, nullptr) == 0) << "timerfd_settime";
+      timer_armed_.store(false);
+      if (loop_state_.load() & kInlineBit) ArmStandbyTimer();
+    }
+    last_episode = state >> 1;
+  }
 }
 
 void Reactor::Shutdown() {
   if (closing_.exchange(true)) {
     if (thread_.joinable()) thread_.join();
+    MutexLock l(standby_mu_);
+    if (standby_.joinable()) standby_.join();
     return;
   }
   if (!started_) return;
   Post([this] { event_base_loopbreak(base_); });
   thread_.join();
+  {
+    MutexLock l(standby_mu_);
+    if (standby_.joinable()) standby_.join();
+  }
   MutexLock l(tasks_mu_);
   accepting_tasks_ = false;
   tasks_.clear();

@@ -1,8 +1,20 @@
 // Reactor: one thread running one libevent event_base. Every socket of a connection
 // is watched by exactly one reactor and all of its I/O happens on that thread.
 //
+// Inline tasks. RunInline() lets a loop callback hand work to its own thread, to run
+// once the callback returns, outside the event loop: a service call that would
+// otherwise wake a sleeping service thread runs with no thread hop. While it runs,
+// no thread runs the loop. If it is still running after --rpc_inline_call_handoff_us,
+// a standby thread (started with the first inline task) takes the event loop over and
+// becomes the reactor thread; the thread that ran the task becomes the standby when
+// the task returns. So a task that blocks delays the reactor's other connections by
+// at most about twice that time, once. While inline tasks keep coming, the standby
+// wakes once per that period to check; after a period with none it sleeps until the
+// next.
+//
 // Thread-safety: Post() and RunAfter() may be called from any thread; every other
 // method only on the reactor's own thread (checked with DCHECK(IsCurrentThread())).
+// "The reactor's own thread" is whichever thread runs the loop at the time.
 #pragma once
 
 #include <atomic>
@@ -49,6 +61,19 @@ class Reactor {
   // tasks that may outlive their target must check it themselves.
   void RunAfter(MonoDelta delay, std::function<void()> task);
 
+  // Reactor thread, inside a loop callback: runs fn(arg) on this thread once the
+  // callback returns, outside the event loop (see the class comment). False, with
+  // nothing taken, if an inline task is already waiting or the reactor is closing.
+  bool RunInline(void (*fn)(void*), void* arg);
+  // Reactor thread: whether RunInline() would take a task now.
+  bool CanRunInline() const {
+    return inline_fn_ == nullptr && !closing() &&
+           (!standby_started_.load(std::memory_order_relaxed) ||
+            standby_free_.load(std::memory_order_acquire));
+  }
+  // Times the standby took the loop over from a long inline task (any thread).
+  int64_t inline_handoffs() const { return inline_handoffs_.load(std::memory_order_relaxed); }
+
   bool IsCurrentThread() const { return std::this_thread::get_id() == thread_id_.load(); }
   event_base* base() const { return base_; }
   const std::string& name() const { return name_; }
@@ -71,7 +96,15 @@ class Reactor {
 
  private:
   static void OnWakeup(int fd, short events, void* arg);
-  void RunLoop();
+  // Body of both threads: runs the loop while this thread owns it, inline tasks in
+  // between, and waits as the standby otherwise. Returns at shutdown.
+  void ThreadMain(bool owner);
+  // Standby: waits for a timer tick or shutdown; true once it has taken the loop over
+  // from a long inline task, false at shutdown.
+  bool WaitToTakeOver();
+  // Arms the standby's periodic timer unless it is armed.
+  void ArmStandbyTimer();
+  void StartStandby();
   void DrainTasks();
 
   const std::string name_;
@@ -80,6 +113,25 @@ class Reactor {
   int wakeup_fd_ = -1;  // eventfd
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_;
+
+  // Inline tasks (see the class comment). inline_fn_/inline_arg_: the loop owner only.
+  void (*inline_fn_)(void*) = nullptr;
+  void* inline_arg_ = nullptr;
+  // (episode << 1) | running: each inline task is a new episode. The task's thread
+  // gives the inline bit back with a compare-and-swap; the standby takes the loop
+  // over with one that moves to a new episode, so exactly one of them wins.
+  std::atomic<uint64_t> loop_state_{0};
+  std::atomic<int64_t> inline_start_us_{0};  // MonoTime of the running task's start
+  std::atomic<bool> timer_armed_{false};
+  std::atomic<bool> standby_started_{false};
+  // A thread stands by to take the loop over. False while the standby owns the loop and
+  // the thread it took over from still runs its task: no inline task runs then.
+  std::atomic<bool> standby_free_{false};
+  std::atomic<int64_t> inline_handoffs_{0};
+  Mutex standby_mu_;
+  std::thread standby_ GUARDED_BY(standby_mu_);
+  int timer_fd_ = -1;  // the standby's periodic tick (timerfd), made with the standby
+  int stop_fd_ = -1;   // eventfd: written at shutdown to release the standby
   std::atomic<bool> closing_{false};
   bool started_ = false;
 

@@ -1,5 +1,6 @@
 // End-to-end tests of the RPC framework over real loopback sockets: a server
 // messenger with the test CalculatorService and client messengers calling it.
+#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,6 +19,9 @@
 #include "rpc/rpc_test_util.h"
 #include "rpc/rtest.pb.h"
 #include "rpc/rtest_service.h"
+
+DECLARE_bool(rpc_inline_calls);
+DECLARE_int32(rpc_inline_call_handoff_us);
 
 namespace nyala::rpc {
 namespace {
@@ -353,6 +357,89 @@ TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
   }
   EXPECT_EQ(fallbacks->value(), 2);
   EXPECT_EQ(calls->value(), 4);
+  client->Shutdown();
+}
+
+// The thread that ran ThreadName on the server.
+std::string ServerThreadName(const Proxy& proxy) {
+  EchoRequestPB req;
+  EchoResponsePB resp;
+  RpcController rpc;
+  Status s = proxy.SyncRequest("ThreadName", req, &resp, &rpc);
+  return s.ok() ? resp.data() : s.ToString();
+}
+
+// A call that finds a service thread idle runs on the reactor thread that read it
+// (--rpc_inline_calls), not on the service thread, which would have to be woken.
+TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
+  gflags::FlagSaver saver;
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  for (int i = 0; i < 3; i++) EXPECT_EQ(ServerThreadName(proxy), "server-r0");
+  FLAGS_rpc_inline_calls = false;
+  EXPECT_EQ(ServerThreadName(proxy).rfind("svc-", 0), 0u);
+  client->Shutdown();
+}
+
+// An inline call that runs long hands the reactor's event loop to the standby thread:
+// another connection of the same reactor is served while it still runs. With the
+// hand-off out of reach (--rpc_inline_call_handoff_us of a minute) the Add below
+// waits for the Sleep and the test fails.
+TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(2, 10, Sockaddr::Loopback(0), /*reactors=*/1));
+  auto sleeper = NewClient();
+  Proxy sleep_proxy(sleeper, addr_, CalculatorService::kName);
+  SleepRequestPB sleep;
+  sleep.set_sleep_ms(1500);
+  SleepResponsePB sleep_resp;
+  RpcController sleep_rpc;
+  std::atomic<bool> slept{false};
+  sleep_proxy.AsyncRequest("Sleep", sleep, &sleep_resp, &sleep_rpc, [&] { slept = true; });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+
+  auto other = NewClient();
+  Proxy proxy(other, addr_, CalculatorService::kName);
+  AddRequestPB req;
+  req.set_x(2);
+  req.set_y(3);
+  AddResponsePB resp;
+  RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromSeconds(10));
+  ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &rpc));
+  EXPECT_EQ(resp.result(), 5);
+  EXPECT_EQ(CalculatorService::sleeping.load(), 1) << "the Add waited for the Sleep";
+  EXPECT_FALSE(slept.load());
+  EXPECT_GE(server_->inline_call_handoffs(), 1);
+  // The thread that ran the Sleep stands by once it is done; calls keep working.
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(slept.load()); });
+  ASSERT_OK(sleep_rpc.status());
+  for (int i = 0; i < 20; i++) {
+    RpcController again;
+    ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &again));
+  }
+  other->Shutdown();
+  sleeper->Shutdown();
+}
+
+// Shutting a server down while an inline call runs waits for it, then stops every
+// thread (the standby too).
+TEST_F(RpcTest, ShutdownWhileAnInlineCallRuns) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  SleepRequestPB req;
+  req.set_sleep_ms(200);
+  SleepResponsePB resp;
+  RpcController rpc;
+  std::atomic<bool> done{false};
+  proxy.AsyncRequest("Sleep", req, &resp, &rpc, [&] { done = true; });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  server_->Shutdown();
+  EXPECT_EQ(CalculatorService::sleeping.load(), 0);
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_TRUE(done.load()); });
   client->Shutdown();
 }
 

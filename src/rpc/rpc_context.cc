@@ -35,6 +35,8 @@ RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
 
 RpcContext::~RpcContext() { conn_->messenger()->inbound_calls().Remove(this); }
 
+Reactor* RpcContext::reactor() const { return conn_->reactor(); }
+
 Status RpcContext::ParseRequest() {
   DCHECK(method_);
   FrameParts parts;

@@ -25,6 +25,7 @@
 namespace nyala::rpc {
 
 class Connection;
+class Reactor;
 struct RpcMethodInfo;
 
 class RpcContext : public InFlightHook {
@@ -68,6 +69,8 @@ class RpcContext : public InFlightHook {
   ~RpcContext();
 
   void set_method(RpcMethodInfo* method) { method_ = method; }
+  // The reactor whose connection brought the call.
+  Reactor* reactor() const;
   RpcMethodInfo* method() const { return method_; }
   // Parses the body and sidecars into a new request message and prepares the
   // response; on failure the caller answers ERROR_INVALID_REQUEST.

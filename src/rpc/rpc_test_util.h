@@ -16,12 +16,13 @@ namespace nyala::rpc {
 
 class RpcTestBase : public NyalaTest {
  protected:
-  // Starts the server (2 reactors) with `threads` service threads and a queue of
-  // `queue` calls, listening on `addr` (port 0: any); its address goes to addr_.
-  void StartServer(int threads = 2, int queue = 50, const Sockaddr& addr = Sockaddr::Loopback(0)) {
+  // Starts the server (`reactors` reactors) with `threads` service threads and a queue
+  // of `queue` calls, listening on `addr` (port 0: any); its address goes to addr_.
+  void StartServer(int threads = 2, int queue = 50, const Sockaddr& addr = Sockaddr::Loopback(0),
+                   int reactors = 2) {
     MessengerOptions opts;
     opts.name = "server";
-    opts.num_reactors = 2;
+    opts.num_reactors = reactors;
     opts.metrics = &server_metrics_;
     auto m = Messenger::Create(opts);
     ASSERT_OK(m.status());

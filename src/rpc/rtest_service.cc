@@ -1,5 +1,7 @@
 #include "rpc/rtest_service.h"
 
+#include <pthread.h>
+
 #include "common/monotime.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rtest.pb.h"
@@ -47,6 +49,13 @@ CalculatorService::CalculatorService() : ServiceIf(kName) {
           (void)ctx->GetInboundSidecar(i, &s);
           ctx->AddOutboundSidecar(s.ToString());
         }
+        ctx->RespondSuccess();
+      });
+  RegisterMethod<EchoRequestPB, EchoResponsePB>(
+      "ThreadName", [](const EchoRequestPB*, EchoResponsePB* resp, RpcContext* ctx) {
+        char name[16] = {};
+        pthread_getname_np(pthread_self(), name, sizeof(name));
+        resp->set_data(name);
         ctx->RespondSuccess();
       });
   RegisterMethod<AddRequestPB, AddResponsePB>(

@@ -5,9 +5,11 @@
 // count) are registered in the messenger's registry.
 //
 // An idle service thread sleeps on a semaphore of its own. A call that arrives while
-// threads are idle is handed straight to the one that went idle last (its cache is
-// the warmest): one futex wake, and no shared condition variable whose mutex the
-// woken thread would then contend for.
+// threads are idle runs on the reactor thread that read it, outside its event loop
+// (Reactor::RunInline, --rpc_inline_calls), so no thread needs waking. Otherwise it is
+// handed straight to the thread that went idle last (its cache is the warmest): one
+// futex wake, and no shared condition variable whose mutex the woken thread would
+// then contend for.
 //
 // Thread-safety: QueueInboundCall() from reactor threads; Shutdown() from any thread.
 #pragma once
@@ -58,9 +60,14 @@ class ServicePool {
   struct Worker {
     Semaphore wake;
     std::unique_ptr<RpcContext> call;  // null when woken for shutdown
+    ServicePool* pool = nullptr;
   };
 
   void RunThread(Worker* self);
+  // Reactor::RunInline's task: runs the call in `worker`'s hand-off slot on this
+  // thread, in the place of that sleeping (borrowed) service thread, then returns the
+  // place: the thread is woken for the next queued call or goes back among the idle.
+  static void RunInlineCall(void* worker);
   // Parses the call's request unless that was done already. False (the call answered
   // ERROR_INVALID_REQUEST and released) when it does not parse.
   static bool ParseOrReject(std::unique_ptr<RpcContext>* ctx);
