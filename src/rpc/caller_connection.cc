@@ -1,6 +1,7 @@
 #include "rpc/caller_connection.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <netinet/in.h>
@@ -31,6 +32,10 @@ namespace nyala::rpc {
 namespace {
 
 constexpr size_t kInitialReadBuffer = 16 * 1024;
+// A caller waiting for its answer blocks in recv() (one system call, where poll() and
+// then read() would be two) for at most this long at a time, then checks whether the
+// messenger is shutting down and whether the call's deadline passed.
+constexpr int64_t kWaitSliceUs = 20 * 1000;
 constexpr size_t kMaxCachedConnections = 64;  // per thread
 // A connection that brought an answer this recently is reused without the check that
 // the server has not closed it (StillOpen, a system call on every call of a busy
@@ -108,6 +113,12 @@ class CallerConnection {
       getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
       if (err != 0) return Status::NetworkError("connect failed", ErrnoString(err), err);
     }
+    // Blocking from now on, for ReadBlocking(); every other send and receive passes
+    // MSG_DONTWAIT.
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+      return Status::NetworkError("fcntl", ErrnoString(errno), errno);
+    }
     return conn;
   }
 
@@ -134,7 +145,7 @@ class CallerConnection {
       bool done = false;
       s = ProcessBuffer(call, &done);
       if (!s.ok() || done) return s;
-      s = WaitFor(fd_, POLLIN, messenger_->shutdown_fd(), call->deadline(), "the answer");
+      s = ReadBlocking(call->deadline());
       if (s.IsTimedOut()) {
         // The answer may still come; a later call skips it by its call id.
         call->CompleteWithError(Status::TimedOut(
@@ -142,7 +153,6 @@ class CallerConnection {
             (MonoTime::Now() - call->start_time()).ToString()));
         return Status::OK();
       }
-      if (s.ok()) s = Read();
       if (!s.ok()) {
         call->CompleteWithError(
             s.CloneAndPrepend(call->method() + " RPC to " + remote_.ToString()));
@@ -166,7 +176,7 @@ class CallerConnection {
       msghdr msg{};
       msg.msg_iov = &iov[first];
       msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
-      ssize_t w = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      ssize_t w = sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (w < 0) {
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -189,21 +199,44 @@ class CallerConnection {
     return Status::OK();
   }
 
-  Status Read() {
+  // Waits until bytes arrive and reads them. TimedOut once `deadline` passed,
+  // ServiceUnavailable when the messenger shuts down (seen within kWaitSliceUs).
+  Status ReadBlocking(MonoTime deadline) {
     while (true) {
+      if (messenger_->closing()) return ShutdownStatus();
+      int64_t wait_us = kWaitSliceUs;
+      if (deadline != MonoTime::Max()) {
+        const int64_t left_us = (deadline - MonoTime::Now()).ToMicroseconds();
+        if (left_us <= 0) return Status::TimedOut("the answer timed out");
+        wait_us = std::min(wait_us, left_us);
+      }
+      RETURN_NOT_OK(SetReceiveTimeout(wait_us));
       if (buf_.size() - len_ < 4096) buf_.resize(std::max(kInitialReadBuffer, buf_.size() * 2));
-      ssize_t n = read(fd_, buf_.data() + len_, buf_.size() - len_);
+      ssize_t n = recv(fd_, buf_.data() + len_, buf_.size() - len_, 0);
       if (n > 0) {
         messenger_->RecordBytesReceived(n);
         len_ += size_t(n);
         return Status::OK();
       }
       if (n == 0) return Status::NetworkError("connection closed by " + remote_.ToString());
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
       return Status::NetworkError("read from " + remote_.ToString() + " failed", ErrnoString(errno),
                                   errno);
     }
+  }
+
+  // SO_RCVTIMEO, set only when it changes (almost never: a call's deadline is mostly
+  // further away than kWaitSliceUs).
+  Status SetReceiveTimeout(int64_t us) {
+    if (us == rcvtimeo_us_) return Status::OK();
+    timeval tv{};
+    tv.tv_sec = us / 1000000;
+    tv.tv_usec = us % 1000000;
+    if (setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
+      return Status::NetworkError("setsockopt(SO_RCVTIMEO)", ErrnoString(errno), errno);
+    }
+    rcvtimeo_us_ = us;
+    return Status::OK();
   }
 
   // Consumes the complete frames in the buffer. Sets *done when `call`'s answer was
@@ -274,6 +307,7 @@ class CallerConnection {
   std::vector<iovec> iov_;
   std::string buf_;
   size_t len_ = 0;
+  int64_t rcvtimeo_us_ = 0;  // SO_RCVTIMEO in force; 0: none (blocks without end)
 };
 
 // This thread's caller connections, at most one per (messenger, remote). Entries of

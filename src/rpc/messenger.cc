@@ -302,10 +302,15 @@ void Messenger::Shutdown() {
       });
     }
   }
+  // Not under services_mu_: a pool's Shutdown() waits for calls that a reactor runs
+  // in a service thread's place (ServicePool::RunInlineCall), and that reactor may
+  // first need the lock to dispatch the rest of what it read.
+  std::vector<ServicePool*> pools;
   {
-    std::unique_lock l(services_mu_);
-    for (auto& [name, pool] : services_) pool->Shutdown();
+    std::shared_lock l(services_mu_);
+    for (auto& [name, pool] : services_) pools.push_back(pool.get());
   }
+  for (ServicePool* pool : pools) pool->Shutdown();
   const Status reason = Status::ServiceUnavailable("messenger " + options_.name + " shut down");
   for (auto& r : reactors_) {
     Reactor* raw = r.get();

@@ -116,18 +116,18 @@ void Reactor::ThreadMain(bool owner) {
 
 bool Reactor::RunInline(void (*fn)(void*), void* arg) {
   DCHECK(IsCurrentThread());
-  if (!CanRunInline()) return false;
-  StartStandby();
+  if (!CanRunInline() || !StartStandby()) return false;
   inline_fn_ = fn;
   inline_arg_ = arg;
   event_base_loopbreak(base_);  // ThreadMain runs the task when the callback returns
   return true;
 }
 
-void Reactor::StartStandby() {
-  if (standby_started_.load(std::memory_order_relaxed)) return;
+bool Reactor::StartStandby() {
+  if (standby_started_.load(std::memory_order_relaxed)) return true;
   MutexLock l(standby_mu_);
-  if (standby_.joinable() || closing()) return;
+  if (standby_.joinable()) return true;
+  if (closing()) return false;
   timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   PCHECK(timer_fd_ >= 0) << "timerfd_create";
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -138,6 +138,7 @@ void Reactor::StartStandby() {
     pthread_setname_np(pthread_self(), (name_.substr(0, 12) + "-sb").c_str());
     ThreadMain(/*owner=*/false);
   });
+  return true;
 }
 
 void Reactor::ArmStandbyTimer() {

@@ -104,7 +104,8 @@ class Reactor {
   bool WaitToTakeOver();
   // Arms the standby's periodic timer unless it is armed.
   void ArmStandbyTimer();
-  void StartStandby();
+  // Starts the standby thread unless it runs; false if the reactor is closing.
+  bool StartStandby();
   void DrainTasks();
 
   const std::string name_;
