@@ -65,15 +65,21 @@ Reactor::~Reactor() {
 void Reactor::Start() {
   CHECK(!started_);
   started_ = true;
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
-    ThreadMain(/*owner=*/true);
-  });
+  thread_ = std::thread([this] { ThreadMain(/*owner=*/true); });
 }
 
 void Reactor::ThreadMain(bool owner) {
+  // The thread running the loop carries the reactor's name, the standby name-sb.
+  auto set_name = [this](bool loop_owner) {
+    const std::string name = loop_owner ? name_.substr(0, 15) : name_.substr(0, 12) + "-sb";
+    pthread_setname_np(pthread_self(), name.c_str());
+  };
+  set_name(owner);
   while (true) {
-    if (!owner && !WaitToTakeOver()) return;  // shutdown while standing by
+    if (!owner) {
+      if (!WaitToTakeOver()) return;  // shutdown while standing by
+      set_name(true);
+    }
     owner = true;
     thread_id_.store(std::this_thread::get_id());
     event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
@@ -89,7 +95,7 @@ void Reactor::ThreadMain(bool owner) {
       loop_state_.store(running);  // seq_cst: ordered before the timer_armed_ load below
       if (!timer_armed_.load()) ArmStandbyTimer();
       {
-        FlushScope scope;
+        FlushScope scope;  // the answer leaves after the task returned its worker place
         fn(arg);
       }
       uint64_t expected = running;
@@ -97,6 +103,7 @@ void Reactor::ThreadMain(bool owner) {
         if (!closing()) continue;  // still the owner: back into the loop
       } else {
         owner = false;  // the standby has the loop now; this thread stands by
+        set_name(false);
         standby_free_.store(true, std::memory_order_release);
         continue;
       }
@@ -134,10 +141,7 @@ bool Reactor::StartStandby() {
   PCHECK(stop_fd_ >= 0) << "eventfd";
   standby_free_.store(true, std::memory_order_release);
   standby_started_.store(true, std::memory_order_relaxed);
-  standby_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), (name_.substr(0, 12) + "-sb").c_str());
-    ThreadMain(/*owner=*/false);
-  });
+  standby_ = std::thread([this] { ThreadMain(/*owner=*/false); });
   return true;
 }
 

@@ -8,7 +8,8 @@
 // a standby thread (started with the first inline task) takes the event loop over and
 // becomes the reactor thread; the thread that ran the task becomes the standby when
 // the task returns. So a task that blocks delays the reactor's other connections by
-// at most about twice that time, once. While inline tasks keep coming, the standby
+// at most about twice that time, once. The thread running the loop carries the
+// reactor's name; the standby is "<name>-sb". While inline tasks keep coming, the standby
 // wakes once per that period to check; after a period with none it sleeps until the
 // next.
 //
