@@ -69,7 +69,7 @@ OutboundCall::OutboundCall(Sockaddr remote, std::string_view service, std::strin
 OutboundCall::~OutboundCall() = default;
 
 Status OutboundCall::Serialize(int32_t call_id, const google::protobuf::Message& request,
-                               uint32_t max_message_size) {
+                               uint32_t max_message_size, bool caller_waits) {
   call_id_ = call_id;
   RequestHeaderPB header;
   header.set_call_id(call_id);
@@ -79,6 +79,7 @@ Status OutboundCall::Serialize(int32_t call_id, const google::protobuf::Message&
     header.set_timeout_ms(uint32_t(std::max<int64_t>(1, controller_->timeout().ToMilliseconds())));
   }
   if (controller_->request_id()) *header.mutable_request_id() = *controller_->request_id();
+  if (caller_waits) header.set_caller_waits(true);
   for (uint32_t off : SidecarOffsets(controller_->outbound_sidecars_)) {
     header.add_sidecar_offsets(off);
   }

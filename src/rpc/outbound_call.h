@@ -30,9 +30,10 @@ class OutboundCall : public InFlightHook {
                google::protobuf::Message* response, RpcController* controller, Callback callback);
   ~OutboundCall();
 
-  // Builds the frame for `request` under `call_id` (caller's thread).
+  // Builds the frame for `request` under `call_id` (caller's thread). `caller_waits`:
+  // the caller blocks on this call (RequestHeaderPB.caller_waits).
   Status Serialize(int32_t call_id, const google::protobuf::Message& request,
-                   uint32_t max_message_size);
+                   uint32_t max_message_size, bool caller_waits = false);
 
   // Completes the call with the response frame's parts (reactor thread).
   void CompleteWithResponse(const ResponseHeaderPB& header, Slice body, Slice sidecar_area);

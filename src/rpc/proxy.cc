@@ -38,7 +38,8 @@ Status Proxy::SyncRequest(std::string_view method, const google::protobuf::Messa
   if (FLAGS_rpc_sync_calls_on_caller_thread) {
     auto call =
         std::make_unique<OutboundCall>(remote_, service_name_, method, response, controller, [] {});
-    Status s = call->Serialize(messenger_->NextCallId(), request, messenger_->max_message_size());
+    Status s = call->Serialize(messenger_->NextCallId(), request, messenger_->max_message_size(),
+                               /*caller_waits=*/true);
     if (!s.ok()) {
       call->CompleteWithError(
           s.CloneAndPrepend(std::string(method) + " RPC to " + remote_.ToString()));

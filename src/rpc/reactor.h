@@ -72,6 +72,10 @@ class Reactor {
            (!standby_started_.load(std::memory_order_relaxed) ||
             standby_free_.load(std::memory_order_acquire));
   }
+  // Inbound calls read by this reactor and not yet answered (any thread; RpcContext
+  // counts itself in and out).
+  void CountInboundCall(int delta) { inbound_calls_.fetch_add(delta, std::memory_order_relaxed); }
+  int inbound_calls() const { return inbound_calls_.load(std::memory_order_relaxed); }
   // Times the standby took the loop over from a long inline task (any thread).
   int64_t inline_handoffs() const { return inline_handoffs_.load(std::memory_order_relaxed); }
 
@@ -130,6 +134,7 @@ class Reactor {
   // the thread it took over from still runs its task: no inline task runs then.
   std::atomic<bool> standby_free_{false};
   std::atomic<int64_t> inline_handoffs_{0};
+  std::atomic<int> inbound_calls_{0};
   Mutex standby_mu_;
   std::thread standby_ GUARDED_BY(standby_mu_);
   int timer_fd_ = -1;  // the standby's periodic tick (timerfd), made with the standby

@@ -369,8 +369,9 @@ std::string ServerThreadName(const Proxy& proxy) {
   return s.ok() ? resp.data() : s.ToString();
 }
 
-// A call that finds a service thread idle runs on the reactor thread that read it
-// (--rpc_inline_calls), not on the service thread, which would have to be woken.
+// A synchronous call that finds the service threads idle runs on the reactor thread
+// that read it (--rpc_inline_calls), not on a service thread, which would have to be
+// woken.
 TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
   gflags::FlagSaver saver;
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
@@ -380,10 +381,41 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
   // runs the reactor's loop carries its name, even after a standby took it over.)
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
                     [&] { ASSERT_EQ(ServerThreadName(proxy), "server-r0"); });
+  // An async call does not say its caller waits: a service thread runs it.
+  EchoRequestPB req;
+  EchoResponsePB resp;
+  RpcController rpc;
+  std::atomic<bool> done{false};
+  proxy.AsyncRequest("ThreadName", req, &resp, &rpc, [&] { done = true; });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_TRUE(done.load()); });
+  ASSERT_OK(rpc.status());
+  EXPECT_EQ(resp.data().rfind("svc-", 0), 0u) << resp.data();
   FLAGS_rpc_inline_calls = false;
   for (int i = 0; i < 3; i++) EXPECT_EQ(ServerThreadName(proxy).rfind("svc-", 0), 0u);
   client->Shutdown();
 }
+
+// A synchronous Sleep on its own thread; done() once it returned.
+class SyncSleeper {
+ public:
+  SyncSleeper(const Proxy& proxy, uint32_t ms)
+      : thread_([this, proxy, ms] {
+          SleepRequestPB req;
+          req.set_sleep_ms(ms);
+          SleepResponsePB resp;
+          RpcController rpc;
+          status_ = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+          done_ = true;
+        }) {}
+  ~SyncSleeper() { thread_.join(); }
+  bool done() const { return done_.load(); }
+  const Status& status() const { return status_; }  // once done()
+
+ private:
+  Status status_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 // An inline call that runs long hands the reactor's event loop to the standby thread:
 // another connection of the same reactor is served while it still runs. With the
@@ -391,14 +423,9 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
 // waits for the Sleep and the test fails.
 TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
   ASSERT_NO_FATAL_FAILURE(StartServer(2, 10, Sockaddr::Loopback(0), /*reactors=*/1));
-  auto sleeper = NewClient();
-  Proxy sleep_proxy(sleeper, addr_, CalculatorService::kName);
-  SleepRequestPB sleep;
-  sleep.set_sleep_ms(1500);
-  SleepResponsePB sleep_resp;
-  RpcController sleep_rpc;
-  std::atomic<bool> slept{false};
-  sleep_proxy.AsyncRequest("Sleep", sleep, &sleep_resp, &sleep_rpc, [&] { slept = true; });
+  auto sleeper_client = NewClient();
+  Proxy sleep_proxy(sleeper_client, addr_, CalculatorService::kName);
+  SyncSleeper sleeper(sleep_proxy, 1500);  // a sync call: runs inline
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
                     [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
 
@@ -413,17 +440,51 @@ TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
   ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &rpc));
   EXPECT_EQ(resp.result(), 5);
   EXPECT_EQ(CalculatorService::sleeping.load(), 1) << "the Add waited for the Sleep";
-  EXPECT_FALSE(slept.load());
+  EXPECT_FALSE(sleeper.done());
   EXPECT_GE(server_->inline_call_handoffs(), 1);
   // The thread that ran the Sleep stands by once it is done; calls keep working.
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(slept.load()); });
-  ASSERT_OK(sleep_rpc.status());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(sleeper.done()); });
+  ASSERT_OK(sleeper.status());
   for (int i = 0; i < 20; i++) {
     RpcController again;
     ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &again));
   }
   other->Shutdown();
-  sleeper->Shutdown();
+  sleeper_client->Shutdown();
+}
+
+// A call run inline takes a service thread's place: with one service thread and a
+// queue of one, a second call waits in the queue and the others are turned away, as
+// if the inline call ran on the service thread.
+TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 1, Sockaddr::Loopback(0), /*reactors=*/1));
+  auto client = NewClient();
+  Proxy proxy(client, addr_, CalculatorService::kName);
+  SyncSleeper sleeper(proxy, 500);
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  struct Call {
+    SleepRequestPB req;
+    SleepResponsePB resp;
+    RpcController rpc;
+  };
+  std::vector<Call> calls(4);
+  std::atomic<int> done{0};
+  for (auto& c : calls) {
+    c.req.set_sleep_ms(1);
+    proxy.AsyncRequest("Sleep", c.req, &c.resp, &c.rpc, [&] { done++; });
+  }
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 4); });
+  int ok = 0, busy = 0;
+  for (auto& c : calls) {
+    ok += c.rpc.status().ok();
+    busy += c.rpc.server_too_busy();
+  }
+  EXPECT_EQ(ok, 1);    // queued, run on the service thread once the sleeper returned its place
+  EXPECT_EQ(busy, 3);  // without the borrowing, the idle service thread would have run one
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(sleeper.done()); });
+  ASSERT_OK(sleeper.status());
+  client->Shutdown();
 }
 
 // Shutting a server down while an inline call runs waits for it, then stops every
@@ -432,17 +493,13 @@ TEST_F(RpcTest, ShutdownWhileAnInlineCallRuns) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   Proxy proxy(client, addr_, CalculatorService::kName);
-  SleepRequestPB req;
-  req.set_sleep_ms(200);
-  SleepResponsePB resp;
-  RpcController rpc;
-  std::atomic<bool> done{false};
-  proxy.AsyncRequest("Sleep", req, &resp, &rpc, [&] { done = true; });
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
-  server_->Shutdown();
-  EXPECT_EQ(CalculatorService::sleeping.load(), 0);
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_TRUE(done.load()); });
+  {
+    SyncSleeper sleeper(proxy, 200);
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                      [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+    server_->Shutdown();
+    EXPECT_EQ(CalculatorService::sleeping.load(), 0);
+  }
   client->Shutdown();
 }
 

@@ -10,6 +10,7 @@
 #include "common/metrics.h"
 #include "rpc/connection.h"
 #include "rpc/messenger.h"
+#include "rpc/reactor.h"
 #include "rpc/service_if.h"
 
 namespace nyala::rpc {
@@ -31,9 +32,13 @@ RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
                   ? arrival_ + MonoDelta::FromMilliseconds(header_.timeout_ms())
                   : MonoTime::Max();
   conn_->messenger()->inbound_calls().Add(this, uint32_t(header_.call_id()));
+  conn_->reactor()->CountInboundCall(+1);
 }
 
-RpcContext::~RpcContext() { conn_->messenger()->inbound_calls().Remove(this); }
+RpcContext::~RpcContext() {
+  conn_->reactor()->CountInboundCall(-1);
+  conn_->messenger()->inbound_calls().Remove(this);
+}
 
 Reactor* RpcContext::reactor() const { return conn_->reactor(); }
 

@@ -69,6 +69,8 @@ class RpcContext : public InFlightHook {
   ~RpcContext();
 
   void set_method(RpcMethodInfo* method) { method_ = method; }
+  // The caller blocks on this call (RequestHeaderPB.caller_waits).
+  bool caller_waits() const { return header_.caller_waits(); }
   // The reactor whose connection brought the call.
   Reactor* reactor() const;
   RpcMethodInfo* method() const { return method_; }

@@ -10,11 +10,12 @@
 #include "rpc/reactor.h"
 
 DEFINE_bool(rpc_inline_calls, true,
-            "A call that arrives while a service thread sits idle runs on the reactor thread "
-            "that read it, right after its read callback, instead of waking that service "
-            "thread: one thread wakeup less per call on a lightly loaded server. A call that "
-            "runs long hands the reactor's event loop to a standby thread "
-            "(--rpc_inline_call_handoff_us).");
+            "A synchronous call (its caller waits for it) that is its reactor's only call and "
+            "finds the service's threads all idle runs on the reactor thread that read it, "
+            "right after its read callback, instead of waking a service thread: one thread "
+            "wakeup less per call. It takes an idle service thread's place, so the service "
+            "never runs more calls at once than it has threads. A call that runs long hands "
+            "the reactor's event loop to a standby thread (--rpc_inline_call_handoff_us).");
 
 namespace nyala::rpc {
 
@@ -102,17 +103,24 @@ size_t ServicePool::queue_size() const {
 
 void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
   Reactor* reactor = ctx->reactor();
-  // Only on the reactor that read the call (not for a call a service thread passes on),
-  // and only when a service thread would otherwise have to be woken for it.
-  const bool may_inline =
-      FLAGS_rpc_inline_calls && reactor->IsCurrentThread() && reactor->CanRunInline();
+  // Only for a caller that waits for this call (a pipelining caller is better served
+  // by a reactor that keeps reading while a service thread runs the call), on the
+  // reactor that read it (not for a call a service thread passes on), when it is the
+  // reactor's only call in flight (other callers of this reactor would wait while it
+  // runs), and when a service thread would otherwise have to be woken for it: the
+  // whole pool is idle (below).
+  const bool may_inline = FLAGS_rpc_inline_calls && ctx->caller_waits() &&
+                          reactor->IsCurrentThread() && reactor->inbound_calls() == 1 &&
+                          reactor->CanRunInline();
   Worker* idle = nullptr;
   bool shutting_down;
+  bool run_inline = false;
   {
     MutexLock l(mu_);
     shutting_down = shutdown_;
     if (!shutdown_) {
       if (!idle_.empty()) {
+        run_inline = may_inline && idle_.size() == size_t(num_threads_);
         idle = idle_.back();
         idle_.pop_back();
         idle->call = std::move(ctx);
@@ -125,7 +133,7 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
     // The call runs on this thread in the idle service thread's place, which stays
     // asleep and out of idle_ until the call is done: the pool never runs more calls
     // at once than it has threads.
-    if (!may_inline || !reactor->RunInline(&ServicePool::RunInlineCall, idle)) {
+    if (!run_inline || !reactor->RunInline(&ServicePool::RunInlineCall, idle)) {
       idle->wake.Release();
     }
   }

@@ -4,11 +4,13 @@
 // without running. Per-method metrics (calls, handler latency, queue time, too-busy
 // count) are registered in the messenger's registry.
 //
-// An idle service thread sleeps on a semaphore of its own. A call that arrives while
-// threads are idle runs on the reactor thread that read it, outside its event loop
-// (Reactor::RunInline, --rpc_inline_calls), so no thread needs waking. Otherwise it is
-// handed straight to the thread that went idle last (its cache is the warmest): one
-// futex wake, and no shared condition variable whose mutex the woken thread would
+// An idle service thread sleeps on a semaphore of its own. A synchronous call
+// (RequestHeaderPB.caller_waits) that is its reactor's only call and finds every
+// service thread idle runs on the reactor thread that read it, outside its event loop
+// (Reactor::RunInline, --rpc_inline_calls), in the place of an idle service thread,
+// which stays asleep: no thread needs waking. Otherwise a call that finds a thread
+// idle is handed straight to the one that went idle last (its cache is the warmest):
+// one futex wake, and no shared condition variable whose mutex the woken thread would
 // then contend for.
 //
 // Thread-safety: QueueInboundCall() from reactor threads; Shutdown() from any thread.
