@@ -21,7 +21,9 @@
 //              prints `get/scan server CPU ratio: X` (and `..., N in flight: X`).
 //              With one call in flight, most of a call's server CPU is the kernel
 //              waking the server's thread and then the client (~40 us on the 2-vCPU
-//              VM, the same for both methods); with calls in flight the threads stay
+//              VM, the same for both methods: both run on the reactor thread, the
+//              Get in its fast path, the sync Scan inline, --rpc_inline_calls);
+//              with calls in flight the threads stay
 //              awake and the ratio is of the calls' own work, which is what the
 //              "Get < half a one-row Scan" target is about. Gets are answered from
 //              the RocksDB row cache once warm (--row_cache_capacity_mb=0 turns it

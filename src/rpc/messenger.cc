@@ -94,6 +94,12 @@ int64_t Messenger::inline_call_handoffs() const {
   return n;
 }
 
+int Messenger::inbound_call_count() const {
+  int n = 0;
+  for (const auto& r : reactors_) n += r->inbound_calls();
+  return n;
+}
+
 Messenger::~Messenger() {
   Shutdown();
   metrics_->RemoveFunctionGauges(this);

@@ -90,6 +90,8 @@ class Messenger {
   // Times a standby thread took a reactor's loop over from a long inline call
   // (Reactor::RunInline; gauge rpc_inline_call_handoffs).
   int64_t inline_call_handoffs() const;
+  // Inbound calls read and not yet answered, over all reactors (racy; cheap).
+  int inbound_call_count() const;
   // Every call in flight right now, both ways, longest first (for /rpcz).
   std::vector<RunningCallInfo> DumpRunningCalls() const;
   // (service name, calls waiting in its queue) for each registered service.

@@ -369,6 +369,13 @@ std::string ServerThreadName(const Proxy& proxy) {
   return s.ok() ? resp.data() : s.ToString();
 }
 
+// Waits until a sync call runs inline: the service threads have all gone idle (they
+// do some time after the server starts). The server's single reactor is "server-r0".
+void WaitUntilCallsRunInline(const Proxy& proxy) {
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                    [&] { ASSERT_EQ(ServerThreadName(proxy), "server-r0"); });
+}
+
 // A synchronous call that finds the service threads idle runs on the reactor thread
 // that read it (--rpc_inline_calls), not on a service thread, which would have to be
 // woken.
@@ -377,10 +384,9 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   Proxy proxy(client, addr_, CalculatorService::kName);
-  // The service thread goes idle some time after the server starts. (The thread that
-  // runs the reactor's loop carries its name, even after a standby took it over.)
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(ServerThreadName(proxy), "server-r0"); });
+  // (The thread that runs the reactor's loop carries its name, even after a standby
+  // took it over.)
+  ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   // An async call does not say its caller waits: a service thread runs it.
   EchoRequestPB req;
   EchoResponsePB resp;
@@ -425,6 +431,7 @@ TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
   ASSERT_NO_FATAL_FAILURE(StartServer(2, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto sleeper_client = NewClient();
   Proxy sleep_proxy(sleeper_client, addr_, CalculatorService::kName);
+  ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(sleep_proxy));
   SyncSleeper sleeper(sleep_proxy, 1500);  // a sync call: runs inline
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
                     [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
@@ -460,6 +467,7 @@ TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 1, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   Proxy proxy(client, addr_, CalculatorService::kName);
+  ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   SyncSleeper sleeper(proxy, 500);
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
                     [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
@@ -493,6 +501,7 @@ TEST_F(RpcTest, ShutdownWhileAnInlineCallRuns) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   Proxy proxy(client, addr_, CalculatorService::kName);
+  ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   {
     SyncSleeper sleeper(proxy, 200);
     ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),

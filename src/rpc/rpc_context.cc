@@ -41,6 +41,7 @@ RpcContext::~RpcContext() {
 }
 
 Reactor* RpcContext::reactor() const { return conn_->reactor(); }
+Messenger* RpcContext::messenger() const { return conn_->messenger(); }
 
 Status RpcContext::ParseRequest() {
   DCHECK(method_);

@@ -25,6 +25,7 @@
 namespace nyala::rpc {
 
 class Connection;
+class Messenger;
 class Reactor;
 struct RpcMethodInfo;
 
@@ -71,8 +72,9 @@ class RpcContext : public InFlightHook {
   void set_method(RpcMethodInfo* method) { method_ = method; }
   // The caller blocks on this call (RequestHeaderPB.caller_waits).
   bool caller_waits() const { return header_.caller_waits(); }
-  // The reactor whose connection brought the call.
+  // The reactor whose connection brought the call, and its messenger.
   Reactor* reactor() const;
+  Messenger* messenger() const;
   RpcMethodInfo* method() const { return method_; }
   // Parses the body and sidecars into a new request message and prepares the
   // response; on failure the caller answers ERROR_INVALID_REQUEST.

@@ -7,6 +7,7 @@
 #include "common/histogram.h"
 #include "common/metrics.h"
 #include "rpc/connection.h"
+#include "rpc/messenger.h"
 #include "rpc/reactor.h"
 
 DEFINE_bool(rpc_inline_calls, true,
@@ -106,12 +107,13 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
   // Only for a caller that waits for this call (a pipelining caller is better served
   // by a reactor that keeps reading while a service thread runs the call), on the
   // reactor that read it (not for a call a service thread passes on), when it is the
-  // reactor's only call in flight (other callers of this reactor would wait while it
-  // runs), and when a service thread would otherwise have to be woken for it: the
-  // whole pool is idle (below).
+  // server's only call in flight (with other callers about, a reactor that stops to
+  // run a call makes them wait, and busy service threads need no waking), and when a
+  // service thread would otherwise have to be woken for it: the whole pool is idle
+  // (below).
   const bool may_inline = FLAGS_rpc_inline_calls && ctx->caller_waits() &&
-                          reactor->IsCurrentThread() && reactor->inbound_calls() == 1 &&
-                          reactor->CanRunInline();
+                          reactor->IsCurrentThread() && reactor->CanRunInline() &&
+                          ctx->messenger()->inbound_call_count() == 1;
   Worker* idle = nullptr;
   bool shutting_down;
   bool run_inline = false;
