@@ -11,8 +11,9 @@
 #include "rpc/reactor.h"
 
 DEFINE_bool(rpc_inline_calls, true,
-            "A synchronous call (its caller waits for it) that is its reactor's only call and "
-            "finds the service's threads all idle runs on the reactor thread that read it, "
+            "A synchronous call (its caller waits for it) that is the server's only call in "
+            "flight and finds the service's threads all idle runs on the reactor thread that "
+            "read it, "
             "right after its read callback, instead of waking a service thread: one thread "
             "wakeup less per call. It takes an idle service thread's place, so the service "
             "never runs more calls at once than it has threads. A call that runs long hands "
@@ -132,9 +133,9 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
     }
   }
   if (idle) {
-    // The call runs on this thread in the idle service thread's place, which stays
-    // asleep and out of idle_ until the call is done: the pool never runs more calls
-    // at once than it has threads.
+    // Run inline, the call takes the idle service thread's place: that thread stays
+    // asleep and out of idle_ until the call is done, so the pool never runs more
+    // calls at once than it has threads.
     if (!run_inline || !reactor->RunInline(&ServicePool::RunInlineCall, idle)) {
       idle->wake.Release();
     }

@@ -5,7 +5,7 @@
 // count) are registered in the messenger's registry.
 //
 // An idle service thread sleeps on a semaphore of its own. A synchronous call
-// (RequestHeaderPB.caller_waits) that is its reactor's only call and finds every
+// (RequestHeaderPB.caller_waits) that is the server's only call and finds every
 // service thread idle runs on the reactor thread that read it, outside its event loop
 // (Reactor::RunInline, --rpc_inline_calls), in the place of an idle service thread,
 // which stays asleep: no thread needs waking. Otherwise a call that finds a thread
