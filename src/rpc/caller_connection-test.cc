@@ -113,8 +113,7 @@ TEST_F(CallerConnectionTest, MessengerShutdownEndsABlockedCall) {
     status = proxy.SyncRequest("Sleep", req, &resp, &rpc);
     done = true;
   });
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   const MonoTime start = MonoTime::Now();
   client->Shutdown();
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(3), [&] { ASSERT_TRUE(done.load()); });

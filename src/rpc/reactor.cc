@@ -192,20 +192,20 @@ bool Reactor::WaitToTakeOver() {
   }
 }
 
+void Reactor::JoinThreads() {
+  if (thread_.joinable()) thread_.join();
+  MutexLock l(standby_mu_);
+  if (standby_.joinable()) standby_.join();
+}
+
 void Reactor::Shutdown() {
   if (closing_.exchange(true)) {
-    if (thread_.joinable()) thread_.join();
-    MutexLock l(standby_mu_);
-    if (standby_.joinable()) standby_.join();
+    JoinThreads();
     return;
   }
   if (!started_) return;
   Post([this] { event_base_loopbreak(base_); });
-  thread_.join();
-  {
-    MutexLock l(standby_mu_);
-    if (standby_.joinable()) standby_.join();
-  }
+  JoinThreads();
   MutexLock l(tasks_mu_);
   accepting_tasks_ = false;
   tasks_.clear();

@@ -109,6 +109,8 @@ class Reactor {
   bool WaitToTakeOver();
   // Arms the standby's periodic timer unless it is armed.
   void ArmStandbyTimer();
+  // Joins the reactor's thread and the standby, whichever has been started.
+  void JoinThreads();
   // Starts the standby thread unless it runs; false if the reactor is closing.
   bool StartStandby();
   void DrainTasks();

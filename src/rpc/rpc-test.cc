@@ -174,8 +174,7 @@ TEST_F(RpcTest, FullQueueAnswersServerTooBusy) {
   std::atomic<int> done{0};
   calls[0].req.set_sleep_ms(500);
   proxy.AsyncRequest("Sleep", calls[0].req, &calls[0].resp, &calls[0].rpc, [&] { done++; });
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   for (size_t i = 1; i < calls.size(); i++) {
     calls[i].req.set_sleep_ms(1);
     proxy.AsyncRequest("Sleep", calls[i].req, &calls[i].resp, &calls[i].rpc, [&] { done++; });
@@ -207,8 +206,7 @@ TEST_F(RpcTest, CallExpiredInQueueIsNotRun) {
   RpcController slow_rpc;
   std::atomic<bool> slow_done{false};
   proxy.AsyncRequest("Sleep", slow, &slow_resp, &slow_rpc, [&] { slow_done = true; });
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   // Queued behind the sleeper with a 50 ms deadline: expires in the queue.
   AddRequestPB req;
   req.set_x(1);
@@ -263,8 +261,7 @@ TEST_F(RpcTest, ServerShutdownFailsPendingCalls) {
   RpcController rpc;  // no timeout: only the connection failure can end it
   std::atomic<bool> done{false};
   proxy.AsyncRequest("Sleep", req, &resp, &rpc, [&] { done = true; });
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   // Kill the client side: every pending call fails with a clear status.
   client->Shutdown();
   ASSERT_TRUE(done.load());
@@ -433,8 +430,7 @@ TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
   Proxy sleep_proxy(sleeper_client, addr_, CalculatorService::kName);
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(sleep_proxy));
   SyncSleeper sleeper(sleep_proxy, 1500);  // a sync call: runs inline
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
 
   auto other = NewClient();
   Proxy proxy(other, addr_, CalculatorService::kName);
@@ -469,8 +465,7 @@ TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
   Proxy proxy(client, addr_, CalculatorService::kName);
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   SyncSleeper sleeper(proxy, 500);
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                    [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+  ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   struct Call {
     SleepRequestPB req;
     SleepResponsePB resp;
@@ -504,8 +499,7 @@ TEST_F(RpcTest, ShutdownWhileAnInlineCallRuns) {
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   {
     SyncSleeper sleeper(proxy, 200);
-    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
-                      [&] { ASSERT_EQ(CalculatorService::sleeping.load(), 1); });
+    ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
     server_->Shutdown();
     EXPECT_EQ(CalculatorService::sleeping.load(), 0);
   }

@@ -38,6 +38,11 @@ class RpcTestBase : public NyalaTest {
     CHECK(m.ok()) << m.status().ToString();
     return *m;
   }
+  // Waits until `n` Sleep handlers of CalculatorService are running.
+  static void WaitUntilSleeping(int n = 1) {
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
+                      [&] { ASSERT_EQ(CalculatorService::sleeping.load(), n); });
+  }
   void TearDown() override {
     if (server_) server_->Shutdown();
     NyalaTest::TearDown();
