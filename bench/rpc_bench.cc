@@ -58,6 +58,7 @@ using bench::PinCurrentThread;
 
 using rpc_test::AddRequestPB;
 using rpc_test::AddResponsePB;
+using rpc_test::CalculatorServiceIf;
 
 struct Usage {
   double user_us, sys_us;
@@ -95,7 +96,10 @@ AddRequestPB MakeRequest() {
   return req;
 }
 
-const char* Method() { return FLAGS_run_on_reactor ? "AddInline" : "Add"; }
+const char* Method() {
+  return FLAGS_run_on_reactor ? CalculatorServiceIf::kAddInlineMethodName
+                              : CalculatorServiceIf::kAddMethodName;
+}
 
 // One async call chain: each completion records and reissues.
 class Chain {
@@ -175,7 +179,8 @@ int RunRpc() {
   std::vector<std::unique_ptr<Proxy>> proxies;
   for (int i = 0; i < FLAGS_client_threads; i++) {
     clients.push_back(NewMessenger("client" + std::to_string(i), 1));
-    proxies.push_back(std::make_unique<Proxy>(clients.back(), addr, CalculatorService::kName));
+    proxies.push_back(
+        std::make_unique<Proxy>(clients.back(), addr, CalculatorServiceIf::kServiceName));
   }
 
   std::vector<std::unique_ptr<Chain>> chains;

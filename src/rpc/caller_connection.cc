@@ -22,11 +22,6 @@
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
 
-DEFINE_bool(rpc_sync_calls_on_caller_thread, true,
-            "Synchronous RPCs use a connection of the calling thread and read their answer "
-            "themselves, instead of going through a reactor thread: one thread wakeup less per "
-            "call. Each thread making sync calls then holds its own connection to each server.");
-
 namespace nyala::rpc {
 
 namespace {

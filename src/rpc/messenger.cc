@@ -15,6 +15,7 @@
 
 #include "common/metrics.h"
 #include "rpc/connection.h"
+#include "rpc/dispatch_policy.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
 #include "rpc/rpc_context.h"
@@ -217,12 +218,16 @@ void Messenger::DispatchInboundCall(std::unique_ptr<RpcContext> ctx) {
     return;
   }
   ctx->set_method(method);
-  if (method->runs_on_reactor) {
-    ServicePool::RunCall(std::move(ctx));
-  } else if (method->reactor_handler) {
-    pool->RunOrQueueCall(std::move(ctx));
-  } else {
-    pool->QueueInboundCall(std::move(ctx));
+  switch (ChooseInboundRoute(*method, MonoTime::Now() > ctx->deadline())) {
+    case InboundRoute::kOnReactor:
+      ServicePool::RunCall(std::move(ctx));
+      break;
+    case InboundRoute::kReactorFastPath:
+      pool->RunOrQueueCall(std::move(ctx));
+      break;
+    case InboundRoute::kServicePool:
+      pool->QueueInboundCall(std::move(ctx));
+      break;
   }
 }
 

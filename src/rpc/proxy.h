@@ -1,11 +1,15 @@
-// Proxy: the client side of one remote service. Cheap to copy; holds no connection
-// itself (the messenger keeps one per remote address, shared by every proxy, and each
-// thread making sync calls keeps its own).
+// Proxy: the untyped client side of one remote service, under the typed proxies that
+// protoc-gen-nyalarpc generates from each service's .proto (foo.proxy.h). Use those:
 //
-//   Proxy proxy(messenger, addr, "nyala.tserver.TabletServerService");
+//   tserver::TabletServerServiceProxy proxy(messenger, addr);
 //   RpcController rpc;
 //   rpc.set_timeout(MonoDelta::FromSeconds(10));
-//   RETURN_NOT_OK(proxy.SyncRequest("Get", req, &resp, &rpc));
+//   RETURN_NOT_OK(proxy.Get(req, &resp, &rpc));
+//
+// This class is for generated code and for tests that send what no typed proxy can
+// (an unknown method). Cheap to copy; holds no connection itself (the messenger keeps
+// one per remote address, shared by every proxy, and each thread making sync calls
+// keeps its own).
 //
 // Thread-safety: thread-safe.
 #pragma once
