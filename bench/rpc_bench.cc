@@ -47,8 +47,8 @@ DEFINE_double(run_seconds, 5, "Length of the measured run, after a short warm-up
 DEFINE_int32(payload_bytes, 0, "Bytes of payload added to each request.");
 DEFINE_int32(server_cpu, -1,
              "Pin every server thread (reactors, service threads; the echo thread in pingpong "
-             "mode) to this CPU. -1: no pinning. BENCHMARKING.md asks for pinned single-client "
-             "figures: --server_cpu=0 --client_cpu=1, and both on 0 for a second row.");
+             "mode) to this CPU. -1: no pinning. bench/README.md quotes single-client figures "
+             "pinned: --server_cpu=0 --client_cpu=1, and both on 0 for a second row.");
 DEFINE_int32(client_cpu, -1, "Pin every client thread (messengers, callers) to this CPU.");
 
 namespace nyala::rpc {

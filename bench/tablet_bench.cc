@@ -28,7 +28,7 @@
 //              "Get < half a one-row Scan" target is about. Gets are answered from
 //              the RocksDB row cache once warm (--row_cache_capacity_mb=0 turns it
 //              off); the scans' blocks come from the block cache.
-// Every figure is the run's own; take the median of 3 runs (BENCHMARKING.md).
+// Every figure is the run's own; take the median of 3 runs (bench/README.md).
 #include <dirent.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -82,7 +82,7 @@ DEFINE_int32(cpu_in_flight, 16,
              "(0 skips it).");
 DEFINE_int32(server_cpu, -1,
              "Pin the RPC part's server threads (reactor, service threads) to this CPU (-1: "
-             "unpinned). BENCHMARKING.md's single-client figures: --server_cpu=0 "
+             "unpinned). bench/README.md's single-client figures: --server_cpu=0 "
              "--client_cpu=1, and both on 0 for a second row.");
 DEFINE_int32(client_cpu, -1, "Pin the RPC part's client (the calling thread) to this CPU.");
 DEFINE_string(bench_dir, "", "Directory for the stores (default: a new one under /tmp, removed).");
