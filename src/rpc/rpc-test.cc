@@ -1,6 +1,7 @@
 // End-to-end tests of the RPC framework over real loopback sockets: a server
 // messenger with the test CalculatorService and client messengers calling it.
 #include <gflags/gflags.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/metrics.h"
+#include "common/semaphore.h"
 #include "common/test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
@@ -21,6 +23,7 @@
 #include "rpc/rtest_service.h"
 
 DECLARE_bool(rpc_inline_calls);
+DECLARE_bool(rpc_reactor_methods);
 DECLARE_int32(rpc_inline_call_handoff_us);
 
 namespace nyala::rpc {
@@ -364,6 +367,31 @@ TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
   }
   EXPECT_EQ(fallbacks->value(), 2);
   EXPECT_EQ(calls->value(), 4);
+  client->Shutdown();
+}
+
+// A method declared ON_REACTOR runs on the reactor thread; --rpc_reactor_methods=false
+// sends it to a service thread (rpc/dispatch_policy.h). Async calls, which never run
+// inline.
+TEST_F(RpcTest, ReactorMethodsFlagSendsReactorMethodsToServiceThreads) {
+  gflags::FlagSaver saver;
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
+  auto client = NewClient();
+  CalculatorServiceProxy proxy(client, addr_);
+  auto thread_of_async_call = [&] {
+    EchoRequestPB req;
+    EchoResponsePB resp;
+    RpcController rpc;
+    Semaphore done;
+    proxy.ThreadNameOnReactorAsync(req, &resp, &rpc, [&] { done.Release(); });
+    done.Acquire();
+    return rpc.status().ok() ? resp.data() : rpc.status().ToString();
+  };
+  EXPECT_EQ(thread_of_async_call(), "server-r0");
+  FLAGS_rpc_reactor_methods = false;
+  EXPECT_THAT(thread_of_async_call(), ::testing::StartsWith("svc-"));
+  FLAGS_rpc_reactor_methods = true;
+  EXPECT_EQ(thread_of_async_call(), "server-r0");
   client->Shutdown();
 }
 

@@ -60,6 +60,11 @@ void CalculatorService::ThreadName(const EchoRequestPB*, EchoResponsePB* resp, R
   ctx->RespondSuccess();
 }
 
+void CalculatorService::ThreadNameOnReactor(const EchoRequestPB* req, EchoResponsePB* resp,
+                                            RpcContext* ctx) {
+  ThreadName(req, resp, ctx);
+}
+
 void CalculatorService::Fail(const AddRequestPB*, AddResponsePB*, RpcContext* ctx) {
   ctx->RespondFailure(Status::IllegalState("this method always fails"));
 }

@@ -27,6 +27,8 @@ class CalculatorService : public rpc_test::CalculatorServiceIf {
             RpcContext* ctx) override;
   void ThreadName(const rpc_test::EchoRequestPB* req, rpc_test::EchoResponsePB* resp,
                   RpcContext* ctx) override;
+  void ThreadNameOnReactor(const rpc_test::EchoRequestPB* req, rpc_test::EchoResponsePB* resp,
+                          RpcContext* ctx) override;
   void Fail(const rpc_test::AddRequestPB* req, rpc_test::AddResponsePB* resp,
             RpcContext* ctx) override;
 };
