@@ -11,6 +11,9 @@ DECLARE_bool(rpc_sync_calls_on_caller_thread);
 namespace nyala::rpc {
 namespace {
 
+const MonoTime kFuture = MonoTime::Max();
+const MonoTime kPast = MonoTime::Now() - MonoDelta::FromSeconds(1);
+
 RpcMethodInfo MethodWith(ReactorPolicy policy) {
   RpcMethodInfo m;
   m.name = "M";
@@ -20,21 +23,21 @@ RpcMethodInfo MethodWith(ReactorPolicy policy) {
 
 TEST(DispatchPolicyTest, MethodPolicyPicksTheRoute) {
   gflags::FlagSaver saver;
-  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kServiceThread), false),
+  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kServiceThread), kFuture),
             InboundRoute::kServicePool);
-  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kOnReactor), false),
+  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kOnReactor), kFuture),
             InboundRoute::kOnReactor);
-  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kReactorFastPath), false),
+  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kReactorFastPath), kFuture),
             InboundRoute::kReactorFastPath);
 }
 
 TEST(DispatchPolicyTest, ExpiredFastPathCallGoesToThePool) {
   gflags::FlagSaver saver;
-  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kReactorFastPath), true),
+  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kReactorFastPath), kPast),
             InboundRoute::kServicePool);
   // ServicePool::RunCall answers an expired call TimedOut without running it, on the
   // reactor as on a service thread.
-  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kOnReactor), true),
+  EXPECT_EQ(ChooseInboundRoute(MethodWith(ReactorPolicy::kOnReactor), kPast),
             InboundRoute::kOnReactor);
 }
 
@@ -43,7 +46,7 @@ TEST(DispatchPolicyTest, ReactorMethodsFlagSendsEverythingToThePool) {
   FLAGS_rpc_reactor_methods = false;
   for (ReactorPolicy p : {ReactorPolicy::kServiceThread, ReactorPolicy::kOnReactor,
                           ReactorPolicy::kReactorFastPath}) {
-    EXPECT_EQ(ChooseInboundRoute(MethodWith(p), false), InboundRoute::kServicePool);
+    EXPECT_EQ(ChooseInboundRoute(MethodWith(p), kFuture), InboundRoute::kServicePool);
   }
 }
 

@@ -22,14 +22,15 @@ DEFINE_bool(rpc_sync_calls_on_caller_thread, true,
 
 namespace nyala::rpc {
 
-InboundRoute ChooseInboundRoute(const RpcMethodInfo& method, bool deadline_passed) {
+InboundRoute ChooseInboundRoute(const RpcMethodInfo& method, MonoTime deadline) {
   if (!FLAGS_rpc_reactor_methods) return InboundRoute::kServicePool;
   switch (method.policy) {
     case ReactorPolicy::kOnReactor:
       return InboundRoute::kOnReactor;  // an expired call is answered TimedOut there
     case ReactorPolicy::kReactorFastPath:
       // An expired call goes to the pool, which answers it TimedOut without running it.
-      return deadline_passed ? InboundRoute::kServicePool : InboundRoute::kReactorFastPath;
+      return MonoTime::Now() > deadline ? InboundRoute::kServicePool
+                                        : InboundRoute::kReactorFastPath;
     case ReactorPolicy::kServiceThread:
       break;
   }

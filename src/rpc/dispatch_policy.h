@@ -42,14 +42,16 @@
 // Thread-safety: pure functions of their arguments and of flags.
 #pragma once
 
+#include "common/monotime.h"
 #include "rpc/service_if.h"
 
 namespace nyala::rpc {
 
 enum class InboundRoute { kOnReactor, kReactorFastPath, kServicePool };
 
-// The route of a call to `method` whose deadline has (not) passed yet.
-InboundRoute ChooseInboundRoute(const RpcMethodInfo& method, bool deadline_passed);
+// The route of a call to `method` with `deadline` (the clock is read only when the
+// route depends on it).
+InboundRoute ChooseInboundRoute(const RpcMethodInfo& method, MonoTime deadline);
 
 // What ServicePool knows when it decides whether to run a call inline.
 struct InlineFacts {

@@ -11,10 +11,8 @@
 
 namespace nyala::rpc {
 
-Proxy::Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string service_name)
-    : messenger_(std::move(messenger)),
-      remote_(std::move(remote)),
-      service_name_(std::move(service_name)) {}
+Proxy::Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string_view service_name)
+    : messenger_(std::move(messenger)), remote_(std::move(remote)), service_name_(service_name) {}
 
 void Proxy::AsyncRequest(std::string_view method, const google::protobuf::Message& request,
                          google::protobuf::Message* response, RpcController* controller,

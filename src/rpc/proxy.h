@@ -30,7 +30,9 @@ class RpcController;
 
 class Proxy {
  public:
-  Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string service_name);
+  // `service_name`, and the `method` of every call, must outlive the calls made
+  // through this proxy: string literals and the generated k*Name constants do.
+  Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string_view service_name);
 
   // Sends `request` and calls `callback` exactly once when the call completed (see
   // controller->status()). `response` and `controller` must stay valid until then.
@@ -47,12 +49,12 @@ class Proxy {
                      google::protobuf::Message* response, RpcController* controller) const;
 
   const Sockaddr& remote() const { return remote_; }
-  const std::string& service_name() const { return service_name_; }
+  std::string_view service_name() const { return service_name_; }
 
  private:
   std::shared_ptr<Messenger> messenger_;
   Sockaddr remote_;
-  std::string service_name_;
+  std::string_view service_name_;
 };
 
 }  // namespace nyala::rpc

@@ -44,6 +44,7 @@ enum class ReactorPolicy {
 };
 
 struct RpcMethodInfo {
+  std::string service_name;  // the service's full name, "nyala.tserver.TabletServerService"
   std::string name;
   const google::protobuf::Message* request_prototype;
   const google::protobuf::Message* response_prototype;
@@ -88,6 +89,7 @@ class ServiceIf {
                  std::function<void(const Req*, Resp*, RpcContext*)> fn,
                  std::function<bool(const Req*, Resp*, RpcContext*)> fast = nullptr) {
     auto info = std::make_unique<RpcMethodInfo>();
+    info->service_name = name_;
     info->name = name;
     info->request_prototype = &Req::default_instance();
     info->response_prototype = &Resp::default_instance();

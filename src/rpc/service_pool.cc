@@ -177,7 +177,7 @@ void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
     return;
   }
   if (!ParseOrReject(&ctx)) return;
-  ctx.release()->RunHandler();  // the handler owns the call now
+  ctx.release()->RunHandler(now);  // the handler owns the call now
 }
 
 bool ServicePool::ParseOrReject(std::unique_ptr<RpcContext>* ctx) {
