@@ -7,7 +7,7 @@
 // keep --in_flight frames (default 25) outstanding; the client sends a new frame for
 // every echo it reads back. Connections are spread round-robin over --server_threads
 // and --client_threads threads, each running its own event_base; every socket is
-// non-blocking and served with event_new(EV_READ | EV_PERSIST), read() and write(), the
+// non-blocking and served with event_new(EV_READ | EV_PERSIST), read() and send(), the
 // way src/rpc/connection.cc does it.
 //
 // Prints, one figure a line (the same labels as rpc-bench, so one awk reads both):
@@ -74,7 +74,7 @@ std::string MakeFrame() {
 // One non-blocking socket on one event_base. Only that base's thread touches it once
 // the loop runs. On readable it reads what is there, hands each whole frame to
 // OnFrame() (which may queue output with Queue()), then writes the queued bytes with
-// one write(); what the socket does not take waits for EV_WRITE.
+// one send(); what the socket does not take waits for EV_WRITE.
 class Conn {
  public:
   Conn(event_base* base, int fd) : fd_(fd) {
