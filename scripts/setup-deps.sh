@@ -27,6 +27,8 @@ PACKAGES=(
   librocksdb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev
+  # scripts/check.sh: the clang thread-safety compile (ninja and jq drive it).
+  clang-14 ninja-build jq
 )
 
 # For the browser test of the web UI (test/web-ui-browser-itest.sh). Best effort: when it

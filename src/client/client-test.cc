@@ -87,7 +87,7 @@ class ClientTest : public NyalaTest {
     return pk;
   }
   int TotalRows() {
-    std::lock_guard<std::mutex> l(ts_->mu);
+    MutexLock l(ts_->mu);
     int n = 0;
     for (auto& [t, r] : ts_->rows_per_tablet) n += r;
     return n;
@@ -233,7 +233,7 @@ TEST_F(ClientTest, ManualFlushSendsOneWritePerTablet) {
   EXPECT_EQ(session->CountBufferedOperations(), kRows);
   ASSERT_OK(session->Flush());
   EXPECT_EQ(ts_->write_calls.load(), kBuckets);
-  std::lock_guard<std::mutex> l(ts_->mu);
+  MutexLock l(ts_->mu);
   ASSERT_EQ(ts_->rpcs_per_tablet.size(), size_t(kBuckets));
   int total = 0;
   for (auto& [t, n] : ts_->rpcs_per_tablet) EXPECT_EQ(n, 1) << t;
@@ -327,7 +327,7 @@ TEST_F(ClientTest, OperationsKeepApplyOrderWhenLookedUpAtFlush) {
 
   auto ops_of = [&](int64_t key) {
     std::vector<RowOpType> types;
-    std::lock_guard<std::mutex> l(ts_->mu);
+    MutexLock l(ts_->mu);
     for (auto& [tablet, ops] : ts_->ops_per_tablet) {
       for (auto& [type, k] : ops) {
         if (k == std::to_string(key)) types.push_back(type);
@@ -395,7 +395,7 @@ TEST_F(ClientTest, TooBusyIsRetriedWithTheSameRequestId) {
   auto session = client_->NewSession();
   ASSERT_OK(session->Apply(Insert(5)));
   EXPECT_EQ(TotalRows(), 1);
-  std::lock_guard<std::mutex> l(ts_->mu);
+  MutexLock l(ts_->mu);
   ASSERT_EQ(ts_->request_ids.size(), 4u);
   for (const auto& id : ts_->request_ids) {
     EXPECT_EQ(id.client_id(), ts_->request_ids[0].client_id());
@@ -430,12 +430,12 @@ TEST_F(ClientTest, WriteTimesOutWhenServerStaysBusy) {
 
 TEST(TimerQueueTest, RunsTasksInDueOrder) {
   internal::TimerQueue q;
-  std::mutex mu;
+  Mutex mu;
   std::vector<int> order;
   internal::CountDownLatch latch(3);
   for (int i : {30, 10, 20}) {
     q.Schedule(MonoDelta::FromMilliseconds(i), [&, i] {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       order.push_back(i);
       latch.CountDown();
     });

@@ -6,14 +6,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/partition.h"
 #include "common/row_operations.h"
 #include "common/schema.h"
@@ -30,23 +29,23 @@ namespace nyala::client::test {
 class Gate {
  public:
   void Close() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     open_ = false;
   }
   void Open() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     open_ = true;
     cv_.notify_all();
   }
   void Pass() {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [this] { return open_; });
+    UniqueLock l(mu_);
+    cv_.wait(l, [this]() REQUIRES(mu_) { return open_; });
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
+  Mutex mu_;
+  CondVar cv_;
+  bool open_ GUARDED_BY(mu_) = true;
 };
 
 struct FakeTable {
@@ -134,7 +133,7 @@ class FakeTabletService : public tserver::TabletServerServiceIf {
              rpc::RpcContext* ctx) override {
     write_calls++;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       if (ctx->request_id()) request_ids.push_back(*ctx->request_id());
     }
     write_gate.Pass();
@@ -159,7 +158,7 @@ class FakeTabletService : public tserver::TabletServerServiceIf {
       ctx->RespondSuccess();
       return;
     }
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     rows_per_tablet[req->tablet_id()] += int(ops.size());
     rpcs_per_tablet[req->tablet_id()]++;
     for (size_t i = 0; i < ops.size(); i++) {
@@ -192,13 +191,14 @@ class FakeTabletService : public tserver::TabletServerServiceIf {
   std::atomic<int> too_busy_left{0};
   std::atomic<int> not_found_left{0};
   Gate write_gate;
-  std::mutex mu;
-  std::map<std::string, int> rows_per_tablet;
-  std::map<std::string, int> rpcs_per_tablet;
-  std::set<std::string> keys;
+  Mutex mu;
+  std::map<std::string, int> rows_per_tablet GUARDED_BY(mu);
+  std::map<std::string, int> rpcs_per_tablet GUARDED_BY(mu);
+  std::set<std::string> keys GUARDED_BY(mu);
   // Every operation received, in arrival order: (type, key cell as text).
-  std::map<std::string, std::vector<std::pair<RowOpType, std::string>>> ops_per_tablet;
-  std::vector<rpc::RequestIdPB> request_ids;
+  std::map<std::string, std::vector<std::pair<RowOpType, std::string>>> ops_per_tablet
+      GUARDED_BY(mu);
+  std::vector<rpc::RequestIdPB> request_ids GUARDED_BY(mu);
 
  private:
   const FakeTable* table_;

@@ -18,7 +18,7 @@ class CountDownLatch {
     if (count_ > 0 && --count_ == 0) cv_.notify_all();
   }
   void Wait() {
-    std::unique_lock<Mutex> l(mu_);
+    UniqueLock l(mu_);
     cv_.wait(l, [this]() REQUIRES(mu_) { return count_ == 0; });
   }
 

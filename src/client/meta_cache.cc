@@ -206,7 +206,7 @@ void MetaCache::OnLocations(const std::string& table_id, const std::string& key,
       InsertLocked(&entries, covered_to, Entry{start, nullptr, expiry});  // a gap
     }
     std::vector<std::shared_ptr<RemoteTabletServer>> followers;
-    auto add = [&](const master::TSInfoPB& ts, master::ReplicaRolePB role) {
+    auto add = [&](const master::TSInfoPB& ts, master::ReplicaRolePB role) REQUIRES(mu_) {
       std::vector<rpc::HostPort> addrs;
       for (const auto& hp : ts.rpc_addresses()) addrs.emplace_back(hp.host(), hp.port());
       auto server = ServerLocked(ts.permanent_uuid(), std::move(addrs));

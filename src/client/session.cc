@@ -18,7 +18,7 @@ Session::Data::Data(std::shared_ptr<Client> client)
 }
 
 Session::Data::~Data() {
-  std::unique_lock<Mutex> l(mu_);
+  UniqueLock l(mu_);
   closed_ = true;
   cv_.wait(l, [this]() REQUIRES(mu_) { return in_flight_ == 0; });
 }
@@ -129,10 +129,10 @@ Status Session::Data::Apply(std::unique_ptr<WriteOperation> op) {
 
   std::shared_ptr<Batcher> to_flush;
   {
-    std::unique_lock<Mutex> l(mu_);
+    UniqueLock l(mu_);
     if (closed_) return Status::IllegalState("session is closed");
     if (mode_ == FlushMode::kAutoFlushSync) {
-      l.unlock();
+      l.Unlock();
       return ApplySync(std::move(op), partition_key);
     }
     if (mode_ == FlushMode::kManualFlush) {
@@ -147,9 +147,9 @@ Status Session::Data::Apply(std::unique_ptr<WriteOperation> op) {
     while (!current_->empty() && current_->buffer_bytes() + size > buffer_space_) {
       if (in_flight_ < MaxInFlightLocked()) {
         to_flush = TakeCurrentLocked();
-        l.unlock();
+        l.Unlock();
         StartFlush(std::move(to_flush), nullptr);
-        l.lock();
+        l.Lock();
         continue;
       }
       cv_.wait(l);  // a batch completes by its deadline at the latest
@@ -191,7 +191,7 @@ Status Session::Data::Flush() {
     if (!current_->empty()) b = TakeCurrentLocked();
   }
   if (b) StartFlush(std::move(b), nullptr);
-  std::unique_lock<Mutex> l(mu_);
+  UniqueLock l(mu_);
   cv_.wait(l, [this]() REQUIRES(mu_) { return in_flight_ == 0; });
   if (failed_batches_ != failed_before) {
     return Status::IOError("some operations failed: see GetPendingErrors (" +

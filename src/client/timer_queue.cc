@@ -41,7 +41,7 @@ size_t TimerQueue::NumPendingForTests() const {
 }
 
 void TimerQueue::Run() {
-  std::unique_lock<Mutex> l(mu_);
+  UniqueLock l(mu_);
   while (!stop_) {
     if (tasks_.empty()) {
       cv_.wait(l);
@@ -55,10 +55,10 @@ void TimerQueue::Run() {
     }
     std::function<void()> task = std::move(it->second);
     tasks_.erase(it);
-    l.unlock();
+    l.Unlock();
     task();
     task = nullptr;  // release captures before taking the lock again
-    l.lock();
+    l.Lock();
   }
 }
 

@@ -22,21 +22,32 @@ namespace {
 // ---------------------------------------------------------------------------
 // A small strict JSON parser, so that the tests check ToJson() really is JSON.
 
+struct JsonMember;
+
 struct Json {
   enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
   bool boolean = false;
   double number = 0;
   std::string str;
   std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;
+  // A named member type rather than std::pair<std::string, Json>: the pair's traits
+  // need Json complete, which clang with libstdc++ rejects inside Json.
+  std::vector<JsonMember> object;
 
-  const Json* Get(const std::string& key) const {
-    for (const auto& [k, v] : object) {
-      if (k == key) return &v;
-    }
-    return nullptr;
-  }
+  const Json* Get(const std::string& key) const;
 };
+
+struct JsonMember {
+  std::string key;
+  Json value;
+};
+
+const Json* Json::Get(const std::string& key) const {
+  for (const auto& [k, v] : object) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
 
 class JsonParser {
  public:
@@ -194,8 +205,8 @@ class JsonParser {
       std::string key;
       SkipSpace();
       if (!ParseString(&key) || !Consume(':')) return false;
-      v->object.emplace_back(std::move(key), Json());
-      if (!ParseValue(&v->object.back().second)) return false;
+      v->object.push_back(JsonMember{std::move(key), Json()});
+      if (!ParseValue(&v->object.back().value)) return false;
     } while (Consume(','));
     return Consume('}');
   }

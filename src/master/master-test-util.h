@@ -33,7 +33,7 @@ class FakeTabletServer {
  public:
   struct State {
     Mutex mu;
-    std::map<std::string, tserver::CreateTabletRequestPB> tablets;  // by tablet id
+    std::map<std::string, tserver::CreateTabletRequestPB> tablets GUARDED_BY(mu);  // by id
     std::atomic<bool> fail_creates{false};
     std::atomic<int> creates{0};
     std::atomic<int> deletes{0};

@@ -141,16 +141,16 @@ size_t TabletRpcTasks::NumTasks() const {
 
 void TabletRpcTasks::Wake() {
   {
-    std::lock_guard<std::mutex> l(wake_mu_);
+    MutexLock l(wake_mu_);
     woken_ = true;
   }
   wake_cv_.notify_one();
 }
 
 void TabletRpcTasks::WaitForWork(MonoDelta max_wait) {
-  std::unique_lock<std::mutex> l(wake_mu_);
+  UniqueLock l(wake_mu_);
   wake_cv_.wait_for(l, std::chrono::nanoseconds(max_wait.ToNanoseconds()),
-                    [this] { return woken_; });
+                    [this]() REQUIRES(wake_mu_) { return woken_; });
   woken_ = false;
 }
 

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <compare>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,9 +84,9 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
   std::map<Key, TaskState> tasks_ GUARDED_BY(mu_);
   std::vector<Result> results_ GUARDED_BY(mu_);
 
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  bool woken_ = false;  // protected by wake_mu_
+  Mutex wake_mu_;
+  CondVar wake_cv_;
+  bool woken_ GUARDED_BY(wake_mu_) = false;
 };
 
 }  // namespace nyala::master

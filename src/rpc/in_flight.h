@@ -48,7 +48,7 @@ class InFlightList {
   static constexpr uint32_t kShards = 8;
   struct alignas(64) Shard {
     mutable Mutex mu;
-    InFlightHook head;  // sentinel of a circular list
+    InFlightHook head GUARDED_BY(mu);  // sentinel of a circular list
   };
   Shard shards_[kShards];
 };

@@ -187,7 +187,7 @@ Status Messenger::RegisterService(std::unique_ptr<ServiceIf> service, int num_th
   const std::string name = service->service_name();
   auto pool =
       std::make_unique<ServicePool>(std::move(service), num_threads, queue_length, metrics_);
-  std::unique_lock l(services_mu_);
+  ExclusiveLock l(services_mu_);
   if (services_.count(name)) return Status::AlreadyPresent("service already registered", name);
   pool->Start();
   services_.emplace(name, std::move(pool));
@@ -200,7 +200,7 @@ void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn,
                                     MonoTime arrival) {
   ServicePool* pool = nullptr;
   {
-    std::shared_lock l(services_mu_);
+    SharedLock l(services_mu_);
     auto it = services_.find(header.service_name());
     if (it != services_.end()) pool = it->second.get();
   }
@@ -322,7 +322,7 @@ void Messenger::Shutdown() {
   // first need the lock to dispatch the rest of what it read.
   std::vector<ServicePool*> pools;
   {
-    std::shared_lock l(services_mu_);
+    SharedLock l(services_mu_);
     for (auto& [name, pool] : services_) pools.push_back(pool.get());
   }
   for (ServicePool* pool : pools) pool->Shutdown();
@@ -378,7 +378,7 @@ std::vector<RunningCallInfo> Messenger::DumpRunningCalls() const {
 
 std::vector<std::pair<std::string, size_t>> Messenger::ServiceQueueSizes() const {
   std::vector<std::pair<std::string, size_t>> out;
-  std::shared_lock l(services_mu_);
+  SharedLock l(services_mu_);
   for (auto& [name, pool] : services_) out.emplace_back(name, pool->queue_size());
   std::sort(out.begin(), out.end());
   return out;

@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/result.h"
+#include "common/rw_mutex.h"
 #include "common/slice.h"
 #include "rpc/in_flight.h"
 #include "rpc/sockaddr.h"
@@ -145,8 +145,8 @@ class Messenger {
   Mutex listeners_mu_;
   std::vector<std::unique_ptr<Listener>> listeners_ GUARDED_BY(listeners_mu_);
 
-  mutable std::shared_mutex services_mu_;
-  std::unordered_map<std::string, std::unique_ptr<ServicePool>> services_;
+  mutable RwMutex services_mu_;
+  std::unordered_map<std::string, std::unique_ptr<ServicePool>> services_ GUARDED_BY(services_mu_);
 };
 
 }  // namespace nyala::rpc

@@ -1,8 +1,6 @@
 #include "rpc/proxy.h"
 
-#include <condition_variable>
-#include <mutex>
-
+#include "common/mutex.h"
 #include "rpc/caller_connection.h"
 #include "rpc/dispatch_policy.h"
 #include "rpc/messenger.h"
@@ -43,15 +41,15 @@ Status Proxy::SyncRequest(std::string_view method, const google::protobuf::Messa
     RunSyncCallOnCallerThread(messenger_, std::move(call));
     return controller->status();
   }
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool done = false;
   AsyncRequest(method, request, response, controller, [&] {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     done = true;
     cv.notify_one();
   });
-  std::unique_lock<std::mutex> l(mu);
+  UniqueLock l(mu);
   cv.wait(l, [&] { return done; });
   return controller->status();
 }

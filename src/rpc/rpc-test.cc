@@ -5,14 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/semaphore.h"
 #include "common/test_util.h"
 #include "rpc/messenger.h"
@@ -75,20 +74,20 @@ TEST_F(RpcTest, ManyAsyncCallsInFlightOnOneConnection) {
     RpcController rpc;
   };
   std::vector<Call> calls(kCalls);
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   int done = 0;
   for (int i = 0; i < kCalls; i++) {
     calls[i].req.set_x(i);
     calls[i].req.set_y(-3);
     calls[i].rpc.set_timeout(MonoDelta::FromSeconds(30));
     proxy.AddAsync(calls[i].req, &calls[i].resp, &calls[i].rpc, [&] {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       done++;
       cv.notify_one();
     });
   }
-  std::unique_lock<std::mutex> l(mu);
+  UniqueLock l(mu);
   ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(60), [&] { return done == kCalls; }));
   for (int i = 0; i < kCalls; i++) {
     ASSERT_OK(calls[i].rpc.status());

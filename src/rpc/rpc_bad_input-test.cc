@@ -18,7 +18,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "common/coding.h"
+#include "common/mutex.h"
 #include "common/test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
@@ -202,13 +202,13 @@ class WarningCapture : public google::LogSink {
             const char* /*base_filename*/, int /*line*/, const google::LogMessageTime& /*time*/,
             const char* message, size_t message_len) override {
     if (severity < google::GLOG_WARNING) return;
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     lines_.emplace_back(message, message_len);
   }
 
   // True when one line contains every one of `parts`.
   bool Contains(std::initializer_list<std::string_view> parts) const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& line : lines_) {
       bool all = true;
       for (auto p : parts) all &= line.find(p) != std::string::npos;
@@ -217,20 +217,20 @@ class WarningCapture : public google::LogSink {
     return false;
   }
   size_t CountContaining(std::string_view part) const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return std::count_if(lines_.begin(), lines_.end(),
                          [&](const std::string& s) { return s.find(part) != std::string::npos; });
   }
   std::string Dump() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     std::string out = "captured warnings:";
     for (const auto& line : lines_) out += "\n  " + line;
     return out;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
+  mutable Mutex mu_;
+  std::vector<std::string> lines_ GUARDED_BY(mu_);
 };
 
 class RpcBadInputTest : public NyalaTest {

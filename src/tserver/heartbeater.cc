@@ -104,9 +104,10 @@ void Heartbeater::Run(MasterState* m) {
                                  MonoDelta::FromMilliseconds(std::max(
                                      FLAGS_heartbeat_max_backoff_ms, FLAGS_heartbeat_interval_ms)));
     }
-    std::unique_lock<Mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::nanoseconds(wait.ToNanoseconds()),
-                 [&] { return stopping_ || (s.ok() && trigger_gen_ != m->seen_trigger_gen); });
+    UniqueLock l(mu_);
+    cv_.wait_for(l, std::chrono::nanoseconds(wait.ToNanoseconds()), [&]() REQUIRES(mu_) {
+      return stopping_ || (s.ok() && trigger_gen_ != m->seen_trigger_gen);
+    });
     if (stopping_) return;
     m->seen_trigger_gen = trigger_gen_;
   }

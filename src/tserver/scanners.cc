@@ -128,7 +128,7 @@ class Scanner {
   // Held by the call using the scanner.
   Mutex mu;
   // The call_seq_id of the last batch served.
-  uint32_t last_call_seq_id = 0;
+  uint32_t last_call_seq_id GUARDED_BY(mu) = 0;
 
  private:
   const std::string id_;
@@ -199,14 +199,14 @@ void ScannerManager::Shutdown() {
 }
 
 void ScannerManager::ReaperLoop() {
-  std::unique_lock<Mutex> l(mu_);
+  UniqueLock l(mu_);
   while (!shutting_down_) {
     const int64_t period_ms = std::clamp<int64_t>(FLAGS_scanner_ttl_ms / 4, 5, 1000);
     reaper_cv_.wait_for(l, std::chrono::milliseconds(period_ms));
     if (shutting_down_) break;
-    l.unlock();
+    l.Unlock();
     ExpireIdleScanners();
-    l.lock();
+    l.Lock();
   }
 }
 

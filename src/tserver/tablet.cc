@@ -170,7 +170,7 @@ Status Tablet::DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, 
 }
 
 void Tablet::MarkDeleted() {
-  std::unique_lock<std::shared_mutex> l(ops_mu_);
+  ExclusiveLock l(ops_mu_);
   state_.store(TabletState::kDeleted, std::memory_order_release);
 }
 

@@ -33,7 +33,6 @@
 
 #include <atomic>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +41,7 @@
 #include "common/predicate.h"
 #include "common/result.h"
 #include "common/row.h"
+#include "common/rw_mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
 #include "rpc/rpc_header.pb.h"
@@ -141,7 +141,7 @@ class Tablet {
   Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServerMetrics* metrics);
   // The write proper; REQUIRES: ops_mu_ held shared and the tablet running.
   void WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
-                   WriteResponsePB* resp);
+                   WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
   // OK when `pb` describes the tablet's columns (names, types, key, nullability).
   Status CheckClientSchema(const SchemaPB& pb) const;
   // Returns an error if the tablet does not take reads or writes now.
@@ -149,7 +149,7 @@ class Tablet {
   // Get's body; REQUIRES: ops_mu_ held shared. Returns false (nothing produced) only
   // when `memory_only` and some key is not in memory.
   bool GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
-                 std::string* indirect, bool memory_only);
+                 std::string* indirect, bool memory_only) REQUIRES_SHARED(ops_mu_);
 
   // Set at creation, never changed.
   const TabletMetadataPB meta_;
@@ -174,7 +174,7 @@ class Tablet {
   std::string key_bound_ GUARDED_BY(key_bound_mu_);
 
   // Held shared by every write and get, exclusively by MarkDeleted().
-  mutable std::shared_mutex ops_mu_;
+  mutable RwMutex ops_mu_;
   std::atomic<TabletState> state_{TabletState::kRunning};
 };
 

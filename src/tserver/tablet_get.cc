@@ -28,15 +28,16 @@ GetScratch* ThreadGetScratch() {
 
 void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                  std::string* indirect) {
-  std::shared_lock<std::shared_mutex> gate(ops_mu_);
+  SharedLock gate(ops_mu_);
   GetLocked(req, resp, rows, indirect, /*memory_only=*/false);
 }
 
 bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                                    std::string* indirect) {
-  std::shared_lock<std::shared_mutex> gate(ops_mu_, std::try_to_lock);
-  if (!gate.owns_lock()) return false;
-  return GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
+  if (!ops_mu_.TryLockShared()) return false;
+  const bool done = GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
+  ops_mu_.UnlockShared();
+  return done;
 }
 
 bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,

@@ -89,7 +89,7 @@ void AddRowError(WriteResponsePB* resp, size_t row, const Status& s) {
 
 void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
                    const rpc::RequestIdPB* request_id) {
-  std::shared_lock<std::shared_mutex> gate(ops_mu_);
+  SharedLock gate(ops_mu_);
   if (!CheckRunning(resp->mutable_error())) return;
   resp->clear_error();
   if (tablet_metrics_) tablet_metrics_->write_requests->Increment();

@@ -1,26 +1,13 @@
 // RwMutex: std::shared_mutex with clang thread-safety annotations, and scoped
-// shared/exclusive lockers for it. Readers share; a writer excludes all.
+// exclusive and shared lockers for it. Readers share; a writer excludes all. State
+// marked GUARDED_BY(mu) may be read under either lock and written only exclusively.
 #pragma once
 
 #include <shared_mutex>
 
 #include "common/thread_annotations.h"
 
-// Shared-capability annotations missing from common/thread_annotations.h.
-#ifndef ACQUIRE_SHARED
-#define ACQUIRE_SHARED(...) NYALA_TSA(acquire_shared_capability(__VA_ARGS__))
-#endif
-#ifndef RELEASE_SHARED
-#define RELEASE_SHARED(...) NYALA_TSA(release_shared_capability(__VA_ARGS__))
-#endif
-#ifndef ACQUIRED_BEFORE
-#define ACQUIRED_BEFORE(...) NYALA_TSA(acquired_before(__VA_ARGS__))
-#endif
-#ifndef REQUIRES_SHARED
-#define REQUIRES_SHARED(...) NYALA_TSA(requires_shared_capability(__VA_ARGS__))
-#endif
-
-namespace nyala::master {
+namespace nyala {
 
 class CAPABILITY("mutex") RwMutex {
  public:
@@ -28,6 +15,7 @@ class CAPABILITY("mutex") RwMutex {
   void Unlock() RELEASE() { mu_.unlock(); }
   void LockShared() ACQUIRE_SHARED() { mu_.lock_shared(); }
   void UnlockShared() RELEASE_SHARED() { mu_.unlock_shared(); }
+  bool TryLockShared() TRY_ACQUIRE_SHARED(true) { return mu_.try_lock_shared(); }
 
  private:
   std::shared_mutex mu_;
@@ -55,4 +43,4 @@ class SCOPED_CAPABILITY SharedLock {
   RwMutex& mu_;
 };
 
-}  // namespace nyala::master
+}  // namespace nyala
