@@ -81,6 +81,9 @@ JSON
 check "table create from a JSON file" "$NYALA" table create "$M" "$WORK/spec.json"
 out=$("$NYALA" table create "$M" '{"name": "bad", "columns": [{"name": "k", "type": "INT46", "key": true}]}' 2>&1) && fail "bad spec accepted"
 check "a bad spec names the offending field" contains "$out" "columns[0].type"
+# Until tablets are replicated, the master refuses more than one replica.
+out=$("$NYALA" table create "$M" '{"name": "rf3", "num_replicas": 3, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 3 accepted"
+check "num_replicas 3 is refused: replication is not available yet" contains "$out" "replication is not available yet"
 
 printf 'id,name,age\n1,ann,31\n2,"bo, jr",\n3,cy,notanumber\n4,di,45\n150,eve,22\n' >"$WORK/rows.csv"
 if out=$("$NYALA" table insert "$M" people --file="$WORK/rows.csv" 2>&1); then

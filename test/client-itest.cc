@@ -271,6 +271,30 @@ TEST_F(ClientITest, GetAndMultiGet) {
   EXPECT_TRUE(t->Get(no_key).status().IsInvalidArgument());
 }
 
+// A Get whose tablet lookup fails is an error, never a missing row: here the master no
+// longer knows the table (deleted by another client), which the lookup of a client
+// that has not cached the table's tablets learns as NotFound.
+TEST_F(ClientITest, GetOfADeletedTableIsAnErrorNotAMissingRow) {
+  auto t = CreateTable("deleted_under_get", 2);
+  auto session = client_->NewSession();
+  ASSERT_OK(session->Apply(InsertOf(*t, MakeRow(7))));
+  ASSERT_OK(session->Flush());
+  auto client2 = cluster_->NewClient();
+  ASSERT_OK(client2.status());
+  auto t2 = (*client2)->OpenTable("deleted_under_get");  // schema only; no tablet looked up
+  ASSERT_OK(t2.status());
+  ASSERT_OK(client_->DeleteTable("deleted_under_get"));
+  Row key = (*t2)->NewRow();
+  ASSERT_OK(key.Set("key", Cell::Int64(7)));
+  auto one = (*t2)->Get(key);
+  ASSERT_FALSE(one.ok()) << "found: " << one->found(0);
+  EXPECT_TRUE(one.status().IsNotFound()) << one.status().ToString();
+  EXPECT_NE(one.status().ToString().find("TABLE_NOT_FOUND"), std::string::npos)
+      << one.status().ToString();
+  std::vector<Row> keys(2, key);
+  EXPECT_FALSE((*t2)->MultiGet(keys, {}).ok());
+}
+
 // One-key Gets of one tablet made while another Get is out share the next RPC, and
 // each caller still gets its own row or its own "missing". The tablet server holds
 // each Get for 300 ms (--get_inject_latency_ms), so the callers that queue behind the

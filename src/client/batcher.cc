@@ -161,7 +161,7 @@ void Batcher::OnLookupDone(size_t idx, Result<TabletPtr> r) {
   InFlightOp& op = unplaced_[idx];
   if (r.ok()) {
     op.tablet = *r;
-  } else if (r.status().IsNotFound()) {
+  } else if (IsNoCoveringTablet(r.status())) {
     op.status =
         Status::NotFound("no tablet covers the row's partition key (no range partition for it)");
   } else {

@@ -240,8 +240,10 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
       if (!tablet) {
         auto r = data->meta_cache()->LookupTabletSync(table.id(), pkeys[k], deadline,
                                                       LookupMode::kExact);
-        if (!r.ok() && r.status().IsNotFound()) continue;  // no tablet: no row
-        RETURN_NOT_OK(r.status());
+        if (!r.ok() && IsNoCoveringTablet(r.status())) continue;  // no tablet: no row
+        // Anything else, a NotFound from the master too (the table is gone), is an
+        // error, never an absent row.
+        RETURN_NOT_OK_PREPEND(r.status(), "looking up the tablet of a key");
         tablet = *r;
       }
       auto& g = groups[tablet->tablet_id];

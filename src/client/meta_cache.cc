@@ -29,6 +29,16 @@ Status MasterErrorToStatus(const master::MasterErrorPB& err) {
   }
 }
 
+namespace {
+constexpr char kNoCoveringTablet[] = "no tablet covers the partition key";
+}  // namespace
+
+Status NoCoveringTablet() { return Status::NotFound(kNoCoveringTablet); }
+
+bool IsNoCoveringTablet(const Status& s) {
+  return s.IsNotFound() && s.message() == kNoCoveringTablet;
+}
+
 bool IsRetriableMasterError(const master::MasterErrorPB& err) {
   return err.code() == master::MasterErrorPB::NOT_THE_LEADER ||
          err.code() == master::MasterErrorPB::CATALOG_MANAGER_NOT_INITIALIZED ||
@@ -109,7 +119,7 @@ bool MetaCache::AnswerFromCacheLocked(const TableEntries& entries, Slice key, Lo
       return true;
     }
     if (mode == LookupMode::kExact) {
-      *out = Status::NotFound("no tablet covers the partition key");
+      *out = NoCoveringTablet();
       return true;
     }
     if (e.end.empty()) {

@@ -80,9 +80,15 @@ struct RemoteTablet {
 using TabletPtr = std::shared_ptr<const RemoteTablet>;
 
 enum class LookupMode {
-  kExact,   // the tablet holding the key; NotFound in a range no tablet covers
+  kExact,   // the tablet holding the key; NoCoveringTablet() in a range no tablet covers
   kOrNext,  // that, or the first tablet after the key; nullptr past the last
 };
+
+// What a kExact lookup answers for a key in a range no tablet covers (a gap between
+// range partitions): the key has no tablet, which is not a failure of the lookup. Any
+// other error, NotFound included (the master no longer knows the table), is one.
+Status NoCoveringTablet();
+bool IsNoCoveringTablet(const Status& s);
 
 using LookupCallback = std::function<void(Result<TabletPtr>)>;
 

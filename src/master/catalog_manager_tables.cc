@@ -10,8 +10,15 @@
 #include "master/catalog_manager.h"
 #include "server/fs_manager.h"
 
-DEFINE_int32(default_num_replicas, 1, "Replicas of each tablet when CreateTable does not say.");
-DEFINE_validator(default_num_replicas, [](const char*, int32_t v) { return v > 0 && v % 2 == 1; });
+DEFINE_int32(default_num_replicas, 1,
+             "Replicas of each tablet when CreateTable does not say. Only 1 is accepted until "
+             "tablets are replicated (a table of more replicas is refused).");
+DEFINE_validator(default_num_replicas, [](const char* flag, int32_t v) {
+  if (v == 1) return true;
+  fprintf(stderr, "--%s=%d: replication is not available yet; only 1 replica per tablet\n", flag,
+          v);
+  return false;
+});
 DEFINE_int32(max_num_replicas, 7, "The largest replication factor a table may have.");
 DEFINE_int32(max_create_tablets_per_ts, 1000,
              "CreateTable fails with TOO_MANY_TABLETS when tablets x replicas would exceed this "
@@ -98,6 +105,13 @@ Status CatalogManager::ValidateCreateTable(const CreateTableRequestPB& req, Sche
     return Status::InvalidArgument(
         "num_replicas must be odd and between 1 and " + std::to_string(FLAGS_max_num_replicas),
         std::to_string(*num_replicas));
+  }
+  // Until tablets are replicated, extra replicas would be independent copies that
+  // nothing keeps in step: a client routed to another one reads stale or missing rows.
+  if (*num_replicas > 1) {
+    return Status::NotSupported("num_replicas=" + std::to_string(*num_replicas) +
+                                ": replication is not available yet; only 1 replica per "
+                                "tablet is supported (create the table with num_replicas 1)");
   }
 
   *code = MasterErrorPB::INVALID_SCHEMA;
