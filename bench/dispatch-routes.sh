@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every RPC dispatch route that has a flag, flag on vs off side by side in one run:
 # interleaved pairs (the order alternates, on-off then off-on, so neither side always
-# runs first), then the medians. A route stays only where this shows it pays (issue 15).
+# runs first), then the medians. A route stays only where this shows it pays.
 set -euo pipefail
 
 usage() {
@@ -14,10 +14,14 @@ mode (one client thread, one call in flight, the case these routes were built fo
   --rpc_inline_calls                  server and client both on CPU 0; server on CPU 0
                                       and the client on CPU 1; unpinned
   --rpc_sync_calls_on_caller_thread   the same three pinnings
+  --rpc_reactor_methods               rpc-bench --mode=async --run_on_reactor (100 calls in
+                                      flight to a method declared ON_REACTOR), and the
+                                      tablet Get fast path: tablet-bench's server CPU per
+                                      one-key Get with 16 in flight
 
 For every pair it prints req/s and CPU per request (user + sys, client and server
 together) with the flag on and off, then each route's medians and the median of the
-per-pair on/off ratios. Routes without a flag are listed as not measured.
+per-pair on/off ratios.
 
 Options:
   --build DIR         build directory holding bin/rpc-bench (build)
@@ -48,8 +52,17 @@ if [[ ! -x "$BENCH" ]]; then
   exit 1
 fi
 
-# One sync rpc-bench run; prints "<req/s> <user+sys CPU us per request>".
+# One rpc-bench run (sync unless the arguments say --mode=async); prints
+# "<req/s> <user+sys CPU us per request>". With RUNNER=tablet_get, one small
+# tablet-bench run instead: "<calls/s> <server CPU us per one-key Get>", 16 in flight.
 run() {
+  if [[ "${RUNNER:-rpc}" == tablet_get ]]; then
+    "$BUILD/bin/tablet-bench" --rows=20000 --get_ops=1000 --rounds=1 --rpc_rows=20000 \
+      --rpc_get_ops=20000 "$@" 2>/dev/null |
+      awk '/in flight: server CPU per one-key Get:/ {
+        c = $9; r = $11; sub(/\(/, "", r); printf "%s %.2f\n", r, c }'
+    return
+  fi
   "$BENCH" --mode=sync --client_threads="$CLIENT_THREADS" --run_seconds="$SECONDS_PER_RUN" \
     "$@" 2>/dev/null | awk '/^Reqs\/sec:/ {r = $2}
       /^User CPU per req:/ {u = $5 + 0}
@@ -109,10 +122,14 @@ measure rpc_inline_calls unpinned
 measure rpc_sync_calls_on_caller_thread "one CPU (0)" --server_cpu=0 --client_cpu=0
 measure rpc_sync_calls_on_caller_thread "across (0, 1)" --server_cpu=0 --client_cpu=1
 measure rpc_sync_calls_on_caller_thread unpinned
+# Methods declared to run on the reactor: rpc-bench's AddInline with 100 async calls in
+# flight, and the tablet Get fast path (tablet-bench, server CPU per one-key Get).
+measure rpc_reactor_methods "async, unpinned" --mode=async --run_on_reactor
+RUNNER=tablet_get measure rpc_reactor_methods "tablet Get, 16 in flight"
 echo "load at end: $(uptime | sed 's/.*load average: //')"
 echo
 echo "Medians (on/off: median of the per-pair req/s ratios; us/req: user + sys CPU per request)"
 # shellcheck disable=SC2059
 printf "$ROW" route pinning "" "on req/s" "off req/s" on/off "on us/req" "off us/req"
 printf '%s\n' "${summary[@]}"
-echo "tablet Get reactor fast path: no flag turns it off; not measured"
+echo "(the tablet Get row: calls/s and server CPU per one-key Get from tablet-bench)"
