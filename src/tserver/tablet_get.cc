@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "common/arena.h"
+#include "common/key_encoding.h"
 #include "common/row_block.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_store.h"
@@ -13,6 +15,7 @@ namespace nyala::tserver {
 namespace {
 
 struct GetScratch {
+  std::vector<Cell> key_cells;  // for checking that each key decodes
   std::string keys;
   std::vector<uint32_t> key_end;
   std::vector<Slice> key_slices;
@@ -53,6 +56,20 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
 
   GetScratch* g = ThreadGetScratch();
   const int n = req.keys_size();
+  // A key that does not decode for the key columns (wrong length, trailing bytes) is
+  // the caller's error, not a row that is absent.
+  g->key_cells.resize(schema_.num_key_columns());
+  for (int i = 0; i < n; i++) {
+    Arena arena;  // only strings with escaped zeros use it
+    if (Status s = DecodeKey(schema_, Slice(req.keys(i)), g->key_cells.data(), &arena); !s.ok()) {
+      SetTabletError(TabletServerErrorPB::INVALID_KEY,
+                     Status::InvalidArgument("key " + std::to_string(i) + " of the Get does not "
+                                             "decode for the tablet's key columns",
+                                             s.ToString()),
+                     resp->mutable_error());
+      return true;
+    }
+  }
   g->keys.clear();
   g->key_end.resize(n);
   for (int i = 0; i < n; i++) {

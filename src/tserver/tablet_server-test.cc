@@ -222,6 +222,39 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Ping, PingRequestPB(), &presp));
 }
 
+// A Get key that does not decode for the tablet's key columns (an INT64 key here) is
+// the caller's error, INVALID_KEY with an InvalidArgument status, never "not found";
+// the server goes on answering good Gets.
+TEST_F(TabletServerTest, GetWithAKeyThatDoesNotDecodeIsInvalidArgument) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  WriteResponsePB wresp;
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 10),
+                 &wresp));
+  ASSERT_FALSE(wresp.has_error());
+  const std::string good = EncodedKey(schema_, 3);
+  for (const std::string& bad : {good.substr(0, 7), good + "x", std::string()}) {
+    SCOPED_TRACE(bad.size());
+    GetRequestPB greq;
+    greq.set_tablet_id("t1");
+    greq.add_keys(good);
+    greq.add_keys(bad);
+    GetResponsePB gresp;
+    ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Get, greq, &gresp));
+    ASSERT_TRUE(gresp.has_error());
+    EXPECT_EQ(TabletServerErrorPB::INVALID_KEY, gresp.error().code());
+    EXPECT_EQ(Status::kInvalidArgument, gresp.error().status().code())
+        << gresp.error().status().message();
+    EXPECT_EQ(0, gresp.found_size());
+  }
+  GetRequestPB greq;
+  greq.set_tablet_id("t1");
+  greq.add_keys(good);
+  GetResponsePB gresp;
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Get, greq, &gresp));
+  ASSERT_FALSE(gresp.has_error());
+  EXPECT_TRUE(gresp.found(0));
+}
+
 TEST_F(TabletServerTest, GetRunsOnTheReactorWhenItsRowsAreInMemory) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
   WriteResponsePB wresp;
