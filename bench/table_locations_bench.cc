@@ -30,8 +30,10 @@
 #include "common/row.h"
 #include "common/row_operations.h"
 #include "common/schema.h"
+#include "common/test_util.h"
 #include "master/master-test-util.h"
 #include "master/master.proxy.h"
+#include "master/master.service.h"
 #include "rpc/rpc_controller.h"
 #include "test/mini_cluster.h"
 
@@ -52,23 +54,6 @@ namespace {
 using master::GetTableLocationsRequestPB;
 using master::GetTableLocationsResponsePB;
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  const std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      write(fd, req.data(), req.size()) == ssize_t(req.size())) {
-    char buf[4096];
-    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, size_t(n));
-  }
-  close(fd);
-  const size_t body = out.find("\r\n\r\n");
-  return body == std::string::npos ? out : out.substr(body + 4);
-}
 
 double ParseLine(const std::string& text, const std::string& prefix) {
   const size_t p = text.find(prefix);
@@ -165,7 +150,9 @@ Status RunOnce(int cache_mb, RunResult* result) {
   const double secs = (MonoTime::Now() - start).ToSeconds();
 
   const std::string hist =
-      HttpGet(cluster.master()->http_port(), "/rpc-latency?method=GetTableLocations");
+      HttpBody(HttpGet(cluster.master()->http_port(),
+                       std::string("/rpc-latency?method=") +
+                           master::MasterServiceIf::kGetTableLocationsMethodName));
   result->req_per_sec = double(ok_calls.load()) / secs;
   result->mean_handler_us = ParseLine(hist, "Mean: ");
   result->queue_overflows = int64_t(ParseLine(hist, "too_busy: "));

@@ -13,7 +13,7 @@
 #include "client/get_coalescer.h"
 #include "client/master_client.h"
 #include "client/meta_cache.h"
-#include "client/request_tracker.h"
+#include "client/request_id_allocator.h"
 #include "client/timer_queue.h"
 #include "common/monotime.h"
 #include "rpc/messenger.h"
@@ -32,7 +32,7 @@ class ClientData {
   TimerQueue* timers() { return &timers_; }
   MasterClient* master() { return &master_; }
   MetaCache* meta_cache() { return &meta_cache_; }
-  RequestTracker* request_tracker() { return &request_tracker_; }
+  RequestIdAllocator* request_ids() { return &request_ids_; }
   // Null when the client was built with share_concurrent_gets(false).
   GetCoalescer* get_coalescer() { return share_gets_ ? &get_coalescer_ : nullptr; }
   MonoDelta rpc_timeout() const { return rpc_timeout_; }
@@ -48,7 +48,7 @@ class ClientData {
   TimerQueue timers_;
   MasterClient master_;
   MetaCache meta_cache_;
-  RequestTracker request_tracker_;
+  RequestIdAllocator request_ids_;
   GetCoalescer get_coalescer_;
 };
 

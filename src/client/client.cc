@@ -35,7 +35,7 @@ ClientData::ClientData(std::shared_ptr<rpc::Messenger> messenger,
       share_gets_(share_gets),
       master_(messenger_, std::move(masters), &timers_, rpc_timeout),
       meta_cache_(&master_),
-      request_tracker_(std::move(client_id)) {}
+      request_ids_(std::move(client_id)) {}
 
 ClientData::~ClientData() {
   timers_.Shutdown();

@@ -20,7 +20,7 @@ WriteRpc::WriteRpc(Batcher* batcher, TabletBuffer* buffer)
   req_.set_tablet_id(tablet_->tablet_id);
   table.schema().ToPB(req_.mutable_schema());
   buffer->encoder.Finish(req_.mutable_row_operations());
-  seq_no_ = batcher_->client_->request_tracker()->NewSeqNo();
+  seq_no_ = batcher_->client_->request_ids()->NewSeqNo();
 }
 
 WriteRpc::~WriteRpc() = default;
@@ -49,9 +49,9 @@ void WriteRpc::Send() {
   resp_.Clear();
   rpc_.set_timeout(std::min(left, client->rpc_timeout()));
   rpc::RequestIdPB id;
-  id.set_client_id(client->request_tracker()->client_id());
+  id.set_client_id(client->request_ids()->client_id());
   id.set_seq_no(seq_no_);
-  id.set_first_incomplete_seq_no(client->request_tracker()->first_incomplete());
+  id.set_first_incomplete_seq_no(client->request_ids()->first_incomplete());
   id.set_attempt_no(attempt_);
   rpc_.set_request_id(std::move(id));
   (*proxy)->WriteAsync(req_, &resp_, &rpc_, [this] { OnResponse(); });
@@ -123,7 +123,7 @@ void WriteRpc::FailAll(const Status& s) {
 }
 
 void WriteRpc::Done() {
-  batcher_->client_->request_tracker()->Complete(seq_no_);
+  batcher_->client_->request_ids()->Complete(seq_no_);
   batcher_->RpcFinished();  // may free the batcher and this object: nothing after
 }
 

@@ -2,7 +2,11 @@
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <arpa/inet.h>
 #include <gtest/gtest-spi.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -64,12 +68,29 @@ uint32_t TestRandomSeed() {
   return seed;
 }
 
-}  // namespace nyala
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
-  return RUN_ALL_TESTS();
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      write(fd, req.data(), req.size()) == ssize_t(req.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, size_t(n));
+  }
+  close(fd);
+  return out;
 }
+
+std::string HttpBody(const std::string& response) {
+  const size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? response : response.substr(body + 4);
+}
+
+}  // namespace nyala

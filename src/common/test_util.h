@@ -1,6 +1,7 @@
 // Helpers for Nyala's gtest tests: status assertions, polling with a deadline in
-// place of sleeps, and a private temporary directory per test. Linked only into
-// test binaries (library nyala_test_util, which also provides main()).
+// place of sleeps, a private temporary directory per test, and a small HTTP client
+// for the web UIs. Linked only into test binaries and benchmarks (library
+// nyala_test_util; gtest binaries take main() from nyala_test_main).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -45,5 +46,11 @@ class NyalaTest : public ::testing::Test {
 
 // Seed for randomized tests: $NYALA_TEST_SEED if set, else time-based. Logged.
 uint32_t TestRandomSeed();
+
+// GET http://127.0.0.1:`port``path` over HTTP/1.0: the whole response, status line
+// and headers included; empty if the connection fails. Waits at most 5 s per read.
+std::string HttpGet(int port, const std::string& path);
+// The body of an HTTP response (after the blank line); all of it if there is none.
+std::string HttpBody(const std::string& response);
 
 }  // namespace nyala

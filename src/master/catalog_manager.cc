@@ -21,7 +21,7 @@ DECLARE_int32(tablet_creation_timeout_ms);
 
 namespace nyala::master {
 
-void SetupError(MasterErrorPB* err, MasterErrorPB::Code code, const Status& s) {
+void SetError(MasterErrorPB::Code code, const Status& s, MasterErrorPB* err) {
   err->set_code(code);
   StatusToPB(s, err->mutable_status());
 }

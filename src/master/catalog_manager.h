@@ -201,7 +201,7 @@ class CatalogManager {
   std::thread bg_thread_;
 };
 
-// Fills `err` with `code` and `s`.
-void SetupError(MasterErrorPB* err, MasterErrorPB::Code code, const Status& s);
+// Fills `err` with `code` and `s` (tserver's SetError has the same shape).
+void SetError(MasterErrorPB::Code code, const Status& s, MasterErrorPB* err);
 
 }  // namespace nyala::master

@@ -22,7 +22,7 @@ std::shared_ptr<const std::string> Serialize(const GetTableLocationsResponsePB& 
 
 std::shared_ptr<const std::string> ErrorResponse(MasterErrorPB::Code code, const Status& s) {
   GetTableLocationsResponsePB resp;
-  SetupError(resp.mutable_error(), code, s);
+  SetError(code, s, resp.mutable_error());
   return Serialize(resp);
 }
 }  // namespace
@@ -92,8 +92,7 @@ void CatalogManager::BuildLocationsLocked(
     if (!end.empty() && it->first >= end && !(it == first && holds_start)) break;
     if (t.pb.state() != TABLET_RUNNING) {
       resp->Clear();
-      SetupError(resp->mutable_error(), MasterErrorPB::TABLET_NOT_RUNNING,
-                 Status::ServiceUnavailable("tablet is not running yet", t.id));
+      SetError(MasterErrorPB::TABLET_NOT_RUNNING, Status::ServiceUnavailable("tablet is not running yet", t.id), resp->mutable_error());
       return;
     }
     auto* loc = resp->add_tablet_locations();

@@ -150,7 +150,7 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   Status s =
       ValidateCreateTable(req, &schema, &partition_schema, &partitions, &num_replicas, &code);
   if (!s.ok()) {
-    SetupError(resp->mutable_error(), code, s);
+    SetError(code, s, resp->mutable_error());
     return;
   }
 
@@ -159,27 +159,24 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   {
     SharedLock l(state_mu_);
     if (table_ids_by_name_.count(req.name())) {
-      SetupError(resp->mutable_error(), MasterErrorPB::TABLE_ALREADY_PRESENT,
-                 Status::AlreadyPresent("table already exists", req.name()));
+      SetError(MasterErrorPB::TABLE_ALREADY_PRESENT, Status::AlreadyPresent("table already exists", req.name()), resp->mutable_error());
       return;
     }
     loads = LiveServerLoadsLocked();
   }
   if (int(loads.size()) < num_replicas) {
-    SetupError(resp->mutable_error(), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
-               Status::InvalidArgument("num_replicas " + std::to_string(num_replicas) +
+    SetError(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, Status::InvalidArgument("num_replicas " + std::to_string(num_replicas) +
                                        " is more than the " + std::to_string(loads.size()) +
-                                       " live tablet servers"));
+                                       " live tablet servers"), resp->mutable_error());
     return;
   }
   const int64_t new_replicas = int64_t(partitions.size()) * num_replicas;
   if (new_replicas > int64_t(FLAGS_max_create_tablets_per_ts) * int64_t(loads.size())) {
-    SetupError(resp->mutable_error(), MasterErrorPB::TOO_MANY_TABLETS,
-               Status::InvalidArgument("the table would have " + std::to_string(new_replicas) +
+    SetError(MasterErrorPB::TOO_MANY_TABLETS, Status::InvalidArgument("the table would have " + std::to_string(new_replicas) +
                                        " tablet replicas, "
                                        "more than --max_create_tablets_per_ts=" +
                                        std::to_string(FLAGS_max_create_tablets_per_ts) + " times " +
-                                       std::to_string(loads.size()) + " live tablet servers"));
+                                       std::to_string(loads.size()) + " live tablet servers"), resp->mutable_error());
     return;
   }
 
@@ -207,8 +204,7 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
     t->pb.set_state(TABLET_CREATING);
     auto placed = PlaceReplicas(num_replicas, &loads, &rng_);
     if (!placed.ok()) {
-      SetupError(resp->mutable_error(), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
-                 placed.status());
+      SetError(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, placed.status(), resp->mutable_error());
       return;
     }
     for (const auto& uuid : *placed) t->pb.add_replica_uuids(uuid);
@@ -220,7 +216,7 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   s = sys_catalog_->Write(batch);
   if (!s.ok()) {
     LOG(ERROR) << "CreateTable " << req.name() << ": sys catalog write failed: " << s.ToString();
-    SetupError(resp->mutable_error(), MasterErrorPB::UNKNOWN_ERROR, s);
+    SetError(MasterErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
     return;
   }
   {
@@ -244,9 +240,7 @@ void CatalogManager::IsCreateTableDone(const IsCreateTableDoneRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetupError(
-        resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
-        Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+    SetError(MasterErrorPB::TABLE_NOT_FOUND, Status::NotFound("table not found", req.table().table_id() + req.table().table_name()), resp->mutable_error());
     return;
   }
   int running = 0;
@@ -265,9 +259,7 @@ void CatalogManager::DeleteTable(const DeleteTableRequestPB& req, DeleteTableRes
     SharedLock l(state_mu_);
     table = FindTableLocked(req.table());
     if (!table) {
-      SetupError(
-          resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
-          Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+      SetError(MasterErrorPB::TABLE_NOT_FOUND, Status::NotFound("table not found", req.table().table_id() + req.table().table_name()), resp->mutable_error());
       return;
     }
     SysTableEntryPB pb = table->pb;
@@ -285,7 +277,7 @@ void CatalogManager::DeleteTable(const DeleteTableRequestPB& req, DeleteTableRes
   }
   Status s = sys_catalog_->Write(batch);
   if (!s.ok()) {
-    SetupError(resp->mutable_error(), MasterErrorPB::UNKNOWN_ERROR, s);
+    SetError(MasterErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
     return;
   }
   {
@@ -323,9 +315,7 @@ void CatalogManager::GetTableSchema(const GetTableSchemaRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetupError(
-        resp->mutable_error(), MasterErrorPB::TABLE_NOT_FOUND,
-        Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+    SetError(MasterErrorPB::TABLE_NOT_FOUND, Status::NotFound("table not found", req.table().table_id() + req.table().table_name()), resp->mutable_error());
     return;
   }
   *resp->mutable_schema() = table->pb.schema();

@@ -282,8 +282,7 @@ void CatalogManager::TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatRes
   *resp->mutable_master_instance() = master_instance_;
   const std::string& uuid = req.common().permanent_uuid();
   if (uuid.empty()) {
-    SetupError(resp->mutable_error(), MasterErrorPB::INVALID_ARGUMENT,
-               Status::InvalidArgument("heartbeat without common.permanent_uuid"));
+    SetError(MasterErrorPB::INVALID_ARGUMENT, Status::InvalidArgument("heartbeat without common.permanent_uuid"), resp->mutable_error());
     return;
   }
   const MonoTime now = MonoTime::Now();

@@ -19,27 +19,6 @@ namespace nyala::master {
 
 namespace {
 // GET `path` from 127.0.0.1:`port` (HTTP/1.0); the whole response.
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != ssize_t(req.size())) {
-    close(fd);
-    return "";
-  }
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, size_t(n));
-  close(fd);
-  return out;
-}
 }  // namespace
 
 class MasterTest : public NyalaTest {

@@ -35,30 +35,6 @@ class ServerTest : public NyalaTest {
 };
 
 // A minimal HTTP/1.0 GET; returns the whole response (status line, headers, body).
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return "";
-  }
-  std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != ssize_t(req.size())) {
-    close(fd);
-    return "";
-  }
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
-  close(fd);
-  return out;
-}
 
 TEST_F(ServerTest, FsManagerKeepsUuidAndLocksDirs) {
   const std::string dir = test_dir() + "/data";

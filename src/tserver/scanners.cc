@@ -161,7 +161,7 @@ uint32_t BatchBytes(const ScanRequestPB& req) {
 }
 
 void ScanError(TabletServerErrorPB::Code code, const Status& s, ScanResponsePB* resp) {
-  SetTabletError(code, s, resp->mutable_error());
+  SetError(code, s, resp->mutable_error());
 }
 
 // Counts the rows one Scan call read and returned, per server and per tablet.

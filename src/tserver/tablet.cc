@@ -23,7 +23,7 @@ const char* TabletStateName(TabletState state) {
   return "UNKNOWN";
 }
 
-void SetTabletError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb) {
+void SetError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb) {
   pb->set_code(code);
   StatusToPB(status, pb->mutable_status());
 }
@@ -95,11 +95,11 @@ bool Tablet::CheckRunning(TabletServerErrorPB* error) const {
     case TabletState::kRunning:
       return true;
     case TabletState::kDeleted:
-      SetTabletError(TabletServerErrorPB::TABLET_NOT_FOUND,
+      SetError(TabletServerErrorPB::TABLET_NOT_FOUND,
                      Status::NotFound("tablet " + tablet_id() + " was deleted"), error);
       return false;
     case TabletState::kFailed:
-      SetTabletError(
+      SetError(
           TabletServerErrorPB::TABLET_NOT_RUNNING,
           Status::IllegalState("tablet " + tablet_id() + " failed: " + failure_.ToString()), error);
       return false;

@@ -70,8 +70,8 @@ struct Projection {
   SchemaPB schema_pb;
 };
 
-// Fills `pb` with `code` and `status`.
-void SetTabletError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb);
+// Fills `pb` with `code` and `status` (master's SetError has the same shape).
+void SetError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb);
 
 class Tablet {
  public:

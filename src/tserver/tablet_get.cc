@@ -49,7 +49,7 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   resp->clear_error();
   auto proj_or = MakeProjection(req.projected_columns());
   if (!proj_or.ok()) {
-    SetTabletError(TabletServerErrorPB::MISMATCHED_SCHEMA, proj_or.status(), resp->mutable_error());
+    SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, proj_or.status(), resp->mutable_error());
     return true;
   }
   const std::shared_ptr<const Projection> proj = std::move(proj_or).value();
@@ -62,7 +62,7 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   for (int i = 0; i < n; i++) {
     Arena arena;  // only strings with escaped zeros use it
     if (Status s = DecodeKey(schema_, Slice(req.keys(i)), g->key_cells.data(), &arena); !s.ok()) {
-      SetTabletError(TabletServerErrorPB::INVALID_KEY,
+      SetError(TabletServerErrorPB::INVALID_KEY,
                      Status::InvalidArgument("key " + std::to_string(i) + " of the Get does not "
                                              "decode for the tablet's key columns",
                                              s.ToString()),
@@ -87,7 +87,7 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   if (!g->reads.status().ok()) {
     g->reads.Clear();
     if (memory_only && g->reads.status().IsIncomplete()) return false;  // needs the disk
-    SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR, g->reads.status(), resp->mutable_error());
+    SetError(TabletServerErrorPB::UNKNOWN_ERROR, g->reads.status(), resp->mutable_error());
     return true;
   }
 
@@ -105,7 +105,7 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
     if (!s.ok()) {
       g->reads.Clear();
       resp->clear_found();
-      SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR,
+      SetError(TabletServerErrorPB::UNKNOWN_ERROR,
                      s.CloneAndPrepend("tablet " + tablet_id() + ": stored row"),
                      resp->mutable_error());
       LOG(ERROR) << resp->error().status().message();

@@ -69,26 +69,6 @@ class FakeMaster : public master::MasterServiceIf {
   bool ask_reregister_ GUARDED_BY(mu_) = false;
 };
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-    std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == ssize_t(req.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
-    }
-  }
-  close(fd);
-  return out;
-}
 
 class TabletServerTest : public NyalaTest {
  protected:

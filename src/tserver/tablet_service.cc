@@ -33,7 +33,7 @@ void LogRejected(const rpc::RpcContext* ctx, const std::string& tablet_id,
 
 template <typename Resp>
 void NoSuchTablet(const std::string& id, Resp* resp) {
-  SetTabletError(TabletServerErrorPB::TABLET_NOT_FOUND,
+  SetError(TabletServerErrorPB::TABLET_NOT_FOUND,
                  Status::NotFound("tablet " + id + " is not on this server"),
                  resp->mutable_error());
 }
@@ -111,7 +111,7 @@ void TabletServiceImpl::Scan(const ScanRequestPB* req, ScanResponsePB* resp, rpc
   if (!req->scanner_id().empty()) {
     deps_.scanners->ContinueScan(*req, resp, &rows, &indirect);
   } else if (!req->has_new_scan_request()) {
-    SetTabletError(TabletServerErrorPB::INVALID_SCAN_SPEC,
+    SetError(TabletServerErrorPB::INVALID_SCAN_SPEC,
                    Status::InvalidArgument("Scan without scanner_id or new_scan_request"),
                    resp->mutable_error());
   } else if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(tablet_id)) {
@@ -131,7 +131,7 @@ void TabletServiceImpl::Scan(const ScanRequestPB* req, ScanResponsePB* resp, rpc
 void TabletServiceImpl::ScannerKeepAlive(const ScannerKeepAliveRequestPB* req,
                                          ScannerKeepAliveResponsePB* resp, rpc::RpcContext* ctx) {
   if (Status s = deps_.scanners->KeepAlive(req->scanner_id()); !s.ok()) {
-    SetTabletError(TabletServerErrorPB::SCANNER_EXPIRED, s, resp->mutable_error());
+    SetError(TabletServerErrorPB::SCANNER_EXPIRED, s, resp->mutable_error());
     LogRejected(ctx, "", resp->error(), deps_.metrics);
   }
   ctx->RespondSuccess();
@@ -177,7 +177,7 @@ bool TabletServiceImpl::HandleGet(const GetRequestPB& req, GetResponsePB* resp,
 
 bool TabletAdminServiceImpl::WrongServer(const std::string& dest, TabletServerErrorPB* err) const {
   if (dest.empty() || dest == uuid_) return false;
-  SetTabletError(TabletServerErrorPB::WRONG_SERVER_UUID,
+  SetError(TabletServerErrorPB::WRONG_SERVER_UUID,
                  Status::InvalidArgument("request for server " + dest + " reached server " + uuid_),
                  err);
   return true;
@@ -189,7 +189,7 @@ void TabletAdminServiceImpl::CreateTablet(const CreateTabletRequestPB* req,
     resp->clear_error();
     TabletServerErrorPB::Code code;
     if (Status s = tablets_->CreateTablet(*req, &code); !s.ok()) {
-      SetTabletError(code, s, resp->mutable_error());
+      SetError(code, s, resp->mutable_error());
     }
   }
   if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
@@ -203,7 +203,7 @@ void TabletAdminServiceImpl::DeleteTablet(const DeleteTabletRequestPB* req,
     LOG(INFO) << "deleting tablet " << req->tablet_id() << " on request of "
               << ctx->remote_address().ToString() << ": " << req->reason();
     if (Status s = tablets_->DeleteTablet(req->tablet_id()); !s.ok()) {
-      SetTabletError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
+      SetError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
                                     : TabletServerErrorPB::UNKNOWN_ERROR,
                      s, resp->mutable_error());
     }

@@ -94,7 +94,7 @@ void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
   resp->clear_error();
   if (tablet_metrics_) tablet_metrics_->write_requests->Increment();
   if (Status s = CheckClientSchema(req.schema()); !s.ok()) {
-    SetTabletError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
+    SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
     return;
   }
   WriteLocked(req, request_id, resp);
@@ -106,7 +106,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   w->Reset();
   if (Status s = DecodeRowOperations(req.row_operations(), schema_, RowBlockKind::kWrites, &w->ops);
       !s.ok()) {
-    SetTabletError(TabletServerErrorPB::INVALID_ROW_BLOCK, s, resp->mutable_error());
+    SetError(TabletServerErrorPB::INVALID_ROW_BLOCK, s, resp->mutable_error());
     return;
   }
   const DecodedRowOps& ops = w->ops;
@@ -183,7 +183,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     if (!w->reads.status().ok()) {
       w->locks.Release();
       w->reads.Clear();
-      SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR, w->reads.status(), resp->mutable_error());
+      SetError(TabletServerErrorPB::UNKNOWN_ERROR, w->reads.status(), resp->mutable_error());
       return;
     }
     for (size_t r = 0; r < reads.size(); r++) {
@@ -307,7 +307,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   if (!s.ok()) {
     resp->clear_per_row_errors();
     resp->clear_rows_applied();
-    SetTabletError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
+    SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
     LOG(WARNING) << "tablet " << tablet_id() << ": write failed: " << s.ToString();
     return;
   }

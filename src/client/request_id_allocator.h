@@ -1,4 +1,5 @@
-// RequestTracker: the client's write request ids. Every Write RPC gets a sequence
+// RequestIdAllocator: the client's write request ids (the tablet server's
+// tserver::RequestIdAllocator remembers their outcomes). Every Write RPC gets a sequence
 // number under the client's random id and keeps it across retries, so the tablet
 // server can recognise a retried write and apply it once. first_incomplete() tells
 // the server which results it may forget.
@@ -14,9 +15,9 @@
 
 namespace nyala::client::internal {
 
-class RequestTracker {
+class RequestIdAllocator {
  public:
-  explicit RequestTracker(std::string client_id) : client_id_(std::move(client_id)) {}
+  explicit RequestIdAllocator(std::string client_id) : client_id_(std::move(client_id)) {}
 
   const std::string& client_id() const { return client_id_; }
 
