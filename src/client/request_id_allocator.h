@@ -1,5 +1,5 @@
 // RequestIdAllocator: the client's write request ids (the tablet server's
-// tserver::RequestIdAllocator remembers their outcomes). Every Write RPC gets a sequence
+// tserver::RequestTracker remembers their outcomes). Every Write RPC gets a sequence
 // number under the client's random id and keeps it across retries, so the tablet
 // server can recognise a retried write and apply it once. first_incomplete() tells
 // the server which results it may forget.
