@@ -48,6 +48,10 @@
 #include "tserver/tablet_metadata.pb.h"
 #include "tserver/tserver.pb.h"
 
+namespace nyala {
+struct DecodedRowOp;
+}  // namespace nyala
+
 namespace nyala::tserver {
 
 class RowLocks;
@@ -57,6 +61,8 @@ class TabletRows;
 class TabletStore;
 struct TabletMetrics;
 struct TServerMetrics;
+struct WriteKeySlot;  // tablet_write.cc
+struct WriteScratch;  // tablet_write.cc
 
 enum class TabletState { kRunning, kFailed, kDeleted };
 const char* TabletStateName(TabletState state);
@@ -139,9 +145,29 @@ class Tablet {
 
  private:
   Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServerMetrics* metrics);
-  // The write proper; REQUIRES: ops_mu_ held shared and the tablet running.
+  // The write proper; REQUIRES: ops_mu_ held shared and the tablet running. Its
+  // steps (tablet_write.cc), each on the thread's WriteScratch: decode the block,
+  // BuildStorageKeys, GroupByKey (distinct keys in key order), then under the row
+  // locks (LockReadApplyCommit) ReadExistingRows, ApplyInBlockOrder (PutRow for each
+  // written row), AddRequestRecord, commit; last CountWrittenRows.
   void WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
                    WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
+  void BuildStorageKeys(WriteScratch* w) const;
+  void GroupByKey(WriteScratch* w) const;
+  // Locks the rows, reads, applies and commits; the locks are released on return.
+  // A failed read or commit is returned (nothing was written).
+  Status LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* request_id,
+                             WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
+  Status ReadExistingRows(WriteScratch* w) REQUIRES_SHARED(ops_mu_);
+  // Per-row errors go to `resp`; the rows written go into the write batch.
+  void ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
+  // Puts `op`'s row (merged into the stored one when `merge_existing`) for `slot`.
+  Status PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot* slot,
+                WriteScratch* w) REQUIRES_SHARED(ops_mu_);
+  // Adds the request's record (its final response) to the write batch.
+  void AddRequestRecord(const rpc::RequestIdPB& request_id, const WriteResponsePB& resp,
+                        WriteScratch* w);
+  void CountWrittenRows(const WriteScratch& w) const;
   // OK when `pb` describes the tablet's columns (names, types, key, nullability).
   Status CheckClientSchema(const SchemaPB& pb) const;
   // Returns an error if the tablet does not take reads or writes now.

@@ -17,10 +17,8 @@
 
 namespace nyala::tserver {
 
-namespace {
-
 // One distinct storage key of a write and what the operations so far did to it.
-struct KeySlot {
+struct WriteKeySlot {
   Slice key;
   bool needs_read = false;  // some operation depends on the stored row
   bool exists = false;
@@ -28,44 +26,7 @@ struct KeySlot {
   Slice value;              // the current row value, when exists (and needed)
 };
 
-// Buffers reused by every write of one thread, so the hot path allocates nothing
-// per row once they have grown.
-struct WriteScratch {
-  DecodedRowOps ops;
-  std::string keys;               // every storage key, back to back
-  std::vector<uint32_t> key_end;  // per op: end offset of its key in `keys` (0: invalid op)
-  std::vector<uint32_t> order;    // valid op indexes sorted by key
-  std::vector<uint32_t> slot_of;  // per op: index into slots
-  std::vector<KeySlot> slots;
-  std::vector<Slice> key_of;  // per op: its storage key
-  std::vector<Slice> read_keys;
-  std::vector<uint32_t> read_slots;
-  std::string value;
-  std::string record_key;  // the request's record, when it has a request id
-  std::string record_value;
-  Arena arena;  // values of duplicated keys, which later operations may read
-  RowLockSet locks;
-  StoreWriteBatch batch;
-  StoreMultiGet reads;
-
-  void Reset() {
-    keys.clear();
-    key_end.clear();
-    order.clear();
-    slot_of.clear();
-    slots.clear();
-    key_of.clear();
-    read_keys.clear();
-    read_slots.clear();
-    arena.Reset();
-    batch.Clear();
-  }
-};
-
-WriteScratch* ThreadScratch() {
-  thread_local WriteScratch scratch;
-  return &scratch;
-}
+namespace {
 
 // Whether `row` sets every non-key column (an UPSERT that needs no read).
 bool SetsEveryColumn(const RowView& row) {
@@ -85,6 +46,70 @@ void AddRowError(WriteResponsePB* resp, size_t row, const Status& s) {
   StatusToPB(s, e->mutable_error());
 }
 
+// Holds a write's row locks for a scope: every way out of it unlocks them.
+class RowLockGuard {
+ public:
+  RowLockGuard(RowLockSet* set, RowLocks* locks) : set_(set) { set_->Lock(locks); }
+  ~RowLockGuard() { set_->Release(); }
+  RowLockGuard(const RowLockGuard&) = delete;
+  RowLockGuard& operator=(const RowLockGuard&) = delete;
+
+ private:
+  RowLockSet* const set_;
+};
+
+}  // namespace
+
+// Buffers reused by every write of one thread, so the hot path allocates nothing
+// per row once they have grown.
+struct WriteScratch {
+  DecodedRowOps ops;
+  std::string keys;               // every storage key, back to back
+  std::vector<uint32_t> key_end;  // per op: end offset of its key in `keys` (0: invalid op)
+  std::vector<uint32_t> order;    // valid op indexes sorted by key
+  std::vector<uint32_t> slot_of;  // per op: index into slots
+  std::vector<WriteKeySlot> slots;
+  std::vector<Slice> key_of;  // per op: its storage key
+  std::vector<Slice> read_keys;
+  std::vector<uint32_t> read_slots;
+  std::string value;
+  std::string record_key;  // the request's record, when it has a request id
+  std::string record_value;
+  Arena arena;  // values of duplicated keys, which later operations may read
+  RowLockSet locks;
+  StoreWriteBatch batch;
+  StoreMultiGet reads;
+  // A stored row being merged with an update: made on the write's first merge, with
+  // that tablet's schema, and dropped with the write (Reset).
+  std::unique_ptr<Row> merge;
+
+  // Rows each kind of operation wrote or skipped, for the response and the metrics.
+  struct Counts {
+    int64_t inserted = 0, upserted = 0, updated = 0, deleted = 0, ignored = 0, errors = 0;
+    int64_t applied() const { return inserted + upserted + updated + deleted; }
+  } counts;
+
+  void Reset() {
+    keys.clear();
+    key_end.clear();
+    order.clear();
+    slot_of.clear();
+    slots.clear();
+    key_of.clear();
+    read_keys.clear();
+    read_slots.clear();
+    arena.Reset();
+    batch.Clear();
+    merge.reset();
+    counts = Counts();
+  }
+};
+
+namespace {
+WriteScratch* ThreadScratch() {
+  thread_local WriteScratch scratch;
+  return &scratch;
+}
 }  // namespace
 
 void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
@@ -109,10 +134,24 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     SetError(TabletServerErrorPB::INVALID_ROW_BLOCK, s, resp->mutable_error());
     return;
   }
+  BuildStorageKeys(w);
+  GroupByKey(w);
+  const Status s = LockReadApplyCommit(w, request_id, resp);
+  w->reads.Clear();
+  if (!s.ok()) {
+    resp->clear_per_row_errors();
+    resp->clear_rows_applied();
+    SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
+    LOG(WARNING) << "tablet " << tablet_id() << ": write failed: " << s.ToString();
+    return;
+  }
+  CountWrittenRows(*w);
+}
+
+void Tablet::BuildStorageKeys(WriteScratch* w) const {
   const DecodedRowOps& ops = w->ops;
   const size_t n = ops.size();
-
-  // 1. Storage keys, back to back in one buffer.
+  // Storage keys, back to back in one buffer.
   w->key_end.resize(n);
   w->keys.reserve(n * (kTabletPrefixSize + 16));
   for (size_t i = 0; i < n; i++) {
@@ -126,19 +165,18 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     w->order.push_back(static_cast<uint32_t>(i));
   }
   // Key of op i: [start, key_end[i]) where start is the previous valid op's end.
-  w->slot_of.assign(n, UINT32_MAX);
-  std::vector<Slice>& key_of = w->key_of;
-  key_of.resize(n);
-  {
-    uint32_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (w->key_end[i] == 0) continue;
-      key_of[i] = Slice(w->keys.data() + start, w->key_end[i] - start);
-      start = w->key_end[i];
-    }
+  w->key_of.resize(n);
+  uint32_t start = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (w->key_end[i] == 0) continue;
+    w->key_of[i] = Slice(w->keys.data() + start, w->key_end[i] - start);
+    start = w->key_end[i];
   }
+}
 
-  // 2. Distinct keys in key order (blocks usually arrive sorted: check first).
+void Tablet::GroupByKey(WriteScratch* w) const {
+  const std::vector<Slice>& key_of = w->key_of;
+  // Distinct keys in key order (blocks usually arrive sorted: check first).
   auto by_key = [&](uint32_t a, uint32_t b) {
     const int c = key_of[a].compare(key_of[b]);
     return c < 0 || (c == 0 && a < b);
@@ -146,6 +184,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   if (!std::is_sorted(w->order.begin(), w->order.end(), by_key)) {
     std::sort(w->order.begin(), w->order.end(), by_key);
   }
+  w->slot_of.assign(w->ops.size(), UINT32_MAX);
   for (uint32_t i : w->order) {
     if (w->slots.empty() || !(w->slots.back().key == key_of[i])) {
       w->slots.emplace_back();
@@ -153,14 +192,35 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     } else {
       w->slots.back().duplicated = true;
     }
-    KeySlot& slot = w->slots.back();
-    slot.needs_read |= NeedsRead(ops[i]);
+    WriteKeySlot& slot = w->slots.back();
+    slot.needs_read |= NeedsRead(w->ops[i]);
     w->slot_of[i] = static_cast<uint32_t>(w->slots.size() - 1);
   }
+}
 
-  // 3. Lock, then read what the operations depend on.
-  for (const KeySlot& s : w->slots) w->locks.Add(*locks_, s.key);
-  w->locks.Lock(locks_);
+Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* request_id,
+                                   WriteResponsePB* resp) {
+  for (const WriteKeySlot& s : w->slots) w->locks.Add(*locks_, s.key);
+  RowLockGuard held(&w->locks, locks_);
+  RETURN_NOT_OK(ReadExistingRows(w));
+  ApplyInBlockOrder(w, resp);
+  // The response is final: store it with the rows when the request has an id
+  // (deletions of forgotten records first, in case one has the same key).
+  resp->set_rows_applied(w->counts.applied());
+  store_->TakeRequestRecordDeletes(&w->batch);
+  if (request_id) AddRequestRecord(*request_id, *resp, w);
+  // Commit and raise the key bound before the locks go. (Raising it even when the
+  // write failed only costs later writes a read.)
+  Status s = w->batch.Count() > 0 ? store_->Write(&w->batch) : Status::OK();
+  if (!w->slots.empty()) {
+    const Slice largest = w->slots.back().key;
+    MutexLock l(key_bound_mu_);
+    if (Slice(key_bound_).compare(largest) < 0) key_bound_.assign(largest.cdata(), largest.size());
+  }
+  return s;
+}
+
+Status Tablet::ReadExistingRows(WriteScratch* w) {
   // Keys above the tablet's key bound are stored nowhere: no read for them. (The
   // slots are in key order; every key is above an empty bound.)
   size_t first_above_bound;
@@ -169,7 +229,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     const Slice bound(key_bound_);
     first_above_bound = static_cast<size_t>(
         std::partition_point(w->slots.begin(), w->slots.end(),
-                             [&](const KeySlot& s) { return s.key.compare(bound) <= 0; }) -
+                             [&](const WriteKeySlot& s) { return s.key.compare(bound) <= 0; }) -
         w->slots.begin());
   }
   std::vector<Slice>& reads = w->read_keys;  // keys needing a read, in key order
@@ -178,33 +238,27 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     reads.push_back(w->slots[s].key);
     w->read_slots.push_back(s);
   }
-  if (!reads.empty()) {
-    store_->MultiGet(*rows_, nullptr, reads.size(), reads.data(), /*sorted=*/true, &w->reads);
-    if (!w->reads.status().ok()) {
-      w->locks.Release();
-      w->reads.Clear();
-      SetError(TabletServerErrorPB::UNKNOWN_ERROR, w->reads.status(), resp->mutable_error());
-      return;
-    }
-    for (size_t r = 0; r < reads.size(); r++) {
-      KeySlot& slot = w->slots[w->read_slots[r]];
-      slot.exists = w->reads.found(r);
-      if (slot.exists) slot.value = w->reads.value(r);
-    }
+  if (reads.empty()) return Status::OK();
+  store_->MultiGet(*rows_, nullptr, reads.size(), reads.data(), /*sorted=*/true, &w->reads);
+  RETURN_NOT_OK(w->reads.status());
+  for (size_t r = 0; r < reads.size(); r++) {
+    WriteKeySlot& slot = w->slots[w->read_slots[r]];
+    slot.exists = w->reads.found(r);
+    if (slot.exists) slot.value = w->reads.value(r);
   }
+  return Status::OK();
+}
 
-  // 4. Apply in block order.
-  int64_t inserted = 0, upserted = 0, updated = 0, deleted = 0, ignored = 0, errors = 0;
-  std::unique_ptr<Row> merge;  // created on the first merge
-  for (size_t i = 0; i < n; i++) {
-    const DecodedRowOp& op = ops[i];
+void Tablet::ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) {
+  WriteScratch::Counts& c = w->counts;
+  for (size_t i = 0; i < w->ops.size(); i++) {
+    const DecodedRowOp& op = w->ops[i];
     if (!op.error.ok()) {
       AddRowError(resp, i, op.error);
-      errors++;
+      c.errors++;
       continue;
     }
-    KeySlot& slot = w->slots[w->slot_of[i]];
-    const Slice key = slot.key;
+    WriteKeySlot& slot = w->slots[w->slot_of[i]];
     bool merge_existing = false;
     switch (op.type) {
       case RowOpType::kInsert:
@@ -212,9 +266,9 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
         if (slot.exists) {
           if (op.type == RowOpType::kInsert) {
             AddRowError(resp, i, Status::AlreadyPresent("key already present"));
-            errors++;
+            c.errors++;
           } else {
-            ignored++;
+            c.ignored++;
           }
           continue;
         }
@@ -229,9 +283,9 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
         if (!slot.exists) {
           if (op.type == RowOpType::kUpdate || op.type == RowOpType::kDelete) {
             AddRowError(resp, i, Status::NotFound("key not found"));
-            errors++;
+            c.errors++;
           } else {
-            ignored++;
+            c.ignored++;
           }
           continue;
         }
@@ -242,88 +296,72 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
         continue;
     }
     if (IsDeleteLike(op.type)) {
-      w->batch.Delete(*rows_, key);
+      w->batch.Delete(*rows_, slot.key);
       slot.exists = false;
-      deleted++;
+      c.deleted++;
       continue;
     }
-    w->value.clear();
-    Status s;
-    if (merge_existing) {
-      if (!merge) merge = std::make_unique<Row>(&schema_);
-      s = DecodeRowValue(slot.value, merge.get());
-      if (s.ok()) {
-        for (int c = schema_.num_key_columns(); c < schema_.num_columns(); c++) {
-          if (op.row.IsSet(c)) merge->SetUnchecked(c, op.row.cell(c));
-        }
-        s = EncodeRowValue(merge->view(), &w->value);
-      } else {
-        s = s.CloneAndPrepend("stored row");
-      }
-    } else {
-      s = EncodeRowValue(op.row, &w->value);
-    }
-    if (!s.ok()) {
+    if (Status s = PutRow(op, merge_existing, &slot, w); !s.ok()) {
       AddRowError(resp, i, s);
-      errors++;
+      c.errors++;
       continue;
     }
-    w->batch.Put(*rows_, key, Slice(w->value));
-    if (slot.duplicated) slot.value = w->arena.Copy(Slice(w->value));
     if (op.type == RowOpType::kUpsert) {
-      upserted++;
+      c.upserted++;
     } else if (IsUpdateLike(op.type)) {
-      updated++;
+      c.updated++;
     } else {
-      inserted++;
+      c.inserted++;
     }
-    slot.exists = true;
   }
+}
 
-  // 5. The response is final: store it with the rows when the request has an id
-  // (deletions of forgotten records first, in case one has the same key).
-  resp->set_rows_applied(inserted + upserted + updated + deleted);
-  store_->TakeRequestRecordDeletes(&w->batch);
-  if (request_id) {
-    w->record_key.clear();
-    AppendRequestRecordKey(seq(), request_id->client_id(), request_id->seq_no(), &w->record_key);
-    w->record_value.clear();
-    AppendRequestRecordHeader(GetWallTimeMicros(), request_id->first_incomplete_seq_no(),
-                              &w->record_value);
-    resp->AppendToString(&w->record_value);
-    store_->PutRequestRecord(&w->batch, w->record_key, w->record_value);
+Status Tablet::PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot* slot,
+                      WriteScratch* w) {
+  w->value.clear();
+  if (merge_existing) {
+    if (!w->merge) w->merge = std::make_unique<Row>(&schema_);
+    Row* merge = w->merge.get();
+    RETURN_NOT_OK_PREPEND(DecodeRowValue(slot->value, merge), "stored row");
+    for (int c = schema_.num_key_columns(); c < schema_.num_columns(); c++) {
+      if (op.row.IsSet(c)) merge->SetUnchecked(c, op.row.cell(c));
+    }
+    RETURN_NOT_OK(EncodeRowValue(merge->view(), &w->value));
+  } else {
+    RETURN_NOT_OK(EncodeRowValue(op.row, &w->value));
   }
+  w->batch.Put(*rows_, slot->key, Slice(w->value));
+  if (slot->duplicated) slot->value = w->arena.Copy(Slice(w->value));
+  slot->exists = true;
+  return Status::OK();
+}
 
-  // 6. Commit, raise the key bound, then unlock. (Raising it even when the write
-  // failed only costs later writes a read.)
-  Status s = w->batch.Count() > 0 ? store_->Write(&w->batch) : Status::OK();
-  if (!w->slots.empty()) {
-    const Slice largest = w->slots.back().key;
-    MutexLock l(key_bound_mu_);
-    if (Slice(key_bound_).compare(largest) < 0) key_bound_.assign(largest.cdata(), largest.size());
-  }
-  w->locks.Release();
-  w->reads.Clear();
-  if (!s.ok()) {
-    resp->clear_per_row_errors();
-    resp->clear_rows_applied();
-    SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
-    LOG(WARNING) << "tablet " << tablet_id() << ": write failed: " << s.ToString();
-    return;
-  }
+void Tablet::AddRequestRecord(const rpc::RequestIdPB& request_id, const WriteResponsePB& resp,
+                              WriteScratch* w) {
+  w->record_key.clear();
+  AppendRequestRecordKey(seq(), request_id.client_id(), request_id.seq_no(), &w->record_key);
+  w->record_value.clear();
+  AppendRequestRecordHeader(GetWallTimeMicros(), request_id.first_incomplete_seq_no(),
+                            &w->record_value);
+  resp.AppendToString(&w->record_value);
+  store_->PutRequestRecord(&w->batch, w->record_key, w->record_value);
+}
+
+void Tablet::CountWrittenRows(const WriteScratch& w) const {
+  const WriteScratch::Counts& c = w.counts;
   if (tablet_metrics_) {
-    if (inserted) tablet_metrics_->rows_inserted->Increment(inserted);
-    if (upserted) tablet_metrics_->rows_upserted->Increment(upserted);
-    if (updated) tablet_metrics_->rows_updated->Increment(updated);
-    if (deleted) tablet_metrics_->rows_deleted->Increment(deleted);
+    if (c.inserted) tablet_metrics_->rows_inserted->Increment(c.inserted);
+    if (c.upserted) tablet_metrics_->rows_upserted->Increment(c.upserted);
+    if (c.updated) tablet_metrics_->rows_updated->Increment(c.updated);
+    if (c.deleted) tablet_metrics_->rows_deleted->Increment(c.deleted);
   }
   if (metrics_) {
-    if (inserted) metrics_->rows_inserted->Increment(inserted);
-    if (upserted) metrics_->rows_upserted->Increment(upserted);
-    if (updated) metrics_->rows_updated->Increment(updated);
-    if (deleted) metrics_->rows_deleted->Increment(deleted);
-    if (ignored) metrics_->rows_ignored->Increment(ignored);
-    if (errors) metrics_->write_row_errors->Increment(errors);
+    if (c.inserted) metrics_->rows_inserted->Increment(c.inserted);
+    if (c.upserted) metrics_->rows_upserted->Increment(c.upserted);
+    if (c.updated) metrics_->rows_updated->Increment(c.updated);
+    if (c.deleted) metrics_->rows_deleted->Increment(c.deleted);
+    if (c.ignored) metrics_->rows_ignored->Increment(c.ignored);
+    if (c.errors) metrics_->write_row_errors->Increment(c.errors);
   }
 }
 
