@@ -49,7 +49,7 @@ DEFINE_string(tserver_flags, "",
               "(e.g. \"--rocksdb_compression=zstd --fsync_writes\").");
 DEFINE_bool(pin, false,
             "Pin the daemons this run starts to CPU 0 and this process (client and bare "
-            "RocksDB loads) to CPU 1, as shared/BENCHMARKING.md asks for single-client "
+            "RocksDB loads) to CPU 1, as bench/README.md asks for single-client "
             "measurements.");
 DEFINE_int32(rounds, 1,
              "Rounds of (client load on a fresh cluster, then the bare RocksDB load); "

@@ -47,8 +47,8 @@ DEFINE_double(run_seconds, 5, "Length of the measured run, after a short warm-up
 DEFINE_int32(payload_bytes, 0, "Bytes of payload added to each request.");
 DEFINE_int32(server_cpu, -1,
              "Pin every server thread (reactors, service threads; the echo thread in pingpong "
-             "mode) to this CPU. -1: no pinning. BENCHMARKING.md asks for pinned single-client "
-             "figures: --server_cpu=0 --client_cpu=1, and both on 0 for a second row.");
+             "mode) to this CPU. -1: no pinning. bench/README.md quotes single-client figures "
+             "pinned: --server_cpu=0 --client_cpu=1, and both on 0 for a second row.");
 DEFINE_int32(client_cpu, -1, "Pin every client thread (messengers, callers) to this CPU.");
 
 namespace nyala::rpc {
@@ -58,6 +58,7 @@ using bench::PinCurrentThread;
 
 using rpc_test::AddRequestPB;
 using rpc_test::AddResponsePB;
+using rpc_test::CalculatorServiceIf;
 
 struct Usage {
   double user_us, sys_us;
@@ -95,7 +96,10 @@ AddRequestPB MakeRequest() {
   return req;
 }
 
-const char* Method() { return FLAGS_run_on_reactor ? "AddInline" : "Add"; }
+const char* Method() {
+  return FLAGS_run_on_reactor ? CalculatorServiceIf::kAddInlineMethodName
+                              : CalculatorServiceIf::kAddMethodName;
+}
 
 // One async call chain: each completion records and reissues.
 class Chain {
@@ -175,7 +179,8 @@ int RunRpc() {
   std::vector<std::unique_ptr<Proxy>> proxies;
   for (int i = 0; i < FLAGS_client_threads; i++) {
     clients.push_back(NewMessenger("client" + std::to_string(i), 1));
-    proxies.push_back(std::make_unique<Proxy>(clients.back(), addr, CalculatorService::kName));
+    proxies.push_back(
+        std::make_unique<Proxy>(clients.back(), addr, CalculatorServiceIf::kServiceName));
   }
 
   std::vector<std::unique_ptr<Chain>> chains;

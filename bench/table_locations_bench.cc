@@ -31,7 +31,7 @@
 #include "common/row_operations.h"
 #include "common/schema.h"
 #include "master/master-test-util.h"
-#include "rpc/proxy.h"
+#include "master/master.proxy.h"
 #include "rpc/rpc_controller.h"
 #include "test/mini_cluster.h"
 
@@ -109,8 +109,8 @@ Status RunOnce(int cache_mb, RunResult* result) {
       fakes.push_back(std::make_unique<master::FakeTabletServer>());
       RETURN_NOT_OK(fakes.back()->Start());
       master::TSHeartbeatResponsePB resp;
-      RETURN_NOT_OK(
-          cluster.CallMaster("TSHeartbeat", fakes.back()->MakeHeartbeat(true, true), &resp));
+      RETURN_NOT_OK(cluster.CallMaster(&master::MasterServiceProxy::TSHeartbeat,
+                                       fakes.back()->MakeHeartbeat(true, true), &resp));
     }
   }
   printf(
@@ -135,7 +135,7 @@ Status RunOnce(int cache_mb, RunResult* result) {
       mo.num_reactors = 1;
       auto messenger = rpc::Messenger::Create(mo);
       CHECK_OK(messenger.status());
-      rpc::Proxy proxy(*messenger, master_addr, test::MiniCluster::kMasterService);
+      master::MasterServiceProxy proxy(*messenger, master_addr);
       GetTableLocationsRequestPB req;
       req.mutable_table()->set_table_name("bench_table");
       req.set_max_returned_locations(1000);
@@ -146,7 +146,7 @@ Status RunOnce(int cache_mb, RunResult* result) {
         rpc.Reset();
         rpc.set_timeout(MonoDelta::FromSeconds(10));
         resp.Clear();
-        Status s = proxy.SyncRequest("GetTableLocations", req, &resp, &rpc);
+        Status s = proxy.GetTableLocations(req, &resp, &rpc);
         if (s.ok() && !resp.has_error() &&
             resp.tablet_locations_size() == FLAGS_benchmark_num_tablets) {
           ok_calls++;

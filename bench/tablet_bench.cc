@@ -28,7 +28,7 @@
 //              "Get < half a one-row Scan" target is about. Gets are answered from
 //              the RocksDB row cache once warm (--row_cache_capacity_mb=0 turns it
 //              off); the scans' blocks come from the block cache.
-// Every figure is the run's own; take the median of 3 runs (BENCHMARKING.md).
+// Every figure is the run's own; take the median of 3 runs (bench/README.md).
 #include <dirent.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -52,7 +52,6 @@
 #include "common/monotime.h"
 #include "common/row_encoding.h"
 #include "rpc/messenger.h"
-#include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 #include "tserver/request_tracker.h"
 #include "tserver/scanners.h"
@@ -60,6 +59,7 @@
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_service.h"
 #include "tserver/tablet_store.h"
+#include "tserver/tserver.proxy.h"
 #include "tserver/tserver_metrics.h"
 #include "tserver/tserver_test_util.h"
 
@@ -82,7 +82,7 @@ DEFINE_int32(cpu_in_flight, 16,
              "(0 skips it).");
 DEFINE_int32(server_cpu, -1,
              "Pin the RPC part's server threads (reactor, service threads) to this CPU (-1: "
-             "unpinned). BENCHMARKING.md's single-client figures: --server_cpu=0 "
+             "unpinned). bench/README.md's single-client figures: --server_cpu=0 "
              "--client_cpu=1, and both on 0 for a second row.");
 DEFINE_int32(client_cpu, -1, "Pin the RPC part's client (the calling thread) to this CPU.");
 DEFINE_string(bench_dir, "", "Directory for the stores (default: a new one under /tmp, removed).");
@@ -331,7 +331,12 @@ void RunInProcess(Env* env) {
 // Keeps `in_flight` async calls going until `total` have completed: each call's
 // callback checks its answer and issues the next one.
 template <typename Req, typename Resp>
-void RunInFlight(const rpc::Proxy& proxy, const char* method, int in_flight, int64_t total,
+using AsyncMethod = void (TabletServerServiceProxy::*)(const Req&, Resp*, rpc::RpcController*,
+                                                       std::function<void()>) const;
+
+template <typename Req, typename Resp>
+void RunInFlight(const TabletServerServiceProxy& proxy, AsyncMethod<Req, Resp> method,
+                 int in_flight, int64_t total,
                  const std::function<void(std::mt19937_64*, Req*)>& make,
                  const std::function<void(const Resp&)>& check) {
   struct Chain {
@@ -350,7 +355,7 @@ void RunInFlight(const rpc::Proxy& proxy, const char* method, int in_flight, int
     make(&c->rng, &c->req);
     c->ctl.Reset();
     c->ctl.set_timeout(MonoDelta::FromSeconds(30));
-    proxy.AsyncRequest(method, c->req, &c->resp, &c->ctl, [&, c] {
+    (proxy.*method)(c->req, &c->resp, &c->ctl, [&, c] {
       CHECK_OK(c->ctl.status());
       check(c->resp);
       bool again;
@@ -403,12 +408,11 @@ void RunRpc(Env* env) {
   co.num_reactors = 1;
   auto client = rpc::Messenger::Create(co);
   CHECK_OK(client.status());
-  rpc::Proxy proxy(*client, addr, TabletServiceImpl::kServiceName);
-  auto call = [&](const char* method, const google::protobuf::Message& req,
-                  google::protobuf::Message* resp, rpc::RpcController* ctl) {
+  TabletServerServiceProxy proxy(*client, addr);
+  auto call = [&](auto method, const auto& req, auto* resp, rpc::RpcController* ctl) {
     ctl->Reset();
     ctl->set_timeout(MonoDelta::FromSeconds(30));
-    CHECK_OK(proxy.SyncRequest(method, req, resp, ctl));
+    CHECK_OK((proxy.*method)(req, resp, ctl));
   };
 
   // Write.
@@ -421,7 +425,7 @@ void RunRpc(Env* env) {
       WriteRequestPB req = BuildWrite("rpc", schema, &keys[i], n);
       WriteResponsePB resp;
       const MonoTime t0 = MonoTime::Now();
-      call("Write", req, &resp, &ctl);
+      call(&TabletServerServiceProxy::Write, req, &resp, &ctl);
       secs += Seconds(t0);
       CHECK(!resp.has_error() && resp.per_row_errors_size() == 0) << resp.ShortDebugString();
     }
@@ -445,7 +449,7 @@ void RunRpc(Env* env) {
     for (int i = 0; i < FLAGS_rpc_get_ops; i++) {
       *req.mutable_keys(0) = EncodedKey(schema, pick(rng));
       GetResponsePB resp;
-      call("Get", req, &resp, &ctl);
+      call(&TabletServerServiceProxy::Get, req, &resp, &ctl);
       CHECK_EQ(resp.data().num_rows(), 1);
     }
     const double s = Seconds(t0);
@@ -458,7 +462,7 @@ void RunRpc(Env* env) {
     for (int i = 0; i < calls; i++) {
       for (int j = 0; j < 100; j++) *req.mutable_keys(j) = EncodedKey(schema, pick(rng));
       GetResponsePB resp;
-      call("Get", req, &resp, &ctl);
+      call(&TabletServerServiceProxy::Get, req, &resp, &ctl);
       CHECK_EQ(resp.data().num_rows(), 100);
     }
     const double s1 = Seconds(t1);
@@ -496,7 +500,7 @@ void RunRpc(Env* env) {
         GetRequestPB req;
         make_get(&rng, &req);
         GetResponsePB resp;
-        call("Get", req, &resp, &ctl);
+        call(&TabletServerServiceProxy::Get, req, &resp, &ctl);
         check_get(resp);
       }
       double c1 = ThreadsCpuSeconds(server_threads);
@@ -506,7 +510,7 @@ void RunRpc(Env* env) {
         ScanRequestPB req;
         make_scan(&rng, &req);
         ScanResponsePB resp;
-        call("Scan", req, &resp, &ctl);
+        call(&TabletServerServiceProxy::Scan, req, &resp, &ctl);
         check_scan(resp);
       }
       scan_cpu += ThreadsCpuSeconds(server_threads) - c1;
@@ -527,14 +531,15 @@ void RunRpc(Env* env) {
     for (int round = 0; round < 4; round++) {
       double c0 = ThreadsCpuSeconds(server_threads);
       MonoTime t0 = MonoTime::Now();
-      RunInFlight<GetRequestPB, GetResponsePB>(proxy, "Get", FLAGS_cpu_in_flight, per_round,
-                                               make_get, check_get);
+      RunInFlight<GetRequestPB, GetResponsePB>(proxy, &TabletServerServiceProxy::GetAsync,
+                                               FLAGS_cpu_in_flight, per_round, make_get, check_get);
       get_secs += Seconds(t0);
       double c1 = ThreadsCpuSeconds(server_threads);
       get_cpu += c1 - c0;
       t0 = MonoTime::Now();
-      RunInFlight<ScanRequestPB, ScanResponsePB>(proxy, "Scan", FLAGS_cpu_in_flight, per_round,
-                                                 make_scan, check_scan);
+      RunInFlight<ScanRequestPB, ScanResponsePB>(proxy, &TabletServerServiceProxy::ScanAsync,
+                                                 FLAGS_cpu_in_flight, per_round, make_scan,
+                                                 check_scan);
       scan_secs += Seconds(t0);
       scan_cpu += ThreadsCpuSeconds(server_threads) - c1;
     }

@@ -1,21 +1,37 @@
 # Helpers shared by every src/ folder.
 
 # nyala_proto(<target> <file.proto>...): generates C++ for the protos (imports are
-# resolved from src/) and adds the sources to <target>.
+# resolved from src/) and adds the sources to <target>. A .proto that declares a
+# `service` also gets its typed server interface (<base>.service.h/.cc) and client
+# proxy (<base>.proxy.h/.cc) from protoc-gen-nyalarpc (src/rpc/protoc_gen_nyalarpc_main.cc);
+# <target> must then link nyala_rpc.
 function(nyala_proto target)
   foreach(proto ${ARGN})
     get_filename_component(abs ${proto} ABSOLUTE)
     file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR}/src ${abs})
     string(REGEX REPLACE "\\.proto$" "" base ${rel})
-    set(out_cc ${CMAKE_BINARY_DIR}/src/${base}.pb.cc)
-    set(out_h ${CMAKE_BINARY_DIR}/src/${base}.pb.h)
+    set(out_dir ${CMAKE_BINARY_DIR}/src)
+    set(outputs ${out_dir}/${base}.pb.cc ${out_dir}/${base}.pb.h)
+    set(plugin_args "")
+    set(plugin_deps "")
+    # Whether the file declares a service is read at configure time; editing the
+    # .proto reconfigures.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${abs})
+    file(STRINGS ${abs} services REGEX "^[ \t]*service[ \t]")
+    if(services)
+      list(APPEND outputs ${out_dir}/${base}.service.cc ${out_dir}/${base}.service.h
+           ${out_dir}/${base}.proxy.cc ${out_dir}/${base}.proxy.h)
+      set(plugin_args --plugin=protoc-gen-nyalarpc=$<TARGET_FILE:protoc-gen-nyalarpc>
+                      --nyalarpc_out=${out_dir})
+      set(plugin_deps protoc-gen-nyalarpc)
+    endif()
     add_custom_command(
-      OUTPUT ${out_cc} ${out_h}
-      COMMAND ${Protobuf_PROTOC_EXECUTABLE} --cpp_out=${CMAKE_BINARY_DIR}/src
-              -I ${CMAKE_SOURCE_DIR}/src ${abs}
-      DEPENDS ${abs} ${Protobuf_PROTOC_EXECUTABLE}
+      OUTPUT ${outputs}
+      COMMAND ${Protobuf_PROTOC_EXECUTABLE} --cpp_out=${out_dir} ${plugin_args}
+              -I ${CMAKE_SOURCE_DIR}/src -I ${Protobuf_INCLUDE_DIRS} ${abs}
+      DEPENDS ${abs} ${Protobuf_PROTOC_EXECUTABLE} ${plugin_deps}
       COMMENT "protoc ${rel}")
-    target_sources(${target} PRIVATE ${out_cc} ${out_h})
+    target_sources(${target} PRIVATE ${outputs})
   endforeach()
 endfunction()
 

@@ -22,7 +22,7 @@ done
 PACKAGES=(
   g++ cmake make pkg-config
   libevent-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler libprotoc-dev
   libgflags-dev libgoogle-glog-dev
   librocksdb-dev
   libgtest-dev libgmock-dev libbenchmark-dev

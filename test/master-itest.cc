@@ -62,7 +62,7 @@ class MasterITest : public NyalaTest {
     GetTableLocationsRequestPB req;
     req.mutable_table()->set_table_id(table_id);
     GetTableLocationsResponsePB resp;
-    EXPECT_OK(cluster_->CallMaster("GetTableLocations", req, &resp));
+    EXPECT_OK(cluster_->CallMaster(&master::MasterServiceProxy::GetTableLocations, req, &resp));
     return resp;
   }
   // tablet id -> uuid of each server whose ListTablets lists it.
@@ -73,8 +73,8 @@ class MasterITest : public NyalaTest {
       tserver::ListTabletsResponsePB resp;
       rpc::RpcController rpc;
       rpc.set_timeout(MonoDelta::FromSeconds(10));
-      EXPECT_OK(cluster_->tserver_admin_proxy(i).SyncRequest(
-          "ListTablets", tserver::ListTabletsRequestPB(), &resp, &rpc));
+      EXPECT_OK(cluster_->tserver_admin_proxy(i).ListTablets(tserver::ListTabletsRequestPB(), &resp,
+                                                             &rpc));
       for (const auto& t : resp.tablets()) {
         if (t.state() != tserver::TABLET_DATA_DELETED) {
           out[t.tablet_id()].insert(cluster_->tserver(i)->uuid());
@@ -137,7 +137,7 @@ TEST_F(MasterITest, TablesOfEveryShapeArePlacedAndRunning) {
   DeleteTableRequestPB del;
   del.mutable_table()->set_table_name("hash_only");
   DeleteTableResponsePB del_resp;
-  ASSERT_OK(cluster_->CallMaster("DeleteTable", del, &del_resp));
+  ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::DeleteTable, del, &del_resp));
   ASSERT_FALSE(del_resp.has_error());
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
                     [&] { ASSERT_EQ(expected.size() - 6, TabletsOnServers().size()); });
@@ -152,7 +152,8 @@ TEST_F(MasterITest, MasterRestartsKeepTheCatalog) {
     before[id] = Summary(Locations(id));
   }
   ListTablesResponsePB tables_before;
-  ASSERT_OK(cluster_->CallMaster("ListTables", ListTablesRequestPB(), &tables_before));
+  ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::ListTables, ListTablesRequestPB(),
+                                 &tables_before));
   for (bool kill : {false, true}) {
     SCOPED_TRACE(kill ? "SIGKILL" : "SIGTERM");
     if (kill) {
@@ -162,7 +163,8 @@ TEST_F(MasterITest, MasterRestartsKeepTheCatalog) {
       ASSERT_OK(cluster_->master()->Restart());
     }
     ListTablesResponsePB tables_after;
-    ASSERT_OK(cluster_->CallMaster("ListTables", ListTablesRequestPB(), &tables_after));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::ListTables, ListTablesRequestPB(),
+                                   &tables_after));
     EXPECT_EQ(tables_before.SerializeAsString(), tables_after.SerializeAsString());
     // Replicas reappear as the tablet servers register again.
     ASSERT_OK(cluster_->WaitForTabletServers(3, MonoDelta::FromSeconds(30)));
@@ -214,7 +216,7 @@ TEST_F(MasterITest, BadInput) {
   };
   for (const auto& [req, code] : bad) {
     CreateTableResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("CreateTable", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::CreateTable, req, &resp));
     EXPECT_EQ(MasterErrorPB::Code_Name(code), MasterErrorPB::Code_Name(resp.error().code()))
         << req.name().substr(0, 20) << ": " << resp.error().status().message();
   }
@@ -222,20 +224,21 @@ TEST_F(MasterITest, BadInput) {
     auto req = MakeRequest("dupcol", 0, false);
     *req.mutable_schema()->add_columns() = req.schema().columns(1);
     CreateTableResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("CreateTable", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::CreateTable, req, &resp));
     EXPECT_EQ(MasterErrorPB::INVALID_SCHEMA, resp.error().code());
     auto req2 = MakeRequest("hashv", 0, false);
     auto* d = req2.mutable_partition_schema()->add_hash_dimensions();
     d->add_columns("v");
     d->set_num_buckets(4);
-    ASSERT_OK(cluster_->CallMaster("CreateTable", req2, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::CreateTable, req2, &resp));
     EXPECT_EQ(MasterErrorPB::INVALID_PARTITION_SCHEMA, resp.error().code());
   }
   const std::string id = CreateRunningTable(MakeRequest("present", 0, true, {10}));
   ASSERT_FALSE(id.empty());
   {
     CreateTableResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("CreateTable", MakeRequest("present", 0, false), &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::CreateTable,
+                                   MakeRequest("present", 0, false), &resp));
     EXPECT_EQ(MasterErrorPB::TABLE_ALREADY_PRESENT, resp.error().code());
   }
 
@@ -246,28 +249,28 @@ TEST_F(MasterITest, BadInput) {
     IsCreateTableDoneRequestPB req;
     *req.mutable_table() = unknown;
     IsCreateTableDoneResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("IsCreateTableDone", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::IsCreateTableDone, req, &resp));
     EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
   }
   {
     DeleteTableRequestPB req;
     *req.mutable_table() = unknown;
     DeleteTableResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("DeleteTable", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::DeleteTable, req, &resp));
     EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
   }
   {
     GetTableSchemaRequestPB req;
     *req.mutable_table() = unknown;
     GetTableSchemaResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("GetTableSchema", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::GetTableSchema, req, &resp));
     EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
   }
   {
     GetTableLocationsRequestPB req;
     *req.mutable_table() = unknown;
     GetTableLocationsResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("GetTableLocations", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::GetTableLocations, req, &resp));
     EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
   }
   // A malformed partition key range.
@@ -277,7 +280,7 @@ TEST_F(MasterITest, BadInput) {
     req.set_partition_key_start("\xff");
     req.set_partition_key_end("\x01");
     GetTableLocationsResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("GetTableLocations", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::GetTableLocations, req, &resp));
     EXPECT_EQ(MasterErrorPB::INVALID_ARGUMENT, resp.error().code());
   }
   // A heartbeat from a server the master never heard of: asked to register.
@@ -287,14 +290,14 @@ TEST_F(MasterITest, BadInput) {
     req.mutable_common()->set_instance_seqno(1);
     req.mutable_tablet_report()->set_is_incremental(true);
     TSHeartbeatResponsePB resp;
-    ASSERT_OK(cluster_->CallMaster("TSHeartbeat", req, &resp));
+    ASSERT_OK(cluster_->CallMaster(&master::MasterServiceProxy::TSHeartbeat, req, &resp));
     EXPECT_FALSE(resp.has_error());
     EXPECT_TRUE(resp.needs_reregister());
   }
   // The master still serves.
   EXPECT_EQ(3, int(Servers().servers_size()));
   PingResponsePB pong;
-  EXPECT_OK(cluster_->CallMaster("Ping", PingRequestPB(), &pong));
+  EXPECT_OK(cluster_->CallMaster(&master::MasterServiceProxy::Ping, PingRequestPB(), &pong));
 }
 
 }  // namespace nyala::test

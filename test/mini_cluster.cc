@@ -73,23 +73,17 @@ Status MiniCluster::Shutdown() {
 
 std::string MiniCluster::master_addr() const { return master_->rpc_addr().ToString(); }
 
-rpc::Proxy MiniCluster::master_proxy() const {
-  return rpc::Proxy(messenger_, master_->rpc_addr(), kMasterService);
+master::MasterServiceProxy MiniCluster::master_proxy() const {
+  return master::MasterServiceProxy(messenger_, master_->rpc_addr());
 }
 
-rpc::Proxy MiniCluster::tserver_admin_proxy(int i) const {
-  return rpc::Proxy(messenger_, tservers_[i]->rpc_addr(), kTServerAdminService);
-}
-
-Status MiniCluster::CallMaster(const std::string& method, const google::protobuf::Message& req,
-                               google::protobuf::Message* resp, MonoDelta timeout) const {
-  rpc::RpcController rpc;
-  rpc.set_timeout(timeout);
-  return master_proxy().SyncRequest(method, req, resp, &rpc);
+tserver::TabletServerAdminServiceProxy MiniCluster::tserver_admin_proxy(int i) const {
+  return tserver::TabletServerAdminServiceProxy(messenger_, tservers_[i]->rpc_addr());
 }
 
 Status MiniCluster::ListTabletServers(master::ListTabletServersResponsePB* resp) const {
-  return CallMaster("ListTabletServers", master::ListTabletServersRequestPB(), resp);
+  return CallMaster(&master::MasterServiceProxy::ListTabletServers,
+                    master::ListTabletServersRequestPB(), resp);
 }
 
 Status MiniCluster::WaitForTabletServers(int n, MonoDelta timeout) {
@@ -116,7 +110,8 @@ Status MiniCluster::WaitForTabletServers(int n, MonoDelta timeout) {
 Status MiniCluster::CreateTable(const master::CreateTableRequestPB& req,
                                 std::string* table_id) const {
   master::CreateTableResponsePB resp;
-  RETURN_NOT_OK(CallMaster("CreateTable", req, &resp, MonoDelta::FromSeconds(30)));
+  RETURN_NOT_OK(
+      CallMaster(&master::MasterServiceProxy::CreateTable, req, &resp, MonoDelta::FromSeconds(30)));
   if (resp.has_error()) return MasterErrorToStatus(resp.error());
   *table_id = resp.table_id();
   return Status::OK();
@@ -130,7 +125,7 @@ Status MiniCluster::WaitForTableRunning(const std::string& table_id, MonoDelta t
   master::IsCreateTableDoneResponsePB resp;
   while (MonoTime::Now() < deadline) {
     resp.Clear();
-    RETURN_NOT_OK(CallMaster("IsCreateTableDone", req, &resp));
+    RETURN_NOT_OK(CallMaster(&master::MasterServiceProxy::IsCreateTableDone, req, &resp));
     if (resp.has_error()) return MasterErrorToStatus(resp.error());
     if (resp.done()) return Status::OK();
     SleepFor(backoff);  // polling other processes

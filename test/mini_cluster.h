@@ -22,9 +22,11 @@
 #include "common/monotime.h"
 #include "common/status.h"
 #include "master/master.pb.h"
+#include "master/master.proxy.h"
 #include "rpc/messenger.h"
-#include "rpc/proxy.h"
+#include "rpc/rpc_controller.h"
 #include "test/external_daemon.h"
+#include "tserver/tserver_admin.proxy.h"
 
 namespace nyala::test {
 
@@ -40,9 +42,6 @@ struct MiniClusterOptions {
 
 class MiniCluster {
  public:
-  static constexpr const char* kMasterService = "nyala.master.MasterService";
-  static constexpr const char* kTServerAdminService = "nyala.tserver.TabletServerAdminService";
-
   explicit MiniCluster(MiniClusterOptions options);
   ~MiniCluster();
   MiniCluster(const MiniCluster&) = delete;
@@ -66,13 +65,19 @@ class MiniCluster {
 
   // --- Master helpers (a messenger of the cluster's own) ---
   const std::shared_ptr<rpc::Messenger>& messenger() const { return messenger_; }
-  rpc::Proxy master_proxy() const;
-  rpc::Proxy tserver_admin_proxy(int i) const;
-  // One MasterService call with `timeout`; the RPC status (the response's own
-  // `error` is the caller's to check).
-  Status CallMaster(const std::string& method, const google::protobuf::Message& req,
-                    google::protobuf::Message* resp,
-                    MonoDelta timeout = MonoDelta::FromSeconds(10)) const;
+  master::MasterServiceProxy master_proxy() const;
+  tserver::TabletServerAdminServiceProxy tserver_admin_proxy(int i) const;
+  // One MasterService call (e.g. &master::MasterServiceProxy::Ping) with `timeout`; the
+  // RPC status (the response's own `error` is the caller's to check).
+  template <typename Req, typename Resp>
+  Status CallMaster(Status (master::MasterServiceProxy::*method)(const Req&, Resp*,
+                                                                 rpc::RpcController*) const,
+                    const std::type_identity_t<Req>& req, Resp* resp,
+                    MonoDelta timeout = MonoDelta::FromSeconds(10)) const {
+    rpc::RpcController rpc;
+    rpc.set_timeout(timeout);
+    return (master_proxy().*method)(req, resp, &rpc);
+  }
   Status ListTabletServers(master::ListTabletServersResponsePB* resp) const;
   // CreateTable; a response error becomes a Status naming its MasterErrorPB code.
   Status CreateTable(const master::CreateTableRequestPB& req, std::string* table_id) const;

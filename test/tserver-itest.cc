@@ -16,11 +16,10 @@
 #include "common/test_util.h"
 #include "common/wire_protocol.h"
 #include "rpc/messenger.h"
-#include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 #include "test/external_daemon.h"
-#include "tserver/tserver.pb.h"
-#include "tserver/tserver_admin.pb.h"
+#include "tserver/tserver.proxy.h"
+#include "tserver/tserver_admin.proxy.h"
 #include "tserver/tserver_test_util.h"
 
 namespace nyala::test {
@@ -29,8 +28,6 @@ namespace {
 using namespace nyala::tserver;           // NOLINT(build/namespaces)
 using namespace nyala::tserver::testing;  // NOLINT(build/namespaces)
 
-constexpr const char* kService = "nyala.tserver.TabletServerService";
-constexpr const char* kAdmin = "nyala.tserver.TabletServerAdminService";
 constexpr int64_t kRows = 100000;
 constexpr int kBatch = 1000;
 
@@ -60,16 +57,19 @@ class TServerITest : public NyalaTest {
     ts_.reset();
     NyalaTest::TearDown();
   }
-  Status Call(const char* service, const char* method, const google::protobuf::Message& req,
-              google::protobuf::Message* resp, rpc::RpcController* rpc = nullptr) {
+  // Calls `method` of a proxy of the tablet server (e.g. &TabletServerServiceProxy::Write)
+  // with a 30 s timeout.
+  template <typename P, typename Req, typename Resp>
+  Status Call(Status (P::*method)(const Req&, Resp*, rpc::RpcController*) const,
+              const std::type_identity_t<Req>& req, Resp* resp, rpc::RpcController* rpc = nullptr) {
     rpc::RpcController local;
     if (!rpc) rpc = &local;
     rpc->set_timeout(MonoDelta::FromSeconds(30));
-    rpc::Proxy proxy(client_, ts_->rpc_addr(), service);
-    return proxy.SyncRequest(method, req, resp, rpc);
+    P proxy(client_, ts_->rpc_addr());
+    return (proxy.*method)(req, resp, rpc);
   }
   void Write(const WriteRequestPB& req, WriteResponsePB* resp) {
-    ASSERT_OK(Call(kService, "Write", req, resp));
+    ASSERT_OK(Call(&TabletServerServiceProxy::Write, req, resp));
   }
 
   // Gets keys [first, first + n) in 100-key calls; returns how many were found, each
@@ -83,7 +83,7 @@ class TServerITest : public NyalaTest {
       for (int64_t i = 0; i < m; i++) req.add_keys(EncodedKey(schema_, k + i));
       GetResponsePB resp;
       rpc::RpcController rpc;
-      EXPECT_OK(Call(kService, "Get", req, &resp, &rpc));
+      EXPECT_OK(Call(&TabletServerServiceProxy::Get, req, &resp, &rpc));
       EXPECT_FALSE(resp.has_error()) << resp.ShortDebugString();
       Slice rows, indirect;
       EXPECT_OK(rpc.GetInboundSidecar(resp.data().rows_sidecar(), &rows));
@@ -114,7 +114,7 @@ class TServerITest : public NyalaTest {
     for (uint32_t seq = 1; seq < 100000; seq++) {
       ScanResponsePB resp;
       rpc::RpcController rpc;
-      EXPECT_OK(Call(kService, "Scan", req, &resp, &rpc));
+      EXPECT_OK(Call(&TabletServerServiceProxy::Scan, req, &resp, &rpc));
       EXPECT_FALSE(resp.has_error()) << resp.ShortDebugString();
       if (resp.has_error()) break;
       Slice rows, indirect;
@@ -139,7 +139,8 @@ class TServerITest : public NyalaTest {
 
 TEST_F(TServerITest, WriteReadKillRestart) {
   CreateTabletResponsePB cresp;
-  ASSERT_OK(Call(kAdmin, "CreateTablet", MakeCreateTablet("tablet-1", schema_), &cresp));
+  ASSERT_OK(Call(&TabletServerAdminServiceProxy::CreateTablet,
+                 MakeCreateTablet("tablet-1", schema_), &cresp));
   ASSERT_FALSE(cresp.has_error()) << cresp.ShortDebugString();
 
   // 100,000 rows in 1,000-row Write RPCs.
@@ -180,7 +181,9 @@ TEST_F(TServerITest, WriteReadKillRestart) {
   std::thread writer([&] {
     for (int64_t k = kRows; !stop && k < 10 * kRows; k += 100) {
       WriteResponsePB resp;
-      if (!Call(kService, "Write", MakeSeedWrite("tablet-1", schema_, k, 100), &resp).ok()) break;
+      if (!Call(&TabletServerServiceProxy::Write, MakeSeedWrite("tablet-1", schema_, k, 100), &resp)
+               .ok())
+        break;
       if (resp.has_error() || resp.rows_applied() != 100) break;
       acked_end = k + 100;
     }
@@ -204,7 +207,8 @@ TEST_F(TServerITest, WriteReadKillRestart) {
 
 TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
   CreateTabletResponsePB cresp;
-  ASSERT_OK(Call(kAdmin, "CreateTablet", MakeCreateTablet("tablet-1", schema_), &cresp));
+  ASSERT_OK(Call(&TabletServerAdminServiceProxy::CreateTablet,
+                 MakeCreateTablet("tablet-1", schema_), &cresp));
   ASSERT_FALSE(cresp.has_error());
   WriteResponsePB resp;
   ASSERT_NO_FATAL_FAILURE(Write(MakeSeedWrite("tablet-1", schema_, 0, 3000), &resp));
@@ -294,7 +298,7 @@ TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
   greq.set_tablet_id("no-such-tablet");
   greq.add_keys(EncodedKey(schema_, 1));
   GetResponsePB gresp;
-  ASSERT_OK(Call(kService, "Get", greq, &gresp));
+  ASSERT_OK(Call(&TabletServerServiceProxy::Get, greq, &gresp));
   EXPECT_EQ(gresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
   still_serving();
 
@@ -303,7 +307,7 @@ TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
   sreq.set_scanner_id("never-existed");
   sreq.set_call_seq_id(1);
   ScanResponsePB sresp;
-  ASSERT_OK(Call(kService, "Scan", sreq, &sresp));
+  ASSERT_OK(Call(&TabletServerServiceProxy::Scan, sreq, &sresp));
   EXPECT_EQ(sresp.error().code(), TabletServerErrorPB::SCANNER_EXPIRED);
   still_serving();
 
@@ -312,7 +316,7 @@ TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
   sreq.mutable_new_scan_request()->set_tablet_id("tablet-1");
   sreq.set_batch_size_bytes(1024);
   sresp.Clear();
-  ASSERT_OK(Call(kService, "Scan", sreq, &sresp));
+  ASSERT_OK(Call(&TabletServerServiceProxy::Scan, sreq, &sresp));
   ASSERT_TRUE(sresp.has_more_results());
   const std::string id = sresp.scanner_id();
   for (uint32_t seq : {1u, 2u}) {
@@ -321,12 +325,12 @@ TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
     sreq.set_call_seq_id(seq);
     sreq.set_batch_size_bytes(1024);
     sresp.Clear();
-    ASSERT_OK(Call(kService, "Scan", sreq, &sresp));
+    ASSERT_OK(Call(&TabletServerServiceProxy::Scan, sreq, &sresp));
     ASSERT_FALSE(sresp.has_error());
   }
   sreq.set_call_seq_id(1);
   sresp.Clear();
-  ASSERT_OK(Call(kService, "Scan", sreq, &sresp));
+  ASSERT_OK(Call(&TabletServerServiceProxy::Scan, sreq, &sresp));
   EXPECT_EQ(sresp.error().code(), TabletServerErrorPB::INVALID_SCAN_CALL_SEQ_ID);
   still_serving();
 
@@ -337,7 +341,8 @@ TEST_F(TServerITest, BadInputGetsSpecificErrorsAndNothingIsWritten) {
 
 TEST_F(TServerITest, RetryAfterKillGetsTheOriginalAnswer) {
   CreateTabletResponsePB cresp;
-  ASSERT_OK(Call(kAdmin, "CreateTablet", MakeCreateTablet("tablet-1", schema_), &cresp));
+  ASSERT_OK(Call(&TabletServerAdminServiceProxy::CreateTablet,
+                 MakeCreateTablet("tablet-1", schema_), &cresp));
   ASSERT_FALSE(cresp.has_error()) << cresp.ShortDebugString();
   auto write_with_id = [&](int64_t seq, int64_t first_incomplete, const WriteRequestPB& req,
                            WriteResponsePB* resp) {
@@ -347,7 +352,7 @@ TEST_F(TServerITest, RetryAfterKillGetsTheOriginalAnswer) {
     id.set_first_incomplete_seq_no(first_incomplete);
     rpc::RpcController rpc;
     rpc.set_request_id(std::move(id));
-    return Call(kService, "Write", req, resp, &rpc);
+    return Call(&TabletServerServiceProxy::Write, req, resp, &rpc);
   };
   // Applied and in the WAL; then the process dies, as if before the client got the
   // answer.

@@ -20,8 +20,6 @@
 
 namespace nyala::client::internal {
 
-inline constexpr char kTabletServerServiceName[] = "nyala.tserver.TabletServerService";
-
 class ClientData {
  public:
   ClientData(std::shared_ptr<rpc::Messenger> messenger, std::vector<rpc::Sockaddr> masters,

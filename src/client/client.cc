@@ -127,7 +127,8 @@ Result<bool> Client::IsCreateTableInProgress(const std::string& name) {
   master::IsCreateTableDoneRequestPB req;
   req.mutable_table()->set_table_name(name);
   master::IsCreateTableDoneResponsePB resp;
-  RETURN_NOT_OK(data_->master()->Call("IsCreateTableDone", req, &resp, data_->AdminDeadline()));
+  RETURN_NOT_OK(data_->master()->Call(&master::MasterServiceProxy::IsCreateTableDoneAsync, req,
+                                      &resp, data_->AdminDeadline()));
   return !resp.done();
 }
 
@@ -135,14 +136,16 @@ Status Client::DeleteTable(const std::string& name) {
   master::DeleteTableRequestPB req;
   req.mutable_table()->set_table_name(name);
   master::DeleteTableResponsePB resp;
-  return data_->master()->Call("DeleteTable", req, &resp, data_->AdminDeadline());
+  return data_->master()->Call(&master::MasterServiceProxy::DeleteTableAsync, req, &resp,
+                               data_->AdminDeadline());
 }
 
 Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
   master::ListTablesRequestPB req;
   req.set_name_filter(filter);
   master::ListTablesResponsePB resp;
-  RETURN_NOT_OK(data_->master()->Call("ListTables", req, &resp, data_->AdminDeadline()));
+  RETURN_NOT_OK(data_->master()->Call(&master::MasterServiceProxy::ListTablesAsync, req, &resp,
+                                      data_->AdminDeadline()));
   std::vector<std::string> names;
   for (const auto& t : resp.tables()) names.push_back(t.name());
   std::sort(names.begin(), names.end());
@@ -158,7 +161,8 @@ Result<std::shared_ptr<Table>> Client::OpenTable(const std::string& name) {
   master::GetTableSchemaRequestPB req;
   req.mutable_table()->set_table_name(name);
   master::GetTableSchemaResponsePB resp;
-  RETURN_NOT_OK(data_->master()->Call("GetTableSchema", req, &resp, data_->AdminDeadline()));
+  RETURN_NOT_OK(data_->master()->Call(&master::MasterServiceProxy::GetTableSchemaAsync, req, &resp,
+                                      data_->AdminDeadline()));
   ASSIGN_OR_RETURN(Schema schema, Schema::FromPB(resp.schema()));
   ASSIGN_OR_RETURN(PartitionSchema ps, PartitionSchema::FromPB(resp.partition_schema(), schema));
   const std::string& table_name = resp.table_name().empty() ? name : resp.table_name();
@@ -169,7 +173,8 @@ Result<std::shared_ptr<Table>> Client::OpenTable(const std::string& name) {
 Result<std::vector<TabletServerInfo>> Client::ListTabletServers() {
   master::ListTabletServersRequestPB req;
   master::ListTabletServersResponsePB resp;
-  RETURN_NOT_OK(data_->master()->Call("ListTabletServers", req, &resp, data_->AdminDeadline()));
+  RETURN_NOT_OK(data_->master()->Call(&master::MasterServiceProxy::ListTabletServersAsync, req,
+                                      &resp, data_->AdminDeadline()));
   std::vector<TabletServerInfo> out;
   for (const auto& e : resp.servers()) {
     TabletServerInfo info;
@@ -191,7 +196,8 @@ Result<std::vector<TabletInfo>> Client::ListTabletsOfTable(const std::string& na
   req.mutable_table()->set_table_name(name);
   req.set_intern_ts_infos_in_response(true);
   master::GetTableLocationsResponsePB resp;
-  RETURN_NOT_OK(data_->master()->Call("GetTableLocations", req, &resp, data_->AdminDeadline()));
+  RETURN_NOT_OK(data_->master()->Call(&master::MasterServiceProxy::GetTableLocationsAsync, req,
+                                      &resp, data_->AdminDeadline()));
   auto replica = [](const master::TSInfoPB& ts, master::ReplicaRolePB role) {
     ReplicaInfo r;
     r.ts_uuid = ts.permanent_uuid();
@@ -221,8 +227,8 @@ Result<std::vector<TabletInfo>> Client::ListTabletsOfTable(const std::string& na
 Result<MasterStatus> Client::GetMasterStatus() {
   master::GetMasterRegistrationRequestPB req;
   master::GetMasterRegistrationResponsePB resp;
-  RETURN_NOT_OK(data_->master()->Call("GetMasterRegistration", req, &resp,
-                                      MonoTime::Now() + data_->rpc_timeout()));
+  RETURN_NOT_OK(data_->master()->Call(&master::MasterServiceProxy::GetMasterRegistrationAsync, req,
+                                      &resp, MonoTime::Now() + data_->rpc_timeout()));
   auto join = [](const auto& hps) {
     std::string s;
     for (const auto& hp : hps) {

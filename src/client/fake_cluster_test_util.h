@@ -17,11 +17,11 @@
 #include "common/row_operations.h"
 #include "common/schema.h"
 #include "common/wire_protocol.h"
-#include "master/master.pb.h"
+#include "master/master.service.h"
+#include "rpc/fake_service_test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_context.h"
-#include "rpc/service_if.h"
-#include "tserver/tserver.pb.h"
+#include "tserver/tserver.service.h"
 
 namespace nyala::client::test {
 
@@ -57,31 +57,39 @@ struct FakeTable {
   std::string TabletId(size_t i) const { return "tablet-" + std::to_string(i); }
 };
 
-class FakeMasterService : public rpc::ServiceIf {
+class FakeMasterService : public master::MasterServiceIf {
  public:
   FakeMasterService(const FakeTable* table, rpc::Sockaddr* ts_addr)
-      : ServiceIf("nyala.master.MasterService"), table_(table), ts_addr_(ts_addr) {
-    RegisterMethod<master::GetTableSchemaRequestPB, master::GetTableSchemaResponsePB>(
-        "GetTableSchema", [this](const auto* req, auto* resp, rpc::RpcContext* ctx) {
-          if (req->table().table_name() != table_->name) {
-            resp->mutable_error()->set_code(master::MasterErrorPB::TABLE_NOT_FOUND);
-          } else {
-            table_->schema.ToPB(resp->mutable_schema());
-            table_->partition_schema.ToPB(resp->mutable_partition_schema());
-            resp->set_table_id(table_->id);
-            resp->set_table_name(table_->name);
-            resp->set_num_replicas(1);
-          }
-          ctx->RespondSuccess();
-        });
-    RegisterMethod<master::GetTableLocationsRequestPB, master::GetTableLocationsResponsePB>(
-        "GetTableLocations", [this](const auto* req, auto* resp, rpc::RpcContext* ctx) {
-          locations_calls++;
-          locations_gate.Pass();
-          Locations(*req, resp);
-          ctx->RespondSuccess();
-        });
+      : table_(table), ts_addr_(ts_addr) {}
+
+  void GetTableSchema(const master::GetTableSchemaRequestPB* req,
+                      master::GetTableSchemaResponsePB* resp, rpc::RpcContext* ctx) override {
+    if (req->table().table_name() != table_->name) {
+      resp->mutable_error()->set_code(master::MasterErrorPB::TABLE_NOT_FOUND);
+    } else {
+      table_->schema.ToPB(resp->mutable_schema());
+      table_->partition_schema.ToPB(resp->mutable_partition_schema());
+      resp->set_table_id(table_->id);
+      resp->set_table_name(table_->name);
+      resp->set_num_replicas(1);
+    }
+    ctx->RespondSuccess();
   }
+  void GetTableLocations(const master::GetTableLocationsRequestPB* req,
+                         master::GetTableLocationsResponsePB* resp, rpc::RpcContext* ctx) override {
+    locations_calls++;
+    locations_gate.Pass();
+    Locations(*req, resp);
+    ctx->RespondSuccess();
+  }
+  NYALA_FAKE_UNIMPLEMENTED(master, Ping)
+  NYALA_FAKE_UNIMPLEMENTED(master, TSHeartbeat)
+  NYALA_FAKE_UNIMPLEMENTED(master, CreateTable)
+  NYALA_FAKE_UNIMPLEMENTED(master, IsCreateTableDone)
+  NYALA_FAKE_UNIMPLEMENTED(master, DeleteTable)
+  NYALA_FAKE_UNIMPLEMENTED(master, ListTables)
+  NYALA_FAKE_UNIMPLEMENTED(master, ListTabletServers)
+  NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
 
   std::atomic<int> locations_calls{0};
   std::atomic<uint32_t> ttl_ms{300000};
@@ -117,60 +125,67 @@ class FakeMasterService : public rpc::ServiceIf {
   rpc::Sockaddr* ts_addr_;
 };
 
-class FakeTabletService : public rpc::ServiceIf {
+class FakeTabletService : public tserver::TabletServerServiceIf {
  public:
-  explicit FakeTabletService(const FakeTable* table)
-      : ServiceIf("nyala.tserver.TabletServerService"), table_(table) {
-    RegisterMethod<tserver::WriteRequestPB, tserver::WriteResponsePB>(
-        "Write", [this](const auto* req, auto* resp, rpc::RpcContext* ctx) {
-          write_calls++;
-          {
-            MutexLock l(mu);
-            if (ctx->request_id()) request_ids.push_back(*ctx->request_id());
-          }
-          write_gate.Pass();
-          if (too_busy_left.load() > 0) {
-            too_busy_left--;
-            ctx->RespondRpcFailure(rpc::ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
-                                   Status::ServiceUnavailable("too busy"));
-            return;
-          }
-          if (not_found_left.load() > 0) {
-            not_found_left--;
-            resp->mutable_error()->set_code(tserver::TabletServerErrorPB::TABLET_NOT_FOUND);
-            ctx->RespondSuccess();
-            return;
-          }
-          DecodedRowOps ops;
-          Status s = DecodeRowOperations(req->row_operations(), table_->schema,
-                                         RowBlockKind::kWrites, &ops);
-          if (!s.ok()) {
-            resp->mutable_error()->set_code(tserver::TabletServerErrorPB::INVALID_ROW_BLOCK);
-            StatusToPB(s, resp->mutable_error()->mutable_status());
-            ctx->RespondSuccess();
-            return;
-          }
-          MutexLock l(mu);
-          rows_per_tablet[req->tablet_id()] += int(ops.size());
-          rpcs_per_tablet[req->tablet_id()]++;
-          for (size_t i = 0; i < ops.size(); i++) {
-            std::string key = ops[i].row.cell(0).ToString();
-            ops_per_tablet[req->tablet_id()].emplace_back(ops[i].type, key);
-            if (IsDeleteLike(ops[i].type)) {
-              keys.erase(key);
-              continue;
-            }
-            if (ops[i].type == RowOpType::kInsert && keys.count(key)) {
-              auto* e = resp->add_per_row_errors();
-              e->set_row_index(int(i));
-              StatusToPB(Status::AlreadyPresent("key exists", key), e->mutable_error());
-              continue;
-            }
-            keys.insert(key);
-          }
-          ctx->RespondSuccess();
-        });
+  explicit FakeTabletService(const FakeTable* table) : table_(table) {}
+
+  void Write(const tserver::WriteRequestPB* req, tserver::WriteResponsePB* resp,
+             rpc::RpcContext* ctx) override {
+    write_calls++;
+    {
+      MutexLock l(mu);
+      if (ctx->request_id()) request_ids.push_back(*ctx->request_id());
+    }
+    write_gate.Pass();
+    if (too_busy_left.load() > 0) {
+      too_busy_left--;
+      ctx->RespondRpcFailure(rpc::ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+                             Status::ServiceUnavailable("too busy"));
+      return;
+    }
+    if (not_found_left.load() > 0) {
+      not_found_left--;
+      resp->mutable_error()->set_code(tserver::TabletServerErrorPB::TABLET_NOT_FOUND);
+      ctx->RespondSuccess();
+      return;
+    }
+    DecodedRowOps ops;
+    Status s =
+        DecodeRowOperations(req->row_operations(), table_->schema, RowBlockKind::kWrites, &ops);
+    if (!s.ok()) {
+      resp->mutable_error()->set_code(tserver::TabletServerErrorPB::INVALID_ROW_BLOCK);
+      StatusToPB(s, resp->mutable_error()->mutable_status());
+      ctx->RespondSuccess();
+      return;
+    }
+    MutexLock l(mu);
+    rows_per_tablet[req->tablet_id()] += int(ops.size());
+    rpcs_per_tablet[req->tablet_id()]++;
+    for (size_t i = 0; i < ops.size(); i++) {
+      std::string key = ops[i].row.cell(0).ToString();
+      ops_per_tablet[req->tablet_id()].emplace_back(ops[i].type, key);
+      if (IsDeleteLike(ops[i].type)) {
+        keys.erase(key);
+        continue;
+      }
+      if (ops[i].type == RowOpType::kInsert && keys.count(key)) {
+        auto* e = resp->add_per_row_errors();
+        e->set_row_index(int(i));
+        StatusToPB(Status::AlreadyPresent("key exists", key), e->mutable_error());
+        continue;
+      }
+      keys.insert(key);
+    }
+    ctx->RespondSuccess();
   }
+  NYALA_FAKE_UNIMPLEMENTED(tserver, Get)
+  bool TryGetOnReactor(const tserver::GetRequestPB*, tserver::GetResponsePB*,
+                       rpc::RpcContext*) override {
+    return false;
+  }
+  NYALA_FAKE_UNIMPLEMENTED(tserver, Scan)
+  NYALA_FAKE_UNIMPLEMENTED(tserver, ScannerKeepAlive)
+  NYALA_FAKE_UNIMPLEMENTED(tserver, Ping)
 
   std::atomic<int> write_calls{0};
   std::atomic<int> too_busy_left{0};

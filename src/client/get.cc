@@ -12,8 +12,8 @@
 #include "client/scan_batch_data.h"
 #include "client/tablet_rpc.h"
 #include "common/semaphore.h"
-#include "rpc/proxy.h"
 #include "tserver/tserver.pb.h"
+#include "tserver/tserver.proxy.h"
 
 namespace nyala::client {
 namespace internal {
@@ -149,10 +149,11 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
   for (GetCoalescer::Waiter* w : batch) call->req.add_keys(*w->key);
   auto server = tablet->leader();
   auto proxy = server ? server->GetProxy(data->messenger())
-                      : Result<std::shared_ptr<rpc::Proxy>>(Status::NotFound("no replica"));
+                      : Result<std::shared_ptr<tserver::TabletServerServiceProxy>>(
+                            Status::NotFound("no replica"));
   if (proxy.ok()) {
     call->rpc.set_timeout(std::min(data->rpc_timeout(), deadline - MonoTime::Now()));
-    (void)(*proxy)->SyncRequest("Get", call->req, &call->resp, &call->rpc);  // verdict below
+    (void)(*proxy)->Get(call->req, &call->resp, &call->rpc);  // verdict below
     data->get_coalescer()->Count(int64_t(batch.size()));
     TabletRpcVerdict v =
         ClassifyTabletRpc(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr);
@@ -261,9 +262,10 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
     CountDownLatch latch(int(groups.size()));
     for (auto& [id, g] : groups) {
       auto server = g->tablet->leader();
-      Result<std::shared_ptr<rpc::Proxy>> proxy =
+      Result<std::shared_ptr<tserver::TabletServerServiceProxy>> proxy =
           server ? server->GetProxy(data->messenger())
-                 : Result<std::shared_ptr<rpc::Proxy>>(Status::NotFound("no replica"));
+                 : Result<std::shared_ptr<tserver::TabletServerServiceProxy>>(
+                       Status::NotFound("no replica"));
       if (!proxy.ok()) {
         g->rpc.Reset();
         latch.CountDown();
@@ -271,10 +273,10 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
       }
       g->rpc.set_timeout(std::min(data->rpc_timeout(), deadline - MonoTime::Now()));
       if (sync) {
-        (void)(*proxy)->SyncRequest("Get", g->req, &g->resp, &g->rpc);  // verdict below
+        (void)(*proxy)->Get(g->req, &g->resp, &g->rpc);  // verdict below
         latch.CountDown();
       } else {
-        (*proxy)->AsyncRequest("Get", g->req, &g->resp, &g->rpc, [&latch] { latch.CountDown(); });
+        (*proxy)->GetAsync(g->req, &g->resp, &g->rpc, [&latch] { latch.CountDown(); });
       }
     }
     latch.Wait();

@@ -20,14 +20,12 @@
 #include "common/monotime.h"
 #include "common/status.h"
 #include "master/master.pb.h"
+#include "master/master.proxy.h"
 #include "rpc/messenger.h"
-#include "rpc/proxy.h"
 #include "rpc/retry.h"
 #include "rpc/rpc_controller.h"
 
 namespace nyala::client::internal {
-
-inline constexpr char kMasterServiceName[] = "nyala.master.MasterService";
 
 // The Status a MasterErrorPB describes (its AppStatusPB when set, else by code).
 Status MasterErrorToStatus(const master::MasterErrorPB& err);
@@ -45,11 +43,18 @@ class MasterClient {
         timers_(timers),
         rpc_timeout_(rpc_timeout) {}
 
+  // One of MasterServiceProxy's <Method>Async members, e.g.
+  // &master::MasterServiceProxy::GetTableLocationsAsync.
   template <typename Req, typename Resp>
-  void AsyncCall(std::string method, std::shared_ptr<const Req> req, std::shared_ptr<Resp> resp,
-                 MonoTime deadline, std::function<void(const Status&)> done) {
+  using AsyncMethod = void (master::MasterServiceProxy::*)(const Req&, Resp*, rpc::RpcController*,
+                                                           std::function<void()>) const;
+
+  template <typename Req, typename Resp>
+  void AsyncCall(AsyncMethod<Req, Resp> method, std::shared_ptr<const Req> req,
+                 std::shared_ptr<Resp> resp, MonoTime deadline,
+                 std::function<void(const Status&)> done) {
     auto st = std::make_shared<CallState<Req, Resp>>();
-    st->method = std::move(method);
+    st->method = method;
     st->req = std::move(req);
     st->resp = std::move(resp);
     st->deadline = deadline;
@@ -59,12 +64,12 @@ class MasterClient {
   }
 
   template <typename Req, typename Resp>
-  Status Call(std::string method, const Req& req, Resp* resp, MonoTime deadline) {
+  Status Call(AsyncMethod<Req, Resp> method, const Req& req, Resp* resp, MonoTime deadline) {
     auto req_copy = std::make_shared<const Req>(req);
     auto resp_holder = std::make_shared<Resp>();
     CountDownLatch latch(1);
     Status result;
-    AsyncCall<Req, Resp>(std::move(method), req_copy, resp_holder, deadline, [&](const Status& s) {
+    AsyncCall<Req, Resp>(method, req_copy, resp_holder, deadline, [&](const Status& s) {
       result = s;
       latch.CountDown();
     });
@@ -77,9 +82,21 @@ class MasterClient {
   const std::vector<rpc::Sockaddr>& masters() const { return masters_; }
 
  private:
+  // "GetTableLocations" for a GetTableLocationsRequestPB (for messages).
+  template <typename Req>
+  static std::string MethodName() {
+    std::string name = Req::descriptor()->name();
+    const std::string suffix = "RequestPB";
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      name.resize(name.size() - suffix.size());
+    }
+    return name;
+  }
+
   template <typename Req, typename Resp>
   struct CallState {
-    std::string method;
+    AsyncMethod<Req, Resp> method;
     std::shared_ptr<const Req> req;
     std::shared_ptr<Resp> resp;
     MonoTime deadline;
@@ -93,7 +110,7 @@ class MasterClient {
   void Attempt(std::shared_ptr<CallState<Req, Resp>> st) {
     MonoDelta left = st->deadline - MonoTime::Now();
     if (left <= MonoDelta()) {
-      st->done(Status::TimedOut("master call " + st->method + " timed out after " +
+      st->done(Status::TimedOut("master call " + MethodName<Req>() + " timed out after " +
                                 std::to_string(st->attempt) + " attempts"));
       return;
     }
@@ -101,9 +118,8 @@ class MasterClient {
     st->rpc.set_timeout(std::min(left, rpc_timeout_));
     st->resp->Clear();
     num_calls_.fetch_add(1, std::memory_order_relaxed);
-    rpc::Proxy proxy(messenger_, masters_[st->master_idx], kMasterServiceName);
-    proxy.AsyncRequest(st->method, *st->req, st->resp.get(), &st->rpc,
-                       [this, st]() { OnResponse(st); });
+    master::MasterServiceProxy proxy(messenger_, masters_[st->master_idx]);
+    (proxy.*(st->method))(*st->req, st->resp.get(), &st->rpc, [this, st]() { OnResponse(st); });
   }
 
   template <typename Req, typename Resp>
@@ -130,8 +146,9 @@ class MasterClient {
         timers_->Schedule(backoff, [this, st]() { Attempt(st); });
         return;
       }
-      s = Status::TimedOut("master call " + st->method + " did not succeed before its deadline",
-                           s.ToString());
+      s = Status::TimedOut(
+          "master call " + MethodName<Req>() + " did not succeed before its deadline",
+          s.ToString());
     }
     st->done(s.CloneAndPrepend("master " + masters_[st->master_idx].ToString()));
   }

@@ -6,13 +6,9 @@
 #include "client/master_client.h"
 #include "common/wire_protocol.h"
 #include "master/master.pb.h"
-#include "rpc/proxy.h"
+#include "tserver/tserver.proxy.h"
 
 namespace nyala::client::internal {
-
-namespace {
-constexpr char kTabletServerService[] = "nyala.tserver.TabletServerService";
-}  // namespace
 
 Status MasterErrorToStatus(const master::MasterErrorPB& err) {
   const std::string code = master::MasterErrorPB::Code_Name(err.code());
@@ -39,7 +35,7 @@ bool IsRetriableMasterError(const master::MasterErrorPB& err) {
          err.code() == master::MasterErrorPB::TABLET_NOT_RUNNING;
 }
 
-Result<std::shared_ptr<rpc::Proxy>> RemoteTabletServer::GetProxy(
+Result<std::shared_ptr<tserver::TabletServerServiceProxy>> RemoteTabletServer::GetProxy(
     const std::shared_ptr<rpc::Messenger>& m) {
   {
     MutexLock l(mu_);
@@ -56,7 +52,7 @@ Result<std::shared_ptr<rpc::Proxy>> RemoteTabletServer::GetProxy(
     if (resolved.empty()) return Status::NetworkError("cannot resolve " + hp.ToString());
     addr = resolved.front();
   }
-  auto proxy = std::make_shared<rpc::Proxy>(m, addr, kTabletServerService);
+  auto proxy = std::make_shared<tserver::TabletServerServiceProxy>(m, addr);
   MutexLock l(mu_);
   if (!proxy_) proxy_ = std::move(proxy);
   return proxy_;
@@ -170,7 +166,8 @@ void MetaCache::SendMasterLookup(const std::string& table_id, std::string ask, M
   auto resp = std::make_shared<master::GetTableLocationsResponsePB>();
   master_lookups_.fetch_add(1, std::memory_order_relaxed);
   master_->AsyncCall<master::GetTableLocationsRequestPB, master::GetTableLocationsResponsePB>(
-      "GetTableLocations", req, resp, deadline, [this, table_id, ask, resp](const Status& s) {
+      &master::MasterServiceProxy::GetTableLocationsAsync, req, resp, deadline,
+      [this, table_id, ask, resp](const Status& s) {
         if (s.ok()) OnLocations(table_id, ask, *resp);
         std::vector<Waiter> waiters;
         {

@@ -31,12 +31,15 @@
 
 namespace nyala::rpc {
 class Messenger;
-class Proxy;
 }  // namespace nyala::rpc
 
 namespace nyala::master {
 class GetTableLocationsResponsePB;
 }  // namespace nyala::master
+
+namespace nyala::tserver {
+class TabletServerServiceProxy;
+}  // namespace nyala::tserver
 
 namespace nyala::client::internal {
 
@@ -51,7 +54,8 @@ class RemoteTabletServer {
   const std::vector<rpc::HostPort>& addrs() const { return addrs_; }
   // The tablet-server service at the first address (resolved on first use; a
   // numeric address needs no DNS).
-  Result<std::shared_ptr<rpc::Proxy>> GetProxy(const std::shared_ptr<rpc::Messenger>& m);
+  Result<std::shared_ptr<tserver::TabletServerServiceProxy>> GetProxy(
+      const std::shared_ptr<rpc::Messenger>& m);
   // "uuid (host:port)".
   std::string ToString() const;
 
@@ -59,7 +63,7 @@ class RemoteTabletServer {
   const std::string uuid_;
   const std::vector<rpc::HostPort> addrs_;
   Mutex mu_;
-  std::shared_ptr<rpc::Proxy> proxy_ GUARDED_BY(mu_);
+  std::shared_ptr<tserver::TabletServerServiceProxy> proxy_ GUARDED_BY(mu_);
 };
 
 struct RemoteTablet {

@@ -8,9 +8,9 @@
 #include "client/partition_pruner.h"
 #include "client/scan_batch_data.h"
 #include "client/tablet_rpc.h"
-#include "rpc/proxy.h"
 #include "rpc/retry.h"
 #include "tserver/tserver.pb.h"
+#include "tserver/tserver.proxy.h"
 
 namespace nyala::client {
 
@@ -114,7 +114,7 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
   std::shared_ptr<ScanCallState> st;
   for (int attempt = 0;; attempt++) {
     if (new_scan) current_server_ = current_->leader();
-    std::shared_ptr<rpc::Proxy> proxy;
+    std::shared_ptr<tserver::TabletServerServiceProxy> proxy;
     internal::TabletRpcVerdict v{
         TabletRpcAction::kRelookup,
         Status::NotFound("tablet " + current_->tablet_id + " has no live replica")};
@@ -129,7 +129,7 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
     if (proxy) {
       st = std::make_shared<ScanCallState>();
       st->rpc.set_timeout(std::min(timeout_, deadline - MonoTime::Now()));
-      (void)proxy->SyncRequest("Scan", req, &st->resp, &st->rpc);
+      (void)proxy->Scan(req, &st->resp, &st->rpc);
       v = internal::ClassifyTabletRpc(st->rpc, st->resp.has_error() ? &st->resp.error() : nullptr);
     }
     if (v.action == TabletRpcAction::kSuccess) {
@@ -194,7 +194,7 @@ Status Scanner::Data::KeepAlive() {
   tserver::ScannerKeepAliveResponsePB resp;
   rpc::RpcController rpc;
   rpc.set_timeout(timeout_);
-  RETURN_NOT_OK(proxy->SyncRequest("ScannerKeepAlive", req, &resp, &rpc));
+  RETURN_NOT_OK(proxy->ScannerKeepAlive(req, &resp, &rpc));
   if (resp.has_error()) {
     Status s = internal::TabletServerErrorToStatus(resp.error());
     if (resp.error().code() == tserver::TabletServerErrorPB::SCANNER_EXPIRED) {
@@ -222,7 +222,7 @@ void Scanner::Data::Close() {
       tserver::ScanResponsePB resp;
       rpc::RpcController rpc;
       rpc.set_timeout(std::min(timeout_, MonoDelta::FromSeconds(2)));
-      WARN_NOT_OK((*proxy)->SyncRequest("Scan", req, &resp, &rpc), "closing a scanner");
+      WARN_NOT_OK((*proxy)->Scan(req, &resp, &rpc), "closing a scanner");
     }
   }
   scanner_id_.clear();
@@ -255,8 +255,7 @@ void Scanner::Data::StartKeepAliveTimer() {
           call->rpc.set_timeout(period);
           ka->last_used = MonoTime::Now();
           ka->keep_alives_sent++;
-          ka->proxy->AsyncRequest("ScannerKeepAlive", call->req, &call->resp, &call->rpc,
-                                  [call] {});
+          ka->proxy->ScannerKeepAliveAsync(call->req, &call->resp, &call->rpc, [call] {});
         }
       }
       timers->Schedule(MonoDelta::FromNanoseconds(period.ToNanoseconds() / 2),

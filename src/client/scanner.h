@@ -14,9 +14,9 @@
 #include "common/mutex.h"
 #include "common/predicate.h"
 
-namespace nyala::rpc {
-class Proxy;
-}  // namespace nyala::rpc
+namespace nyala::tserver {
+class TabletServerServiceProxy;
+}  // namespace nyala::tserver
 
 namespace nyala::client {
 
@@ -26,7 +26,7 @@ class ClientData;
 // What the keep-alive timer needs: the open scanner and when it was last used.
 struct KeepAliveState {
   Mutex mu;
-  std::shared_ptr<rpc::Proxy> proxy GUARDED_BY(mu);
+  std::shared_ptr<tserver::TabletServerServiceProxy> proxy GUARDED_BY(mu);
   std::string scanner_id GUARDED_BY(mu);  // empty: none open
   MonoTime last_used GUARDED_BY(mu);
   MonoDelta period GUARDED_BY(mu);

@@ -106,7 +106,8 @@ Status TableCreator::Create() {
 
   internal::ClientData* data = client_->data();
   master::CreateTableResponsePB resp;
-  RETURN_NOT_OK(data->master()->Call("CreateTable", req, &resp, deadline));
+  RETURN_NOT_OK(
+      data->master()->Call(&master::MasterServiceProxy::CreateTableAsync, req, &resp, deadline));
   if (!wait_) return Status::OK();
 
   master::IsCreateTableDoneRequestPB done_req;
@@ -114,7 +115,8 @@ Status TableCreator::Create() {
   if (resp.table_id().empty()) done_req.mutable_table()->set_table_name(name_);
   for (int attempt = 0;; attempt++) {
     master::IsCreateTableDoneResponsePB done_resp;
-    RETURN_NOT_OK(data->master()->Call("IsCreateTableDone", done_req, &done_resp, deadline));
+    RETURN_NOT_OK(data->master()->Call(&master::MasterServiceProxy::IsCreateTableDoneAsync,
+                                       done_req, &done_resp, deadline));
     if (done_resp.done()) return Status::OK();
     MonoDelta backoff = MonoDelta::FromMilliseconds(std::min(500, 10 << std::min(attempt, 6)));
     if (MonoTime::Now() + backoff >= deadline) {

@@ -7,8 +7,8 @@
 #include "client/tablet_rpc.h"
 #include "common/row_operations.h"
 #include "common/wire_protocol.h"
-#include "rpc/proxy.h"
 #include "rpc/retry.h"
+#include "tserver/tserver.proxy.h"
 
 namespace nyala::client::internal {
 
@@ -36,9 +36,9 @@ void WriteRpc::Send() {
     return;
   }
   auto server = tablet_->leader();
-  Result<std::shared_ptr<rpc::Proxy>> proxy =
+  Result<std::shared_ptr<tserver::TabletServerServiceProxy>> proxy =
       server ? server->GetProxy(client->messenger())
-             : Result<std::shared_ptr<rpc::Proxy>>(
+             : Result<std::shared_ptr<tserver::TabletServerServiceProxy>>(
                    Status::NotFound("tablet " + tablet_->tablet_id + " has no live replica"));
   if (!proxy.ok()) {
     client->meta_cache()->InvalidateTablet(table_id_, tablet_->tablet_id);
@@ -54,7 +54,7 @@ void WriteRpc::Send() {
   id.set_first_incomplete_seq_no(client->request_tracker()->first_incomplete());
   id.set_attempt_no(attempt_);
   rpc_.set_request_id(std::move(id));
-  (*proxy)->AsyncRequest("Write", req_, &resp_, &rpc_, [this] { OnResponse(); });
+  (*proxy)->WriteAsync(req_, &resp_, &rpc_, [this] { OnResponse(); });
 }
 
 void WriteRpc::OnResponse() {

@@ -24,9 +24,8 @@
 #include "master/master.pb.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_context.h"
-#include "rpc/service_if.h"
 #include "server/fs_manager.h"
-#include "tserver/tserver_admin.pb.h"
+#include "tserver/tserver_admin.service.h"
 
 namespace nyala::master {
 
@@ -40,48 +39,46 @@ class FakeTabletServer {
     std::atomic<int> deletes{0};
   };
 
-  class AdminService : public rpc::ServiceIf {
+  class AdminService : public tserver::TabletServerAdminServiceIf {
    public:
-    explicit AdminService(std::shared_ptr<State> st)
-        : ServiceIf("nyala.tserver.TabletServerAdminService") {
-      using namespace tserver;  // NOLINT(build/namespaces)
-      RegisterMethod<CreateTabletRequestPB, CreateTabletResponsePB>(
-          "CreateTablet", [st](const CreateTabletRequestPB* req, CreateTabletResponsePB* resp,
-                               rpc::RpcContext* ctx) {
-            st->creates++;
-            if (st->fail_creates) {
-              resp->mutable_error()->set_code(TabletServerErrorPB::UNKNOWN_ERROR);
-              resp->mutable_error()->mutable_status()->set_code(Status::kIOError);
-              resp->mutable_error()->mutable_status()->set_message("injected failure");
-            } else {
-              MutexLock l(st->mu);
-              st->tablets[req->tablet_id()] = *req;
-            }
-            ctx->RespondSuccess();
-          });
-      RegisterMethod<DeleteTabletRequestPB, DeleteTabletResponsePB>(
-          "DeleteTablet", [st](const DeleteTabletRequestPB* req, DeleteTabletResponsePB* resp,
-                               rpc::RpcContext* ctx) {
-            st->deletes++;
-            MutexLock l(st->mu);
-            if (st->tablets.erase(req->tablet_id()) == 0) {
-              resp->mutable_error()->set_code(TabletServerErrorPB::TABLET_NOT_FOUND);
-              resp->mutable_error()->mutable_status()->set_code(Status::kNotFound);
-            }
-            ctx->RespondSuccess();
-          });
-      RegisterMethod<ListTabletsRequestPB, ListTabletsResponsePB>(
-          "ListTablets",
-          [st](const ListTabletsRequestPB*, ListTabletsResponsePB* resp, rpc::RpcContext* ctx) {
-            MutexLock l(st->mu);
-            for (const auto& [id, t] : st->tablets) {
-              auto* e = resp->add_tablets();
-              e->set_tablet_id(id);
-              e->set_table_id(t.table_id());
-            }
-            ctx->RespondSuccess();
-          });
+    explicit AdminService(std::shared_ptr<State> st) : st_(std::move(st)) {}
+
+    void CreateTablet(const tserver::CreateTabletRequestPB* req,
+                      tserver::CreateTabletResponsePB* resp, rpc::RpcContext* ctx) override {
+      st_->creates++;
+      if (st_->fail_creates) {
+        resp->mutable_error()->set_code(tserver::TabletServerErrorPB::UNKNOWN_ERROR);
+        resp->mutable_error()->mutable_status()->set_code(Status::kIOError);
+        resp->mutable_error()->mutable_status()->set_message("injected failure");
+      } else {
+        MutexLock l(st_->mu);
+        st_->tablets[req->tablet_id()] = *req;
+      }
+      ctx->RespondSuccess();
     }
+    void DeleteTablet(const tserver::DeleteTabletRequestPB* req,
+                      tserver::DeleteTabletResponsePB* resp, rpc::RpcContext* ctx) override {
+      st_->deletes++;
+      MutexLock l(st_->mu);
+      if (st_->tablets.erase(req->tablet_id()) == 0) {
+        resp->mutable_error()->set_code(tserver::TabletServerErrorPB::TABLET_NOT_FOUND);
+        resp->mutable_error()->mutable_status()->set_code(Status::kNotFound);
+      }
+      ctx->RespondSuccess();
+    }
+    void ListTablets(const tserver::ListTabletsRequestPB*, tserver::ListTabletsResponsePB* resp,
+                     rpc::RpcContext* ctx) override {
+      MutexLock l(st_->mu);
+      for (const auto& [id, t] : st_->tablets) {
+        auto* e = resp->add_tablets();
+        e->set_tablet_id(id);
+        e->set_table_id(t.table_id());
+      }
+      ctx->RespondSuccess();
+    }
+
+   private:
+    const std::shared_ptr<State> st_;
   };
 
   FakeTabletServer() : uuid_(server::GenerateUuid()), state_(std::make_shared<State>()) {}

@@ -11,8 +11,8 @@
 #include "common/test_util.h"
 #include "master/catalog_manager.h"
 #include "master/master-test-util.h"
+#include "master/master.proxy.h"
 #include "master/master_service.h"
-#include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 
 namespace nyala::master {
@@ -71,17 +71,19 @@ class MasterTest : public NyalaTest {
     ASSERT_OK(master_->Init());
     ASSERT_OK(master_->Start());
   }
+  // Calls `method` of the master (e.g. &MasterServiceProxy::Ping) with a 10 s timeout.
   template <typename Req, typename Resp>
-  Status Call(const std::string& method, const Req& req, Resp* resp) {
-    rpc::Proxy proxy(client_, master_->bound_rpc_addresses()[0], MasterServiceImpl::kServiceName);
+  Status Call(Status (MasterServiceProxy::*method)(const Req&, Resp*, rpc::RpcController*) const,
+              const std::type_identity_t<Req>& req, Resp* resp) {
+    MasterServiceProxy proxy(client_, master_->bound_rpc_addresses()[0]);
     rpc::RpcController rpc;
     rpc.set_timeout(MonoDelta::FromSeconds(10));
-    return proxy.SyncRequest(method, req, resp, &rpc);
+    return (proxy.*method)(req, resp, &rpc);
   }
   // Registers `ts` over RPC, as the tablet server does.
   void Register(FakeTabletServer& ts) {
     TSHeartbeatResponsePB resp;
-    ASSERT_OK(Call("TSHeartbeat", ts.MakeHeartbeat(true, true), &resp));
+    ASSERT_OK(Call(&MasterServiceProxy::TSHeartbeat, ts.MakeHeartbeat(true, true), &resp));
     ASSERT_FALSE(resp.has_error());
     EXPECT_EQ(master_->uuid(), resp.master_instance().permanent_uuid());
   }
@@ -92,25 +94,27 @@ class MasterTest : public NyalaTest {
 
 TEST_F(MasterTest, ServiceEndToEnd) {
   PingResponsePB ping;
-  ASSERT_OK(Call("Ping", PingRequestPB(), &ping));
+  ASSERT_OK(Call(&MasterServiceProxy::Ping, PingRequestPB(), &ping));
   FakeTabletServer ts;
   ASSERT_OK(ts.Start());
   ASSERT_NO_FATAL_FAILURE(Register(ts));
 
   GetMasterRegistrationResponsePB reg;
-  ASSERT_OK(Call("GetMasterRegistration", GetMasterRegistrationRequestPB(), &reg));
+  ASSERT_OK(
+      Call(&MasterServiceProxy::GetMasterRegistration, GetMasterRegistrationRequestPB(), &reg));
   EXPECT_EQ(master_->uuid(), reg.instance_id().permanent_uuid());
   EXPECT_EQ(master_->bound_rpc_addresses()[0].port(), reg.rpc_addresses(0).port());
   EXPECT_EQ(1, reg.num_live_tablet_servers());
 
   CreateTableResponsePB created;
-  ASSERT_OK(Call("CreateTable", MakeCreateTableRequest("t", 3, false), &created));
+  ASSERT_OK(
+      Call(&MasterServiceProxy::CreateTable, MakeCreateTableRequest("t", 3, false), &created));
   ASSERT_FALSE(created.has_error()) << created.error().ShortDebugString();
   IsCreateTableDoneRequestPB done_req;
   done_req.mutable_table()->set_table_name("t");
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
     IsCreateTableDoneResponsePB done;
-    ASSERT_OK(Call("IsCreateTableDone", done_req, &done));
+    ASSERT_OK(Call(&MasterServiceProxy::IsCreateTableDone, done_req, &done));
     ASSERT_TRUE(done.done());
   });
 
@@ -123,8 +127,8 @@ TEST_F(MasterTest, ServiceEndToEnd) {
   ASSERT_NE(nullptr, cache);  // on by default
   const int64_t hits = cache->hits();
   GetTableLocationsResponsePB a, b;
-  ASSERT_OK(Call("GetTableLocations", req, &a));
-  ASSERT_OK(Call("GetTableLocations", req, &b));
+  ASSERT_OK(Call(&MasterServiceProxy::GetTableLocations, req, &a));
+  ASSERT_OK(Call(&MasterServiceProxy::GetTableLocations, req, &b));
   ASSERT_FALSE(a.has_error()) << a.error().ShortDebugString();
   EXPECT_EQ(3, a.tablet_locations_size());
   ASSERT_EQ(1, a.ts_infos_size());
@@ -134,17 +138,17 @@ TEST_F(MasterTest, ServiceEndToEnd) {
 
   // Errors travel in the response too.
   req.mutable_table()->set_table_name("nope");
-  ASSERT_OK(Call("GetTableLocations", req, &a));
+  ASSERT_OK(Call(&MasterServiceProxy::GetTableLocations, req, &a));
   EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, a.error().code());
 
   ListTabletServersResponsePB servers;
-  ASSERT_OK(Call("ListTabletServers", ListTabletServersRequestPB(), &servers));
+  ASSERT_OK(Call(&MasterServiceProxy::ListTabletServers, ListTabletServersRequestPB(), &servers));
   ASSERT_EQ(1, servers.servers_size());
   EXPECT_TRUE(servers.servers(0).live());
   // The fake reported its tablets in the registering full report, before they existed.
   EXPECT_EQ(0, servers.servers(0).num_live_tablets());
   ASSERT_NO_FATAL_FAILURE(Register(ts));  // a full report now lists all three
-  ASSERT_OK(Call("ListTabletServers", ListTabletServersRequestPB(), &servers));
+  ASSERT_OK(Call(&MasterServiceProxy::ListTabletServers, ListTabletServersRequestPB(), &servers));
   EXPECT_EQ(3, servers.servers(0).num_live_tablets());
 }
 
@@ -155,7 +159,7 @@ TEST_F(MasterTest, WebPagesEscapeNames) {
   auto req = MakeCreateTableRequest("<script>alert(1)</script>", 0, false);
   req.mutable_schema()->mutable_columns(1)->set_name("<b>col</b>");
   CreateTableResponsePB created;
-  ASSERT_OK(Call("CreateTable", req, &created));
+  ASSERT_OK(Call(&MasterServiceProxy::CreateTable, req, &created));
   ASSERT_FALSE(created.has_error()) << created.error().ShortDebugString();
   const int port = master_->webserver()->port();
   const std::string tables = HttpGet(port, "/tables");
@@ -178,13 +182,14 @@ TEST_F(MasterTest, RestartKeepsTheCatalog) {
   ASSERT_OK(ts.Start());
   ASSERT_NO_FATAL_FAILURE(Register(ts));
   CreateTableResponsePB created;
-  ASSERT_OK(Call("CreateTable", MakeCreateTableRequest("t", 0, true, {1, 2}), &created));
+  ASSERT_OK(Call(&MasterServiceProxy::CreateTable, MakeCreateTableRequest("t", 0, true, {1, 2}),
+                 &created));
   ASSERT_FALSE(created.has_error());
   master_->Shutdown();
   master_.reset();
   ASSERT_NO_FATAL_FAILURE(StartMaster());
   ListTablesResponsePB list;
-  ASSERT_OK(Call("ListTables", ListTablesRequestPB(), &list));
+  ASSERT_OK(Call(&MasterServiceProxy::ListTables, ListTablesRequestPB(), &list));
   ASSERT_EQ(1, list.tables_size());
   EXPECT_EQ(created.table_id(), list.tables(0).id());
   EXPECT_EQ(3, list.tables(0).num_tablets());

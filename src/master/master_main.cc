@@ -1,5 +1,5 @@
 // nyala-master: the catalog, tablet-server membership, placement and
-// GetTableLocations (DESIGN.md "Master"; master.h).
+// GetTableLocations (docs/architecture.md; master.h).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 

@@ -1,22 +1,44 @@
-// MasterServiceImpl: nyala.master.MasterService (master.proto) over a Master's
-// catalog manager. Application errors travel in each response's `error`
-// (MasterErrorPB) with RespondSuccess; RPC-level failures are the framework's.
-// Ping is cheap (runs on the reactor). GetTableLocations answers with the
-// already serialized response (RpcContext::RespondSuccessWithSerializedBody).
+// MasterServiceImpl: nyala.master.MasterService (declared in master.proto, which also
+// says where each method runs) over a Master's catalog manager. Application errors
+// travel in each response's `error` (MasterErrorPB) with RespondSuccess; RPC-level
+// failures are the framework's. GetTableLocations answers with the already
+// serialized response (RpcContext::RespondSuccessWithSerializedBody).
 //
 // Thread-safety: handlers run on any service thread; the Master must outlive the service.
 #pragma once
 
-#include "rpc/service_if.h"
+#include "master/master.service.h"
 
 namespace nyala::master {
 
 class Master;
 
-class MasterServiceImpl : public rpc::ServiceIf {
+class MasterServiceImpl : public MasterServiceIf {
  public:
-  static constexpr const char* kServiceName = "nyala.master.MasterService";
-  explicit MasterServiceImpl(Master* master);
+  explicit MasterServiceImpl(Master* master) : master_(master) {}
+
+  void Ping(const PingRequestPB* req, PingResponsePB* resp, rpc::RpcContext* ctx) override;
+  void TSHeartbeat(const TSHeartbeatRequestPB* req, TSHeartbeatResponsePB* resp,
+                   rpc::RpcContext* ctx) override;
+  void CreateTable(const CreateTableRequestPB* req, CreateTableResponsePB* resp,
+                   rpc::RpcContext* ctx) override;
+  void IsCreateTableDone(const IsCreateTableDoneRequestPB* req, IsCreateTableDoneResponsePB* resp,
+                         rpc::RpcContext* ctx) override;
+  void DeleteTable(const DeleteTableRequestPB* req, DeleteTableResponsePB* resp,
+                   rpc::RpcContext* ctx) override;
+  void ListTables(const ListTablesRequestPB* req, ListTablesResponsePB* resp,
+                  rpc::RpcContext* ctx) override;
+  void GetTableSchema(const GetTableSchemaRequestPB* req, GetTableSchemaResponsePB* resp,
+                      rpc::RpcContext* ctx) override;
+  void GetTableLocations(const GetTableLocationsRequestPB* req, GetTableLocationsResponsePB* resp,
+                         rpc::RpcContext* ctx) override;
+  void ListTabletServers(const ListTabletServersRequestPB* req, ListTabletServersResponsePB* resp,
+                         rpc::RpcContext* ctx) override;
+  void GetMasterRegistration(const GetMasterRegistrationRequestPB* req,
+                             GetMasterRegistrationResponsePB* resp, rpc::RpcContext* ctx) override;
+
+ private:
+  Master* const master_;
 };
 
 }  // namespace nyala::master

@@ -81,23 +81,15 @@ void Master::RegisterWebPages() {
   // text (benchmarks read it): /rpc-latency?method=GetTableLocations
   webserver()->RegisterRaw("/rpc-latency", [this](const WebRequest& req, WebResponse* resp) {
     resp->content_type = "text/plain";
-    static const std::set<std::string> kMethods = {"Ping",
-                                                   "TSHeartbeat",
-                                                   "CreateTable",
-                                                   "IsCreateTableDone",
-                                                   "DeleteTable",
-                                                   "ListTables",
-                                                   "GetTableSchema",
-                                                   "GetTableLocations",
-                                                   "ListTabletServers",
-                                                   "GetMasterRegistration"};
-    const std::string method = req.GetArg("method", "GetTableLocations");
+    static const std::set<std::string> kMethods(std::begin(MasterServiceIf::kMethodNames),
+                                                std::end(MasterServiceIf::kMethodNames));
+    const std::string method = req.GetArg("method", MasterServiceIf::kGetTableLocationsMethodName);
     if (!kMethods.count(method)) {
       resp->status_code = 404;
       resp->body = "no such method\n";
       return;
     }
-    MetricLabels labels = {{"service", MasterServiceImpl::kServiceName}, {"method", method}};
+    MetricLabels labels = {{"service", MasterServiceIf::kServiceName}, {"method", method}};
     Histogram* h = metrics()->FindOrCreateHistogram(
         "rpc_handler_latency_us", "Time from the start of the handler to its response (us)",
         labels);

@@ -4,10 +4,10 @@
 #include <glog/logging.h>
 
 #include "common/wire_protocol.h"
-#include "rpc/proxy.h"
 #include "rpc/retry.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/sockaddr.h"
+#include "tserver/tserver_admin.proxy.h"
 
 DEFINE_int32(
     master_tablet_rpc_timeout_ms, 10000,
@@ -94,9 +94,9 @@ void TabletRpcTasks::SendCreate(const std::string& address, tserver::CreateTable
   auto call = std::make_shared<C>();
   call->req = std::move(req);
   call->rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_master_tablet_rpc_timeout_ms));
-  rpc::Proxy proxy(messenger_, *addr, kAdminService);
+  tserver::TabletServerAdminServiceProxy proxy(messenger_, *addr);
   auto self = shared_from_this();
-  proxy.AsyncRequest("CreateTablet", call->req, &call->resp, &call->rpc, [self, call, key] {
+  proxy.CreateTabletAsync(call->req, &call->resp, &call->rpc, [self, call, key] {
     self->Finish(key, CallOutcome(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr,
                                   /*not_found_is_ok=*/false));
   });
@@ -112,9 +112,9 @@ void TabletRpcTasks::SendDelete(const std::string& address, tserver::DeleteTable
   auto call = std::make_shared<C>();
   call->req = std::move(req);
   call->rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_master_tablet_rpc_timeout_ms));
-  rpc::Proxy proxy(messenger_, *addr, kAdminService);
+  tserver::TabletServerAdminServiceProxy proxy(messenger_, *addr);
   auto self = shared_from_this();
-  proxy.AsyncRequest("DeleteTablet", call->req, &call->resp, &call->rpc, [self, call, key] {
+  proxy.DeleteTabletAsync(call->req, &call->resp, &call->rpc, [self, call, key] {
     self->Finish(key, CallOutcome(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr,
                                   /*not_found_is_ok=*/true));
   });

@@ -39,8 +39,6 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
     Status status;
   };
 
-  static constexpr const char* kAdminService = "nyala.tserver.TabletServerAdminService";
-
   explicit TabletRpcTasks(std::shared_ptr<rpc::Messenger> messenger)
       : messenger_(std::move(messenger)) {}
 

@@ -14,7 +14,7 @@
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/rpc_test_util.h"
-#include "rpc/rtest.pb.h"
+#include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
 
 DECLARE_bool(rpc_sync_calls_on_caller_thread);
@@ -24,19 +24,21 @@ namespace {
 
 using rpc_test::AddRequestPB;
 using rpc_test::AddResponsePB;
+using rpc_test::CalculatorServiceIf;
+using rpc_test::CalculatorServiceProxy;
 using rpc_test::SleepRequestPB;
 using rpc_test::SleepResponsePB;
 
 class CallerConnectionTest : public RpcTestBase {
  protected:
-  static Status Add(const Proxy& proxy, int x, int y, int64_t* sum) {
+  static Status Add(const CalculatorServiceProxy& proxy, int x, int y, int64_t* sum) {
     AddRequestPB req;
     req.set_x(x);
     req.set_y(y);
     AddResponsePB resp;
     RpcController rpc;
     rpc.set_timeout(MonoDelta::FromSeconds(10));
-    RETURN_NOT_OK(proxy.SyncRequest("Add", req, &resp, &rpc));
+    RETURN_NOT_OK(proxy.Add(req, &resp, &rpc));
     *sum = resp.result();
     return Status::OK();
   }
@@ -46,7 +48,7 @@ TEST_F(CallerConnectionTest, EachThreadReusesOneConnectionOfItsOwn) {
   ASSERT_TRUE(FLAGS_rpc_sync_calls_on_caller_thread);
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   auto run = [&](int base) {
     for (int i = 0; i < 50; i++) {
       int64_t sum = -1;
@@ -77,13 +79,13 @@ TEST_F(CallerConnectionTest, EachThreadReusesOneConnectionOfItsOwn) {
 TEST_F(CallerConnectionTest, LateAnswerOfATimedOutCallIsSkipped) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   SleepRequestPB req;
   req.set_sleep_ms(300);
   SleepResponsePB resp;
   RpcController rpc;
   rpc.set_timeout(MonoDelta::FromMilliseconds(50));
-  Status s = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+  Status s = proxy.Sleep(req, &resp, &rpc);
   EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
   // The next call waits on the same connection long enough for the first answer to
   // arrive ahead of its own (~250 ms in). Taking that answer for its own would end it
@@ -93,7 +95,7 @@ TEST_F(CallerConnectionTest, LateAnswerOfATimedOutCallIsSkipped) {
   SleepResponsePB resp2;
   RpcController rpc2;
   const MonoTime start = MonoTime::Now();
-  ASSERT_OK(proxy.SyncRequest("Sleep", req2, &resp2, &rpc2));
+  ASSERT_OK(proxy.Sleep(req2, &resp2, &rpc2));
   EXPECT_GE(MonoTime::Now() - start, MonoDelta::FromMilliseconds(590));
   EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);
   client->Shutdown();
@@ -102,7 +104,7 @@ TEST_F(CallerConnectionTest, LateAnswerOfATimedOutCallIsSkipped) {
 TEST_F(CallerConnectionTest, MessengerShutdownEndsABlockedCall) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   Status status;
   std::atomic<bool> done{false};
   std::thread caller([&] {
@@ -110,7 +112,7 @@ TEST_F(CallerConnectionTest, MessengerShutdownEndsABlockedCall) {
     req.set_sleep_ms(1500);
     SleepResponsePB resp;
     RpcController rpc;  // no timeout: only the shutdown can end it early
-    status = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+    status = proxy.Sleep(req, &resp, &rpc);
     done = true;
   });
   ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
@@ -125,7 +127,7 @@ TEST_F(CallerConnectionTest, MessengerShutdownEndsABlockedCall) {
 TEST_F(CallerConnectionTest, ServerRestartWhileIdleDoesNotFailTheNextCall) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   int64_t sum = 0;
   ASSERT_OK(Add(proxy, 1, 2, &sum));
   // Restart on the same port; the idle connection is now closed by the peer.
@@ -146,12 +148,12 @@ TEST_F(CallerConnectionTest, ConnectionsOfAShutDownMessengerAreClosed) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto first = NewClient();
   int64_t sum = 0;
-  ASSERT_OK(Add(Proxy(first, addr_, CalculatorService::kName), 1, 1, &sum));
+  ASSERT_OK(Add(CalculatorServiceProxy(first, addr_), 1, 1, &sum));
   EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);
   first->Shutdown();
   first.reset();
   auto second = NewClient();
-  ASSERT_OK(Add(Proxy(second, addr_, CalculatorService::kName), 2, 2, &sum));
+  ASSERT_OK(Add(CalculatorServiceProxy(second, addr_), 2, 2, &sum));
   EXPECT_EQ(sum, 4);
   EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);  // the first messenger's was dropped
   second->Shutdown();
@@ -163,7 +165,7 @@ TEST_F(CallerConnectionTest, ReactorPathStillServesSyncCallsWhenTurnedOff) {
   auto client = NewClient();
   const size_t before = NumCallerConnectionsOfThisThread();
   int64_t sum = 0;
-  Status s = Add(Proxy(client, addr_, CalculatorService::kName), 20, 22, &sum);
+  Status s = Add(CalculatorServiceProxy(client, addr_), 20, 22, &sum);
   FLAGS_rpc_sync_calls_on_caller_thread = true;
   ASSERT_OK(s);
   EXPECT_EQ(sum, 42);

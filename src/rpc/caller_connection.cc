@@ -22,11 +22,6 @@
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
 
-DEFINE_bool(rpc_sync_calls_on_caller_thread, true,
-            "Synchronous RPCs use a connection of the calling thread and read their answer "
-            "themselves, instead of going through a reactor thread: one thread wakeup less per "
-            "call. Each thread making sync calls then holds its own connection to each server.");
-
 namespace nyala::rpc {
 
 namespace {
@@ -138,7 +133,7 @@ class CallerConnection {
     OutboundFrame frame = call->TakeFrame();
     Status s = Write(frame, call->deadline());
     if (!s.ok()) {
-      call->CompleteWithError(s.CloneAndPrepend(call->method() + " RPC to " + remote_.ToString()));
+      call->CompleteWithError(s.CloneAndPrepend(std::string(call->method()) + " RPC to " + remote_.ToString()));
       return s;
     }
     while (true) {
@@ -149,13 +144,13 @@ class CallerConnection {
       if (s.IsTimedOut()) {
         // The answer may still come; a later call skips it by its call id.
         call->CompleteWithError(Status::TimedOut(
-            call->method() + " RPC to " + remote_.ToString() + " timed out after " +
+            std::string(call->method()) + " RPC to " + remote_.ToString() + " timed out after " +
             (MonoTime::Now() - call->start_time()).ToString()));
         return Status::OK();
       }
       if (!s.ok()) {
         call->CompleteWithError(
-            s.CloneAndPrepend(call->method() + " RPC to " + remote_.ToString()));
+            s.CloneAndPrepend(std::string(call->method()) + " RPC to " + remote_.ToString()));
         return s;
       }
     }
@@ -390,7 +385,7 @@ void RunSyncCallOnCallerThread(const std::shared_ptr<Messenger>& messenger,
     auto opened = CallerConnection::Open(messenger.get(), call->remote(), call->deadline());
     if (!opened.ok()) {
       call->CompleteWithError(
-          opened.status().CloneAndPrepend(call->method() + " RPC to " + call->remote().ToString()));
+          opened.status().CloneAndPrepend(std::string(call->method()) + " RPC to " + call->remote().ToString()));
       return;
     }
     conn = opened->get();

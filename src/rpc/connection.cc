@@ -128,7 +128,7 @@ void Connection::Shutdown(const Status& reason) {
   }
   for (auto& [id, call] : calls) {
     call->CompleteWithError(
-        reason.CloneAndPrepend(call->method() + " RPC to " + remote_.ToString()));
+        reason.CloneAndPrepend(std::string(call->method()) + " RPC to " + remote_.ToString()));
   }
   reactor_->RemoveConnection(this);
 }
@@ -142,7 +142,7 @@ void Connection::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
   DCHECK(reactor_->IsCurrentThread());
   call = TryQueueOutboundCall(std::move(call));
   if (call) {
-    call->CompleteWithError(Status::NetworkError(call->method() + " RPC to " + remote_.ToString() +
+    call->CompleteWithError(Status::NetworkError(std::string(call->method()) + " RPC to " + remote_.ToString() +
                                                  ": connection closed"));
   }
 }
@@ -215,7 +215,7 @@ void Connection::SweepTimedOutCalls() {
   }
   for (auto& call : expired) {
     const MonoDelta waited = now - call->start_time();
-    call->CompleteWithError(Status::TimedOut(call->method() + " RPC to " + remote_.ToString() +
+    call->CompleteWithError(Status::TimedOut(std::string(call->method()) + " RPC to " + remote_.ToString() +
                                              " timed out after " + waited.ToString()));
   }
 }
@@ -367,6 +367,7 @@ void Connection::HandleRead() {
       return;
     }
     messenger_->RecordBytesReceived(n);
+    read_time_ = MonoTime::Now();  // the arrival time of every call this read completes
     if (big_frame_) {
       big_frame_have_ += size_t(n);
       if (big_frame_have_ == big_frame_len_ && !FinishBigFrame()) return;
@@ -462,7 +463,9 @@ bool Connection::HandleRequestFrame(Slice payload, std::unique_ptr<char[]> buffe
     FatalError(ErrorStatusPB::FATAL_DESERIALIZING_REQUEST, s, -1);
     return false;
   }
-  RequestHeaderPB header;
+  // One header per reactor thread, reused: parsing into it again reuses its strings'
+  // buffers, so a call costs no allocation for them. RpcContext copies what it keeps.
+  thread_local RequestHeaderPB header;
   if (!header.ParsePartialFromArray(parts.header.data(), int(parts.header.size()))) {
     FatalError(ErrorStatusPB::FATAL_DESERIALIZING_REQUEST,
                Status::Corruption("unparseable request header"), -1);
@@ -475,14 +478,8 @@ bool Connection::HandleRequestFrame(Slice payload, std::unique_ptr<char[]> buffe
                header.has_call_id() ? header.call_id() : -1);
     return false;
   }
-  if (!buffer) {
-    buffer = std::make_unique_for_overwrite<char[]>(payload.size());
-    memcpy(buffer.get(), payload.data(), payload.size());
-    payload = Slice(buffer.get(), payload.size());
-  }
-  auto ctx = std::make_unique<RpcContext>(shared_from_this(), std::move(header), std::move(buffer),
-                                          payload, MonoTime::Now());
-  messenger_->DispatchInboundCall(std::move(ctx));
+  messenger_->DispatchInboundCall(shared_from_this(), header, std::move(buffer), payload,
+                                  read_time_);
   return true;
 }
 

@@ -15,6 +15,7 @@
 
 #include "common/metrics.h"
 #include "rpc/connection.h"
+#include "rpc/dispatch_policy.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
 #include "rpc/rpc_context.h"
@@ -193,13 +194,19 @@ Status Messenger::RegisterService(std::unique_ptr<ServiceIf> service, int num_th
   return Status::OK();
 }
 
-void Messenger::DispatchInboundCall(std::unique_ptr<RpcContext> ctx) {
+void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn,
+                                    const RequestHeaderPB& header,
+                                    std::unique_ptr<char[]> buffer, Slice payload,
+                                    MonoTime arrival) {
   ServicePool* pool = nullptr;
   {
     SharedLock l(services_mu_);
-    auto it = services_.find(ctx->service_name());
+    auto it = services_.find(header.service_name());
     if (it != services_.end()) pool = it->second.get();
   }
+  RpcMethodInfo* method = pool ? pool->service()->FindMethod(header.method_name()) : nullptr;
+  auto ctx = std::make_unique<RpcContext>(std::move(conn), header, method, std::move(buffer),
+                                          payload, arrival);
   if (!pool) {
     LOG(WARNING) << "call to unknown service from " << ctx->remote_address().ToString() << ": "
                  << ctx->service_name() << "." << ctx->method_name();
@@ -207,7 +214,6 @@ void Messenger::DispatchInboundCall(std::unique_ptr<RpcContext> ctx) {
                       Status::NotFound("no service " + ctx->service_name() + " on this server"));
     return;
   }
-  RpcMethodInfo* method = pool->service()->FindMethod(ctx->method_name());
   if (!method) {
     LOG(WARNING) << "call to unknown method from " << ctx->remote_address().ToString() << ": "
                  << ctx->service_name() << "." << ctx->method_name();
@@ -216,13 +222,16 @@ void Messenger::DispatchInboundCall(std::unique_ptr<RpcContext> ctx) {
                                        ctx->method_name()));
     return;
   }
-  ctx->set_method(method);
-  if (method->runs_on_reactor) {
-    ServicePool::RunCall(std::move(ctx));
-  } else if (method->reactor_handler) {
-    pool->RunOrQueueCall(std::move(ctx));
-  } else {
-    pool->QueueInboundCall(std::move(ctx));
+  switch (ChooseInboundRoute(*method, ctx->deadline())) {
+    case InboundRoute::kOnReactor:
+      ServicePool::RunCall(std::move(ctx));
+      break;
+    case InboundRoute::kReactorFastPath:
+      pool->RunOrQueueCall(std::move(ctx));
+      break;
+    case InboundRoute::kServicePool:
+      pool->QueueInboundCall(std::move(ctx));
+      break;
   }
 }
 
@@ -266,7 +275,7 @@ void Messenger::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
         int err = errno;
         close(fd);
         call->CompleteWithError(Status::NetworkError(
-            call->method() + " RPC to " + remote.ToString() + ": connect failed", strerror(err),
+            std::string(call->method()) + " RPC to " + remote.ToString() + ": connect failed", strerror(err),
             err));
         return;
       }
@@ -346,12 +355,12 @@ std::vector<RunningCallInfo> Messenger::DumpRunningCalls() const {
   inbound_calls_.ForEach([&](const InFlightHook& h) {
     const auto& ctx = static_cast<const RpcContext&>(h);
     out.push_back({true, ctx.service_name(), ctx.method_name(), ctx.remote_address().ToString(),
-                   ctx.header().call_id(), now - ctx.arrival_time(),
+                   ctx.call_id(), now - ctx.arrival_time(),
                    ctx.running() ? "running" : "queued"});
   });
   auto add_outbound = [&](const OutboundCall& call, const char* state) {
-    out.push_back({false, call.service(), call.method(), call.remote().ToString(), call.call_id(),
-                   now - call.start_time(), state});
+    out.push_back({false, std::string(call.service()), std::string(call.method()),
+                   call.remote().ToString(), call.call_id(), now - call.start_time(), state});
   };
   caller_thread_calls_.ForEach([&](const InFlightHook& h) {
     add_outbound(static_cast<const OutboundCall&>(h), "waiting on caller thread");

@@ -18,6 +18,7 @@
 #include "common/mutex.h"
 #include "common/result.h"
 #include "common/rw_mutex.h"
+#include "common/slice.h"
 #include "rpc/in_flight.h"
 #include "rpc/sockaddr.h"
 
@@ -30,7 +31,9 @@ class Counter;
 
 namespace nyala::rpc {
 
+class Connection;
 class OutboundCall;
+class RequestHeaderPB;
 class Reactor;
 class RpcContext;
 class ServiceIf;
@@ -98,8 +101,11 @@ class Messenger {
   std::vector<std::pair<std::string, size_t>> ServiceQueueSizes() const;
 
   // Framework internals ----------------------------------------------------------
-  // Reactor thread: routes a parsed call to its service (or answers it).
-  void DispatchInboundCall(std::unique_ptr<RpcContext> ctx);
+  // Reactor thread: makes the RpcContext of a call whose `header` was parsed from
+  // `payload` (see RpcContext's constructor) and routes it to its method's handler
+  // (rpc/dispatch_policy.h), or answers it NO_SUCH_SERVICE / NO_SUCH_METHOD.
+  void DispatchInboundCall(std::shared_ptr<Connection> conn, const RequestHeaderPB& header,
+                           std::unique_ptr<char[]> buffer, Slice payload, MonoTime arrival);
   void RecordBytesSent(int64_t n);
   void RecordBytesReceived(int64_t n);
   // Readable once Shutdown() has begun: threads blocked on their own sockets (see

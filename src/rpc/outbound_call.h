@@ -25,7 +25,8 @@ class OutboundCall : public InFlightHook {
  public:
   using Callback = std::function<void()>;
 
-  // `response` and `controller` must stay valid until `callback` has run.
+  // `response` and `controller` must stay valid until `callback` has run; `service`
+  // and `method` for the call's life (they are a Proxy's, which requires as much).
   OutboundCall(Sockaddr remote, std::string_view service, std::string_view method,
                google::protobuf::Message* response, RpcController* controller, Callback callback);
   ~OutboundCall();
@@ -45,16 +46,16 @@ class OutboundCall : public InFlightHook {
   MonoTime deadline() const { return deadline_; }
   OutboundFrame TakeFrame() { return std::move(frame_); }
   void RestoreFrame(OutboundFrame frame) { frame_ = std::move(frame); }
-  const std::string& method() const { return method_; }
-  const std::string& service() const { return service_; }
+  std::string_view method() const { return method_; }
+  std::string_view service() const { return service_; }
   MonoTime start_time() const { return start_time_; }
 
  private:
   void Finish();
 
   const Sockaddr remote_;
-  const std::string service_;
-  const std::string method_;
+  const std::string_view service_;
+  const std::string_view method_;
   google::protobuf::Message* const response_;
   RpcController* const controller_;
   Callback callback_;

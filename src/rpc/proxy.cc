@@ -1,21 +1,16 @@
 #include "rpc/proxy.h"
 
-#include <gflags/gflags.h>
-
 #include "common/mutex.h"
 #include "rpc/caller_connection.h"
+#include "rpc/dispatch_policy.h"
 #include "rpc/messenger.h"
 #include "rpc/outbound_call.h"
 #include "rpc/rpc_controller.h"
 
-DECLARE_bool(rpc_sync_calls_on_caller_thread);
-
 namespace nyala::rpc {
 
-Proxy::Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string service_name)
-    : messenger_(std::move(messenger)),
-      remote_(std::move(remote)),
-      service_name_(std::move(service_name)) {}
+Proxy::Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string_view service_name)
+    : messenger_(std::move(messenger)), remote_(std::move(remote)), service_name_(service_name) {}
 
 void Proxy::AsyncRequest(std::string_view method, const google::protobuf::Message& request,
                          google::protobuf::Message* response, RpcController* controller,
@@ -33,7 +28,7 @@ void Proxy::AsyncRequest(std::string_view method, const google::protobuf::Messag
 
 Status Proxy::SyncRequest(std::string_view method, const google::protobuf::Message& request,
                           google::protobuf::Message* response, RpcController* controller) const {
-  if (FLAGS_rpc_sync_calls_on_caller_thread) {
+  if (UseCallerThreadConnection()) {
     auto call =
         std::make_unique<OutboundCall>(remote_, service_name_, method, response, controller, [] {});
     Status s = call->Serialize(messenger_->NextCallId(), request, messenger_->max_message_size(),

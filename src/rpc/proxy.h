@@ -1,11 +1,15 @@
-// Proxy: the client side of one remote service. Cheap to copy; holds no connection
-// itself (the messenger keeps one per remote address, shared by every proxy, and each
-// thread making sync calls keeps its own).
+// Proxy: the untyped client side of one remote service, under the typed proxies that
+// protoc-gen-nyalarpc generates from each service's .proto (foo.proxy.h). Use those:
 //
-//   Proxy proxy(messenger, addr, "nyala.tserver.TabletServerService");
+//   tserver::TabletServerServiceProxy proxy(messenger, addr);
 //   RpcController rpc;
 //   rpc.set_timeout(MonoDelta::FromSeconds(10));
-//   RETURN_NOT_OK(proxy.SyncRequest("Get", req, &resp, &rpc));
+//   RETURN_NOT_OK(proxy.Get(req, &resp, &rpc));
+//
+// This class is for generated code and for tests that send what no typed proxy can
+// (an unknown method). Cheap to copy; holds no connection itself (the messenger keeps
+// one per remote address, shared by every proxy, and each thread making sync calls
+// keeps its own).
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -26,7 +30,9 @@ class RpcController;
 
 class Proxy {
  public:
-  Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string service_name);
+  // `service_name`, and the `method` of every call, must outlive the calls made
+  // through this proxy: string literals and the generated k*Name constants do.
+  Proxy(std::shared_ptr<Messenger> messenger, Sockaddr remote, std::string_view service_name);
 
   // Sends `request` and calls `callback` exactly once when the call completed (see
   // controller->status()). `response` and `controller` must stay valid until then.
@@ -43,12 +49,12 @@ class Proxy {
                      google::protobuf::Message* response, RpcController* controller) const;
 
   const Sockaddr& remote() const { return remote_; }
-  const std::string& service_name() const { return service_name_; }
+  std::string_view service_name() const { return service_name_; }
 
  private:
   std::shared_ptr<Messenger> messenger_;
   Sockaddr remote_;
-  std::string service_name_;
+  std::string_view service_name_;
 };
 
 }  // namespace nyala::rpc

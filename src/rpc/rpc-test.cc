@@ -1,6 +1,7 @@
 // End-to-end tests of the RPC framework over real loopback sockets: a server
 // messenger with the test CalculatorService and client messengers calling it.
 #include <gflags/gflags.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,15 +12,17 @@
 
 #include "common/metrics.h"
 #include "common/mutex.h"
+#include "common/semaphore.h"
 #include "common/test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/rpc_test_util.h"
-#include "rpc/rtest.pb.h"
+#include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
 
 DECLARE_bool(rpc_inline_calls);
+DECLARE_bool(rpc_reactor_methods);
 DECLARE_int32(rpc_inline_call_handoff_us);
 
 namespace nyala::rpc {
@@ -27,6 +30,8 @@ namespace {
 
 using rpc_test::AddRequestPB;
 using rpc_test::AddResponsePB;
+using rpc_test::CalculatorServiceIf;
+using rpc_test::CalculatorServiceProxy;
 using rpc_test::EchoRequestPB;
 using rpc_test::EchoResponsePB;
 using rpc_test::SleepRequestPB;
@@ -37,7 +42,7 @@ using RpcTest = RpcTestBase;
 TEST_F(RpcTest, SyncCallReturnsSum) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   for (int i = 0; i < 100; i++) {
     AddRequestPB req;
     req.set_x(i);
@@ -45,13 +50,15 @@ TEST_F(RpcTest, SyncCallReturnsSum) {
     AddResponsePB resp;
     RpcController rpc;
     rpc.set_timeout(MonoDelta::FromSeconds(10));
-    ASSERT_OK(proxy.SyncRequest(i % 2 ? "Add" : "AddInline", req, &resp, &rpc));
+    ASSERT_OK((i % 2 ? proxy.Add(req, &resp, &rpc) : proxy.AddInline(req, &resp, &rpc)));
     ASSERT_EQ(resp.result(), i + 1000);
   }
   // One connection reused for every call.
   EXPECT_EQ(client->num_connections(), 1u);
-  Counter* calls = server_metrics_.FindOrCreateCounter(
-      "rpc_calls_total", "", {{"service", CalculatorService::kName}, {"method", "Add"}});
+  Counter* calls =
+      server_metrics_.FindOrCreateCounter("rpc_calls_total", "",
+                                          {{"service", CalculatorServiceIf::kServiceName},
+                                           {"method", CalculatorServiceIf::kAddMethodName}});
   EXPECT_EQ(calls->value(), 50);
   client->Shutdown();
 }
@@ -59,7 +66,7 @@ TEST_F(RpcTest, SyncCallReturnsSum) {
 TEST_F(RpcTest, ManyAsyncCallsInFlightOnOneConnection) {
   ASSERT_NO_FATAL_FAILURE(StartServer(2, 5000));
   auto client = NewClient(2);
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   constexpr int kCalls = 2000;
   struct Call {
     AddRequestPB req;
@@ -74,7 +81,7 @@ TEST_F(RpcTest, ManyAsyncCallsInFlightOnOneConnection) {
     calls[i].req.set_x(i);
     calls[i].req.set_y(-3);
     calls[i].rpc.set_timeout(MonoDelta::FromSeconds(30));
-    proxy.AsyncRequest("Add", calls[i].req, &calls[i].resp, &calls[i].rpc, [&] {
+    proxy.AddAsync(calls[i].req, &calls[i].resp, &calls[i].rpc, [&] {
       MutexLock l(mu);
       done++;
       cv.notify_one();
@@ -92,7 +99,7 @@ TEST_F(RpcTest, ManyAsyncCallsInFlightOnOneConnection) {
 TEST_F(RpcTest, SidecarsTravelBothWays) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   EchoRequestPB req;
   req.set_data("body");
   EchoResponsePB resp;
@@ -102,7 +109,7 @@ TEST_F(RpcTest, SidecarsTravelBothWays) {
   rpc.AddOutboundSidecar("first");
   rpc.AddOutboundSidecar("");
   rpc.AddOutboundSidecar(big);
-  ASSERT_OK(proxy.SyncRequest("Echo", req, &resp, &rpc));
+  ASSERT_OK(proxy.Echo(req, &resp, &rpc));
   EXPECT_EQ(resp.data(), "body");
   ASSERT_EQ(rpc.num_inbound_sidecars(), 3);
   Slice s;
@@ -119,13 +126,13 @@ TEST_F(RpcTest, SidecarsTravelBothWays) {
 TEST_F(RpcTest, ApplicationErrorKeepsItsCode) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   AddRequestPB req;
   req.set_x(1);
   req.set_y(2);
   AddResponsePB resp;
   RpcController rpc;
-  Status s = proxy.SyncRequest("Fail", req, &resp, &rpc);
+  Status s = proxy.Fail(req, &resp, &rpc);
   EXPECT_TRUE(s.IsIllegalState()) << s.ToString();
   EXPECT_EQ(s.message(), "this method always fails");
   ASSERT_NE(rpc.error_response(), nullptr);
@@ -136,14 +143,14 @@ TEST_F(RpcTest, ApplicationErrorKeepsItsCode) {
 TEST_F(RpcTest, TimeoutFiresWhenHandlerIsSlow) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   SleepRequestPB req;
   req.set_sleep_ms(1000);
   SleepResponsePB resp;
   RpcController rpc;
   rpc.set_timeout(MonoDelta::FromMilliseconds(200));
   MonoTime start = MonoTime::Now();
-  Status s = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+  Status s = proxy.Sleep(req, &resp, &rpc);
   MonoDelta took = MonoTime::Now() - start;
   EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
   EXPECT_LT(took, MonoDelta::FromMilliseconds(400));  // within twice the timeout
@@ -154,7 +161,7 @@ TEST_F(RpcTest, TimeoutFiresWhenHandlerIsSlow) {
   add.set_y(3);
   AddResponsePB sum;
   RpcController rpc2;
-  ASSERT_OK(proxy.SyncRequest("Add", add, &sum, &rpc2));
+  ASSERT_OK(proxy.Add(add, &sum, &rpc2));
   EXPECT_EQ(sum.result(), 5);
   client->Shutdown();
 }
@@ -163,7 +170,7 @@ TEST_F(RpcTest, FullQueueAnswersServerTooBusy) {
   // One service thread, a queue of one: a sleeping call plus one queued fill it.
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 1));
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   struct Call {
     SleepRequestPB req;
     SleepResponsePB resp;
@@ -172,11 +179,11 @@ TEST_F(RpcTest, FullQueueAnswersServerTooBusy) {
   std::vector<Call> calls(6);
   std::atomic<int> done{0};
   calls[0].req.set_sleep_ms(500);
-  proxy.AsyncRequest("Sleep", calls[0].req, &calls[0].resp, &calls[0].rpc, [&] { done++; });
+  proxy.SleepAsync(calls[0].req, &calls[0].resp, &calls[0].rpc, [&] { done++; });
   ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   for (size_t i = 1; i < calls.size(); i++) {
     calls[i].req.set_sleep_ms(1);
-    proxy.AsyncRequest("Sleep", calls[i].req, &calls[i].resp, &calls[i].rpc, [&] { done++; });
+    proxy.SleepAsync(calls[i].req, &calls[i].resp, &calls[i].rpc, [&] { done++; });
   }
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 6); });
   int ok = 0, busy = 0;
@@ -189,8 +196,10 @@ TEST_F(RpcTest, FullQueueAnswersServerTooBusy) {
   }
   EXPECT_EQ(ok, 2);    // the sleeper and the one queued behind it
   EXPECT_EQ(busy, 4);  // the rest were turned away at once
-  Counter* too_busy = server_metrics_.FindOrCreateCounter(
-      "rpc_too_busy_total", "", {{"service", CalculatorService::kName}, {"method", "Sleep"}});
+  Counter* too_busy =
+      server_metrics_.FindOrCreateCounter("rpc_too_busy_total", "",
+                                          {{"service", CalculatorServiceIf::kServiceName},
+                                           {"method", CalculatorServiceIf::kSleepMethodName}});
   EXPECT_EQ(too_busy->value(), 4);
   client->Shutdown();
 }
@@ -198,13 +207,13 @@ TEST_F(RpcTest, FullQueueAnswersServerTooBusy) {
 TEST_F(RpcTest, CallExpiredInQueueIsNotRun) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10));
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   SleepRequestPB slow;
   slow.set_sleep_ms(400);
   SleepResponsePB slow_resp;
   RpcController slow_rpc;
   std::atomic<bool> slow_done{false};
-  proxy.AsyncRequest("Sleep", slow, &slow_resp, &slow_rpc, [&] { slow_done = true; });
+  proxy.SleepAsync(slow, &slow_resp, &slow_rpc, [&] { slow_done = true; });
   ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   // Queued behind the sleeper with a 50 ms deadline: expires in the queue.
   AddRequestPB req;
@@ -213,13 +222,15 @@ TEST_F(RpcTest, CallExpiredInQueueIsNotRun) {
   AddResponsePB resp;
   RpcController rpc;
   rpc.set_timeout(MonoDelta::FromMilliseconds(50));
-  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  Status s = proxy.Add(req, &resp, &rpc);
   EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_TRUE(slow_done.load()); });
   ASSERT_OK(slow_rpc.status());
   // The expired call was answered but its handler never ran.
-  Histogram* latency = server_metrics_.FindOrCreateHistogram(
-      "rpc_handler_latency_us", "", {{"service", CalculatorService::kName}, {"method", "Add"}});
+  Histogram* latency =
+      server_metrics_.FindOrCreateHistogram("rpc_handler_latency_us", "",
+                                            {{"service", CalculatorServiceIf::kServiceName},
+                                             {"method", CalculatorServiceIf::kAddMethodName}});
   EXPECT_EQ(latency->TotalCount(), 0);
   client->Shutdown();
 }
@@ -231,21 +242,21 @@ TEST_F(RpcTest, ConnectionRefusedFailsCallAndReconnectsLater) {
   server_->Shutdown();
   server_.reset();
   auto client = NewClient();
-  Proxy proxy(client, addr, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr);
   AddRequestPB req;
   req.set_x(1);
   req.set_y(2);
   AddResponsePB resp;
   RpcController rpc;
   rpc.set_timeout(MonoDelta::FromSeconds(5));
-  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  Status s = proxy.Add(req, &resp, &rpc);
   EXPECT_TRUE(s.IsNetworkError()) << s.ToString();
 
   // A server comes up on the same port: the next call connects afresh.
   ASSERT_NO_FATAL_FAILURE(StartServer(2, 50, addr));
   RpcController rpc2;
   rpc2.set_timeout(MonoDelta::FromSeconds(5));
-  ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &rpc2));
+  ASSERT_OK(proxy.Add(req, &resp, &rpc2));
   EXPECT_EQ(resp.result(), 3);
   client->Shutdown();
 }
@@ -253,13 +264,13 @@ TEST_F(RpcTest, ConnectionRefusedFailsCallAndReconnectsLater) {
 TEST_F(RpcTest, ServerShutdownFailsPendingCalls) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   SleepRequestPB req;
   req.set_sleep_ms(300);
   SleepResponsePB resp;
   RpcController rpc;  // no timeout: only the connection failure can end it
   std::atomic<bool> done{false};
-  proxy.AsyncRequest("Sleep", req, &resp, &rpc, [&] { done = true; });
+  proxy.SleepAsync(req, &resp, &rpc, [&] { done = true; });
   ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
   // Kill the client side: every pending call fails with a clear status.
   client->Shutdown();
@@ -267,7 +278,7 @@ TEST_F(RpcTest, ServerShutdownFailsPendingCalls) {
   EXPECT_TRUE(rpc.status().IsServiceUnavailable()) << rpc.status().ToString();
   // Calls after shutdown fail at once.
   RpcController rpc2;
-  Status s = proxy.SyncRequest("Sleep", req, &resp, &rpc2);
+  Status s = proxy.Sleep(req, &resp, &rpc2);
   EXPECT_TRUE(s.IsServiceUnavailable()) << s.ToString();
 }
 
@@ -290,13 +301,13 @@ TEST_F(RpcTest, ConnectionDropFailsPendingCalls) {
     close(fd);
   });
   auto client = NewClient();
-  Proxy proxy(client, addr, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr);
   AddRequestPB req;
   req.set_x(1);
   req.set_y(2);
   AddResponsePB resp;
   RpcController rpc;  // no timeout: only the connection failure can end the call
-  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  Status s = proxy.Add(req, &resp, &rpc);
   EXPECT_TRUE(s.IsNetworkError()) << s.ToString();
   hangup.join();
   close(lfd);
@@ -313,19 +324,20 @@ TEST_F(RpcTest, UnknownServiceAndMethodKeepConnection) {
   {
     Proxy bad(client, addr_, "nyala.NoSuchService");
     RpcController rpc;
-    Status s = bad.SyncRequest("Add", req, &resp, &rpc);
+    Status s = bad.SyncRequest(CalculatorServiceIf::kAddMethodName, req, &resp, &rpc);
     ASSERT_NE(rpc.error_response(), nullptr) << s.ToString();
     EXPECT_EQ(rpc.error_response()->code(), ErrorStatusPB::ERROR_NO_SUCH_SERVICE);
   }
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   {
     RpcController rpc;
-    Status s = proxy.SyncRequest("NoSuchMethod", req, &resp, &rpc);
+    Proxy untyped(client, addr_, CalculatorServiceIf::kServiceName);
+    Status s = untyped.SyncRequest("NoSuchMethod", req, &resp, &rpc);
     ASSERT_NE(rpc.error_response(), nullptr) << s.ToString();
     EXPECT_EQ(rpc.error_response()->code(), ErrorStatusPB::ERROR_NO_SUCH_METHOD);
   }
   RpcController rpc;
-  ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &rpc));
+  ASSERT_OK(proxy.Add(req, &resp, &rpc));
   EXPECT_EQ(resp.result(), 3);
   EXPECT_EQ(client->num_connections(), 1u);
   client->Shutdown();
@@ -334,8 +346,9 @@ TEST_F(RpcTest, UnknownServiceAndMethodKeepConnection) {
 TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
-  const MetricLabels labels = {{"service", CalculatorService::kName}, {"method", "AddFast"}};
+  CalculatorServiceProxy proxy(client, addr_);
+  const MetricLabels labels = {{"service", CalculatorServiceIf::kServiceName},
+                               {"method", CalculatorServiceIf::kAddFastMethodName}};
   Counter* fallbacks =
       server_metrics_.FindOrCreateCounter("rpc_reactor_fallbacks_total", "", labels);
   Counter* calls = server_metrics_.FindOrCreateCounter("rpc_calls_total", "", labels);
@@ -346,7 +359,7 @@ TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
     AddResponsePB resp;
     RpcController rpc;
     rpc.set_timeout(MonoDelta::FromSeconds(10));
-    ASSERT_OK(proxy.SyncRequest("AddFast", req, &resp, &rpc));
+    ASSERT_OK(proxy.AddFast(req, &resp, &rpc));
     EXPECT_EQ(resp.result(), x + 100);
     // What the declined fast path attached was dropped.
     EXPECT_EQ(rpc.num_inbound_sidecars(), 0);
@@ -356,18 +369,43 @@ TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
   client->Shutdown();
 }
 
+// A method declared ON_REACTOR runs on the reactor thread; --rpc_reactor_methods=false
+// sends it to a service thread (rpc/dispatch_policy.h). Async calls, which never run
+// inline.
+TEST_F(RpcTest, ReactorMethodsFlagSendsReactorMethodsToServiceThreads) {
+  gflags::FlagSaver saver;
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
+  auto client = NewClient();
+  CalculatorServiceProxy proxy(client, addr_);
+  auto thread_of_async_call = [&] {
+    EchoRequestPB req;
+    EchoResponsePB resp;
+    RpcController rpc;
+    Semaphore done;
+    proxy.ThreadNameOnReactorAsync(req, &resp, &rpc, [&] { done.Release(); });
+    done.Acquire();
+    return rpc.status().ok() ? resp.data() : rpc.status().ToString();
+  };
+  EXPECT_EQ(thread_of_async_call(), "server-r0");
+  FLAGS_rpc_reactor_methods = false;
+  EXPECT_THAT(thread_of_async_call(), ::testing::StartsWith("svc-"));
+  FLAGS_rpc_reactor_methods = true;
+  EXPECT_EQ(thread_of_async_call(), "server-r0");
+  client->Shutdown();
+}
+
 // The thread that ran ThreadName on the server.
-std::string ServerThreadName(const Proxy& proxy) {
+std::string ServerThreadName(const CalculatorServiceProxy& proxy) {
   EchoRequestPB req;
   EchoResponsePB resp;
   RpcController rpc;
-  Status s = proxy.SyncRequest("ThreadName", req, &resp, &rpc);
+  Status s = proxy.ThreadName(req, &resp, &rpc);
   return s.ok() ? resp.data() : s.ToString();
 }
 
 // Waits until a sync call runs inline: the service threads have all gone idle (they
 // do some time after the server starts). The server's single reactor is "server-r0".
-void WaitUntilCallsRunInline(const Proxy& proxy) {
+void WaitUntilCallsRunInline(const CalculatorServiceProxy& proxy) {
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5),
                     [&] { ASSERT_EQ(ServerThreadName(proxy), "server-r0"); });
 }
@@ -379,7 +417,7 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
   gflags::FlagSaver saver;
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   // (The thread that runs the reactor's loop carries its name, even after a standby
   // took it over.)
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
@@ -388,7 +426,7 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
   EchoResponsePB resp;
   RpcController rpc;
   std::atomic<bool> done{false};
-  proxy.AsyncRequest("ThreadName", req, &resp, &rpc, [&] { done = true; });
+  proxy.ThreadNameAsync(req, &resp, &rpc, [&] { done = true; });
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_TRUE(done.load()); });
   ASSERT_OK(rpc.status());
   EXPECT_EQ(resp.data().rfind("svc-", 0), 0u) << resp.data();
@@ -400,13 +438,13 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
 // A synchronous Sleep on its own thread; done() once it returned.
 class SyncSleeper {
  public:
-  SyncSleeper(const Proxy& proxy, uint32_t ms)
+  SyncSleeper(const CalculatorServiceProxy& proxy, uint32_t ms)
       : thread_([this, proxy, ms] {
           SleepRequestPB req;
           req.set_sleep_ms(ms);
           SleepResponsePB resp;
           RpcController rpc;
-          status_ = proxy.SyncRequest("Sleep", req, &resp, &rpc);
+          status_ = proxy.Sleep(req, &resp, &rpc);
           done_ = true;
         }) {}
   ~SyncSleeper() { thread_.join(); }
@@ -426,20 +464,20 @@ class SyncSleeper {
 TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
   ASSERT_NO_FATAL_FAILURE(StartServer(2, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto sleeper_client = NewClient();
-  Proxy sleep_proxy(sleeper_client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy sleep_proxy(sleeper_client, addr_);
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(sleep_proxy));
   SyncSleeper sleeper(sleep_proxy, 1500);  // a sync call: runs inline
   ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
 
   auto other = NewClient();
-  Proxy proxy(other, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(other, addr_);
   AddRequestPB req;
   req.set_x(2);
   req.set_y(3);
   AddResponsePB resp;
   RpcController rpc;
   rpc.set_timeout(MonoDelta::FromSeconds(10));
-  ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &rpc));
+  ASSERT_OK(proxy.Add(req, &resp, &rpc));
   EXPECT_EQ(resp.result(), 5);
   EXPECT_EQ(CalculatorService::sleeping.load(), 1) << "the Add waited for the Sleep";
   EXPECT_FALSE(sleeper.done());
@@ -449,7 +487,7 @@ TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
   ASSERT_OK(sleeper.status());
   for (int i = 0; i < 20; i++) {
     RpcController again;
-    ASSERT_OK(proxy.SyncRequest("Add", req, &resp, &again));
+    ASSERT_OK(proxy.Add(req, &resp, &again));
   }
   other->Shutdown();
   sleeper_client->Shutdown();
@@ -461,7 +499,7 @@ TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
 TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 1, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   SyncSleeper sleeper(proxy, 500);
   ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
@@ -474,7 +512,7 @@ TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
   std::atomic<int> done{0};
   for (auto& c : calls) {
     c.req.set_sleep_ms(1);
-    proxy.AsyncRequest("Sleep", c.req, &c.resp, &c.rpc, [&] { done++; });
+    proxy.SleepAsync(c.req, &c.resp, &c.rpc, [&] { done++; });
   }
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 4); });
   int ok = 0, busy = 0;
@@ -494,7 +532,7 @@ TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
 TEST_F(RpcTest, ShutdownWhileAnInlineCallRuns) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   {
     SyncSleeper sleeper(proxy, 200);
@@ -508,17 +546,17 @@ TEST_F(RpcTest, ShutdownWhileAnInlineCallRuns) {
 TEST_F(RpcTest, RunningCallsAreListedBothWays) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10));
   auto client = NewClient();
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   SleepRequestPB req;
   req.set_sleep_ms(400);
   SleepResponsePB resp[3];
   RpcController rpc[3];
   std::atomic<int> done{0};
   for (int i = 0; i < 2; i++) {
-    proxy.AsyncRequest("Sleep", req, &resp[i], &rpc[i], [&] { done++; });
+    proxy.SleepAsync(req, &resp[i], &rpc[i], [&] { done++; });
   }
   std::thread sync_caller([&] {
-    ASSERT_OK(proxy.SyncRequest("Sleep", req, &resp[2], &rpc[2]));
+    ASSERT_OK(proxy.Sleep(req, &resp[2], &rpc[2]));
     done++;
   });
   // One worker: one call runs, two wait in the queue.
@@ -528,8 +566,8 @@ TEST_F(RpcTest, RunningCallsAreListedBothWays) {
     int running = 0;
     for (const auto& c : calls) {
       EXPECT_TRUE(c.inbound);
-      EXPECT_EQ(c.method, "Sleep");
-      EXPECT_EQ(c.service, CalculatorService::kName);
+      EXPECT_EQ(c.method, CalculatorServiceIf::kSleepMethodName);
+      EXPECT_EQ(c.service, CalculatorServiceIf::kServiceName);
       running += c.state == "running";
     }
     ASSERT_EQ(running, 1);
@@ -557,14 +595,14 @@ TEST_F(RpcTest, OversizedRequestFailsLocally) {
   opts.num_reactors = 1;
   opts.max_message_size = 64 * 1024;
   auto client = *Messenger::Create(opts);
-  Proxy proxy(client, addr_, CalculatorService::kName);
+  CalculatorServiceProxy proxy(client, addr_);
   AddRequestPB req;
   req.set_x(1);
   req.set_y(2);
   req.set_payload(std::string(100 * 1024, 'p'));
   AddResponsePB resp;
   RpcController rpc;
-  Status s = proxy.SyncRequest("Add", req, &resp, &rpc);
+  Status s = proxy.Add(req, &resp, &rpc);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   client->Shutdown();
 }

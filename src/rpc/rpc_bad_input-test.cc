@@ -31,7 +31,7 @@
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/rpc_header.pb.h"
-#include "rpc/rtest.pb.h"
+#include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
 #include "rpc/serialization.h"
 
@@ -40,6 +40,8 @@ namespace {
 
 using rpc_test::AddRequestPB;
 using rpc_test::AddResponsePB;
+using rpc_test::CalculatorServiceIf;
+using rpc_test::CalculatorServiceProxy;
 using rpc_test::EchoRequestPB;
 
 constexpr uint32_t kServerMaxMessageSize = 64 * 1024;
@@ -78,7 +80,8 @@ AddRequestPB MakeAdd(int32_t x, int32_t y) {
 }
 
 std::string AddFrame(int32_t call_id, int32_t x, int32_t y) {
-  return RequestFrame(call_id, CalculatorService::kName, "Add", MakeAdd(x, y));
+  return RequestFrame(call_id, CalculatorServiceIf::kServiceName,
+                      CalculatorServiceIf::kAddMethodName, MakeAdd(x, y));
 }
 
 // A blocking TCP client with a receive timeout. Owns its socket.
@@ -255,7 +258,7 @@ class RpcBadInputTest : public NyalaTest {
     auto c = Messenger::Create(copts);
     ASSERT_OK(c.status());
     good_client_ = *c;
-    good_proxy_ = std::make_unique<Proxy>(good_client_, addr_, CalculatorService::kName);
+    good_proxy_ = std::make_unique<CalculatorServiceProxy>(good_client_, addr_);
     // Connected before any bad input is sent.
     ASSERT_NO_FATAL_FAILURE(AssertGoodClientWorks());
     ASSERT_EQ(server_->num_connections(), 1u);
@@ -272,12 +275,13 @@ class RpcBadInputTest : public NyalaTest {
   void AssertGoodClientWorks() {
     const int32_t x = int32_t(rng_() % 100000);
     const int32_t y = int32_t(rng_() % 100000);
-    for (const char* method : {"Add", "AddInline"}) {
+    for (bool inline_method : {false, true}) {
       AddResponsePB resp;
       RpcController rpc;
       rpc.set_timeout(MonoDelta::FromSeconds(10));
-      ASSERT_OK(good_proxy_->SyncRequest(method, MakeAdd(x, y), &resp, &rpc));
-      ASSERT_EQ(resp.result(), x + y) << method;
+      ASSERT_OK(inline_method ? good_proxy_->AddInline(MakeAdd(x, y), &resp, &rpc)
+                              : good_proxy_->Add(MakeAdd(x, y), &resp, &rpc));
+      ASSERT_EQ(resp.result(), x + y) << (inline_method ? "AddInline" : "Add");
     }
     ASSERT_EQ(good_client_->num_connections(), 1u);
   }
@@ -354,7 +358,7 @@ class RpcBadInputTest : public NyalaTest {
   std::shared_ptr<Messenger> server_;
   Sockaddr addr_;
   std::shared_ptr<Messenger> good_client_;
-  std::unique_ptr<Proxy> good_proxy_;
+  std::unique_ptr<CalculatorServiceProxy> good_proxy_;
   std::mt19937 rng_{TestRandomSeed()};
 };
 
@@ -396,7 +400,8 @@ TEST_F(RpcBadInputTest, LengthPrefixAboveMaxMessageSizeIsRejectedBeforeTheBody) 
     std::string frame;
     for (size_t data_len = kServerMaxMessageSize; data_len > 0; data_len--) {
       echo.set_data(std::string(data_len, 'e'));
-      frame = RequestFrame(1, CalculatorService::kName, "Echo", echo);
+      frame = RequestFrame(1, CalculatorServiceIf::kServiceName,
+                           CalculatorServiceIf::kEchoMethodName, echo);
       if (frame.size() <= kServerMaxMessageSize) break;
     }
     ASSERT_EQ(frame.size(), kServerMaxMessageSize);
@@ -459,14 +464,16 @@ class RpcBigFrameTest : public RpcBadInputTest {
 TEST_F(RpcBigFrameTest, BigFrameCutOffThenSocketClosed) {
   EchoRequestPB echo;
   echo.set_data(std::string(1 << 20, 'b'));
-  const std::string stream = Preamble() + RequestFrame(1, CalculatorService::kName, "Echo", echo);
+  const std::string stream = Preamble() + RequestFrame(1, CalculatorServiceIf::kServiceName,
+                                                       CalculatorServiceIf::kEchoMethodName, echo);
   for (size_t cut : {size_t(kPreambleLen + 100), stream.size() / 2, stream.size() - 1}) {
     ASSERT_NO_FATAL_FAILURE(ExpectCutOffStreamClosed(stream, cut));
   }
   RawConn conn;
   ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
   // Two big calls back to back in one write, then a small one.
-  const std::string second = RequestFrame(2, CalculatorService::kName, "Echo", echo);
+  const std::string second = RequestFrame(2, CalculatorServiceIf::kServiceName,
+                                          CalculatorServiceIf::kEchoMethodName, echo);
   ASSERT_OK(conn.Send(stream + second + AddFrame(3, 40, 2)));
   // Service threads may answer the three calls in any order.
   std::set<int> answered;
@@ -531,7 +538,9 @@ TEST_F(RpcBadInputTest, GarbageHeaderBytes) {
 TEST_F(RpcBadInputTest, UnknownServiceKeepsConnection) {
   RawConn conn;
   ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
-  ASSERT_OK(conn.Send(Preamble() + RequestFrame(7, "nyala.NoSuchService", "Add", MakeAdd(1, 2))));
+  ASSERT_OK(
+      conn.Send(Preamble() + RequestFrame(7, "nyala.NoSuchService",
+                                          CalculatorServiceIf::kAddMethodName, MakeAdd(1, 2))));
   ErrorStatusPB err;
   ASSERT_NO_FATAL_FAILURE(ExpectError(&conn, 7, ErrorStatusPB::ERROR_NO_SUCH_SERVICE, &err));
   EXPECT_NE(err.message().find("nyala.NoSuchService"), std::string::npos) << err.message();
@@ -545,8 +554,8 @@ TEST_F(RpcBadInputTest, UnknownServiceKeepsConnection) {
 TEST_F(RpcBadInputTest, UnknownMethodKeepsConnection) {
   RawConn conn;
   ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
-  ASSERT_OK(
-      conn.Send(Preamble() + RequestFrame(7, CalculatorService::kName, "Multiply", MakeAdd(1, 2))));
+  ASSERT_OK(conn.Send(
+      Preamble() + RequestFrame(7, CalculatorServiceIf::kServiceName, "Multiply", MakeAdd(1, 2))));
   ErrorStatusPB err;
   ASSERT_NO_FATAL_FAILURE(ExpectError(&conn, 7, ErrorStatusPB::ERROR_NO_SUCH_METHOD, &err));
   EXPECT_NE(err.message().find("Multiply"), std::string::npos) << err.message();
@@ -562,13 +571,14 @@ TEST_F(RpcBadInputTest, UnparseableBodyIsInvalidRequestAndKeepsConnection) {
   AddRequestPB missing_y;
   missing_y.set_x(1);
   RequestHeaderPB header;
-  header.set_service_name(CalculatorService::kName);
+  header.set_service_name(CalculatorServiceIf::kServiceName);
   RawConn conn;
   ASSERT_NO_FATAL_FAILURE(ConnectRaw(&conn));
   ASSERT_OK(conn.Send(Preamble()));
   int32_t call_id = 100;
   // Both a service-thread method and a reactor-run one; garbage and a missing field.
-  for (const char* method : {"Add", "AddInline"}) {
+  for (const char* method :
+       {CalculatorServiceIf::kAddMethodName, CalculatorServiceIf::kAddInlineMethodName}) {
     for (const std::string& body : {garbage, missing_y.SerializePartialAsString()}) {
       SCOPED_TRACE(std::string(method) + " body of " + std::to_string(body.size()) + " bytes");
       header.set_call_id(call_id);
@@ -608,7 +618,8 @@ TEST_F(RpcBadInputTest, ThousandConnectionsOpenedAndDroppedAtOnce) {
   // make the good client's calls SERVER_TOO_BUSY, which is load, not bad input.)
   std::string pipelined = Preamble();
   for (int i = 0; i < 50; i++) {
-    pipelined += RequestFrame(i, CalculatorService::kName, "AddInline", MakeAdd(i, i));
+    pipelined += RequestFrame(i, CalculatorServiceIf::kServiceName,
+                              CalculatorServiceIf::kAddInlineMethodName, MakeAdd(i, i));
   }
   for (int i = 0; i < kConns; i++) {
     auto c = std::make_unique<RawConn>();

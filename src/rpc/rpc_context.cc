@@ -20,19 +20,45 @@ namespace nyala::rpc {
 // locks. At 1.4 KiB rpc-bench's async mode lost ~15% of its calls per second.
 static_assert(sizeof(RpcContext) <= 1024, "keep RpcContext within glibc's tcache sizes");
 
-RpcContext::RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
-                       std::unique_ptr<char[]> buffer, Slice payload, MonoTime arrival)
+RpcContext::RpcContext(std::shared_ptr<Connection> conn, const RequestHeaderPB& header,
+                       RpcMethodInfo* method, std::unique_ptr<char[]> buffer, Slice payload,
+                       MonoTime arrival)
     : conn_(std::move(conn)),
-      header_(std::move(header)),
+      call_id_(header.call_id()),
+      caller_waits_(header.caller_waits()),
       buffer_(std::move(buffer)),
-      payload_(payload),
       remote_(conn_->remote()),
-      arrival_(arrival) {
-  deadline_ = header_.has_timeout_ms() && header_.timeout_ms() > 0
-                  ? arrival_ + MonoDelta::FromMilliseconds(header_.timeout_ms())
+      arrival_(arrival),
+      method_(method) {
+  if (header.has_request_id()) request_id_ = std::make_unique<RequestIdPB>(header.request_id());
+  if (header.sidecar_offsets_size() > 0) sidecar_offsets_ = header.sidecar_offsets();
+  if (!method_) {
+    unknown_names_ =
+        std::make_unique<std::pair<std::string, std::string>>(header.service_name(), header.method_name());
+  }
+  if (buffer_) {
+    payload_ = payload;
+  } else if (payload.size() <= kInlinePayloadBytes) {
+    memcpy(inline_payload_, payload.data(), payload.size());
+    payload_ = Slice(inline_payload_, payload.size());
+  } else {
+    buffer_ = std::make_unique_for_overwrite<char[]>(payload.size());
+    memcpy(buffer_.get(), payload.data(), payload.size());
+    payload_ = Slice(buffer_.get(), payload.size());
+  }
+  deadline_ = header.has_timeout_ms() && header.timeout_ms() > 0
+                  ? arrival_ + MonoDelta::FromMilliseconds(header.timeout_ms())
                   : MonoTime::Max();
-  conn_->messenger()->inbound_calls().Add(this, uint32_t(header_.call_id()));
+  conn_->messenger()->inbound_calls().Add(this, uint32_t(call_id_));
   conn_->reactor()->CountInboundCall(+1);
+}
+
+const std::string& RpcContext::method_name() const {
+  return method_ ? method_->name : unknown_names_->second;
+}
+
+const std::string& RpcContext::service_name() const {
+  return method_ ? method_->service_name : unknown_names_->first;
 }
 
 RpcContext::~RpcContext() {
@@ -58,14 +84,14 @@ Status RpcContext::ParseRequest() {
                                    request_->InitializationErrorString());
   }
   RETURN_NOT_OK_PREPEND(
-      SplitSidecars(header_.sidecar_offsets(), parts.sidecar_area, &inbound_sidecars_),
+      SplitSidecars(sidecar_offsets_, parts.sidecar_area, &inbound_sidecars_),
       "request sidecars");
   response_ = method_->response_prototype->New(&*arena_);
   return Status::OK();
 }
 
-void RpcContext::RunHandler() {
-  handler_start_ = MonoTime::Now();
+void RpcContext::RunHandler(MonoTime now) {
+  handler_start_ = now;
   running_.store(true, std::memory_order_relaxed);
   if (method_->queue_time_us) {
     method_->queue_time_us->Increment((handler_start_ - arrival_).ToMicroseconds());
@@ -109,7 +135,7 @@ void RpcContext::RespondSuccess() { SendResponse(false, *response_); }
 void RpcContext::RespondSuccessWithSerializedBody(Slice serialized_body) {
   // The frame SerializeFrame would build for a body of these bytes.
   ResponseHeaderPB header;
-  header.set_call_id(header_.call_id());
+  header.set_call_id(call_id_);
   for (uint32_t off : SidecarOffsets(outbound_sidecars_)) header.add_sidecar_offsets(off);
   const size_t hlen = header.ByteSizeLong();
   const size_t blen = serialized_body.size();
@@ -157,7 +183,7 @@ void RpcContext::RespondRpcFailure(ErrorStatusPB::RpcErrorCodePB code, const Sta
 
 void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite& body) {
   ResponseHeaderPB header;
-  header.set_call_id(header_.call_id());
+  header.set_call_id(call_id_);
   if (is_error) header.set_is_error(true);
   for (uint32_t off : SidecarOffsets(outbound_sidecars_)) header.add_sidecar_offsets(off);
   OutboundFrame frame;
@@ -186,7 +212,7 @@ void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite
 
 std::string RpcContext::ToString() const {
   return service_name() + "." + method_name() + " from " + remote_.ToString() + ", call " +
-         std::to_string(header_.call_id()) + ", running for " +
+         std::to_string(call_id_) + ", running for " +
          std::to_string((MonoTime::Now() - arrival_).ToMilliseconds()) + " ms";
 }
 

@@ -47,31 +47,32 @@ class RpcContext : public InFlightHook {
   int num_inbound_sidecars() const { return int(inbound_sidecars_.size()); }
   Status GetInboundSidecar(int idx, Slice* out) const;
 
-  const RequestHeaderPB& header() const { return header_; }
-  const RequestIdPB* request_id() const {
-    return header_.has_request_id() ? &header_.request_id() : nullptr;
-  }
+  int32_t call_id() const { return call_id_; }
+  const RequestIdPB* request_id() const { return request_id_.get(); }
   const Sockaddr& remote_address() const { return remote_; }
   // When the caller stops waiting (MonoTime::Max() if it gave no timeout).
   MonoTime deadline() const { return deadline_; }
   MonoTime arrival_time() const { return arrival_; }
-  const std::string& method_name() const { return header_.method_name(); }
-  const std::string& service_name() const { return header_.service_name(); }
+  const std::string& method_name() const;
+  const std::string& service_name() const;
 
   const google::protobuf::Message* request() const { return request_; }
   google::protobuf::Message* response() { return response_; }
 
   // Framework side ------------------------------------------------------------
 
-  // Takes the frame's payload (everything after the length prefix), already checked
-  // by SplitFrame, which lies in `buffer`, and its parsed header.
-  RpcContext(std::shared_ptr<Connection> conn, RequestHeaderPB header,
-             std::unique_ptr<char[]> buffer, Slice payload, MonoTime arrival);
+  // A call to `method` (null: the header names no method of ours; the call can only
+  // be answered with an error). `payload` is the frame after its length prefix,
+  // already checked by SplitFrame, with `header` parsed from it; it lies in `buffer`
+  // when that is given (a big frame read into a buffer of its own), else it is copied.
+  // The header's fields are copied out: it may be reused once this returns.
+  RpcContext(std::shared_ptr<Connection> conn, const RequestHeaderPB& header,
+             RpcMethodInfo* method, std::unique_ptr<char[]> buffer, Slice payload,
+             MonoTime arrival);
   ~RpcContext();
 
-  void set_method(RpcMethodInfo* method) { method_ = method; }
   // The caller blocks on this call (RequestHeaderPB.caller_waits).
-  bool caller_waits() const { return header_.caller_waits(); }
+  bool caller_waits() const { return caller_waits_; }
   // The reactor whose connection brought the call, and its messenger.
   Reactor* reactor() const;
   Messenger* messenger() const;
@@ -79,8 +80,9 @@ class RpcContext : public InFlightHook {
   // Parses the body and sidecars into a new request message and prepares the
   // response; on failure the caller answers ERROR_INVALID_REQUEST.
   Status ParseRequest();
-  // Runs the handler (records queue time and, on response, handler latency).
-  void RunHandler();
+  // Runs the handler (records queue time and, on response, handler latency); `now`
+  // is the time it starts.
+  void RunHandler(MonoTime now);
   // Runs the method's reactor_handler on this (reactor) thread. True if it took the
   // call (the context may be gone); false if the call must go to a service thread,
   // with the response reset.
@@ -93,10 +95,21 @@ class RpcContext : public InFlightHook {
  private:
   void SendResponse(bool is_error, const google::protobuf::MessageLite& body);
 
+  // Payloads up to this size are copied into the context itself (no allocation).
+  // (A one-key Get's frame is about 100 bytes.) Sized so the whole context stays within
+  // 1024 bytes (static_assert in rpc_context.cc).
+  static constexpr size_t kInlinePayloadBytes = 120;
+
   std::shared_ptr<Connection> conn_;
-  const RequestHeaderPB header_;
-  const std::unique_ptr<char[]> buffer_;
-  const Slice payload_;  // in buffer_
+  const int32_t call_id_;
+  const bool caller_waits_;
+  std::unique_ptr<RequestIdPB> request_id_;  // writes carry one
+  google::protobuf::RepeatedField<uint32_t> sidecar_offsets_;
+  // Only when method_ is null (an unknown service or method): the names it asked for.
+  std::unique_ptr<std::pair<std::string, std::string>> unknown_names_;
+  std::unique_ptr<char[]> buffer_;
+  alignas(8) char inline_payload_[kInlinePayloadBytes];
+  Slice payload_;  // in buffer_ or inline_payload_
   std::vector<Slice> inbound_sidecars_;
   std::vector<std::string> outbound_sidecars_;
   const Sockaddr remote_;

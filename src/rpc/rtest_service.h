@@ -1,25 +1,36 @@
-// CalculatorService: a test-only service for rpc tests and rpc-bench.
-//   Add        two integers in, their sum out (the rpc-bench method)
-//   AddInline  the same, marked cheap so it runs on the reactor thread
-//   AddFast    the same, tried first on the reactor; declines there when x < 0, so
-//              a service thread answers
-//   Sleep      sleeps `sleep_ms` on a service thread, then answers (timeouts, full queues)
-//   Echo       echoes the body's data and the request's sidecars
-//   Fail       answers RespondFailure(IllegalState)
+// CalculatorService: the test-only service of rtest.proto, for rpc tests and
+// rpc-bench. Its methods are documented in rtest.proto.
 #pragma once
 
 #include <atomic>
 
-#include "rpc/service_if.h"
+#include "rpc/rtest.service.h"
 
 namespace nyala::rpc {
 
-class CalculatorService : public ServiceIf {
+class CalculatorService : public rpc_test::CalculatorServiceIf {
  public:
-  static constexpr const char* kName = "nyala.rpc_test.CalculatorService";
-  CalculatorService();
   // Sleep calls currently inside their handler.
   static std::atomic<int> sleeping;
+
+  void Add(const rpc_test::AddRequestPB* req, rpc_test::AddResponsePB* resp,
+           RpcContext* ctx) override;
+  void AddInline(const rpc_test::AddRequestPB* req, rpc_test::AddResponsePB* resp,
+                 RpcContext* ctx) override;
+  void AddFast(const rpc_test::AddRequestPB* req, rpc_test::AddResponsePB* resp,
+               RpcContext* ctx) override;
+  bool TryAddFastOnReactor(const rpc_test::AddRequestPB* req, rpc_test::AddResponsePB* resp,
+                           RpcContext* ctx) override;
+  void Sleep(const rpc_test::SleepRequestPB* req, rpc_test::SleepResponsePB* resp,
+             RpcContext* ctx) override;
+  void Echo(const rpc_test::EchoRequestPB* req, rpc_test::EchoResponsePB* resp,
+            RpcContext* ctx) override;
+  void ThreadName(const rpc_test::EchoRequestPB* req, rpc_test::EchoResponsePB* resp,
+                  RpcContext* ctx) override;
+  void ThreadNameOnReactor(const rpc_test::EchoRequestPB* req, rpc_test::EchoResponsePB* resp,
+                          RpcContext* ctx) override;
+  void Fail(const rpc_test::AddRequestPB* req, rpc_test::AddResponsePB* resp,
+            RpcContext* ctx) override;
 };
 
 }  // namespace nyala::rpc

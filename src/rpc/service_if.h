@@ -1,17 +1,22 @@
 // ServiceIf: a named RPC service, a table of methods each bound to a handler taking
-// (const Req*, Resp*, RpcContext*). Subclasses register their methods in their
-// constructor; the table is read-only afterwards, so lookups need no lock.
+// (const Req*, Resp*, RpcContext*). Services are declared in their .proto and the
+// table is generated: protoc-gen-nyalarpc (rpc/protoc_gen_nyalarpc_main.cc) writes
+// for `service Foo` a class FooIf deriving from this one, with one pure virtual method
+// per RPC and a constructor that fills the table. Implement FooIf:
 //
-//   class CalculatorService : public ServiceIf {
-//    public:
-//     CalculatorService() : ServiceIf("nyala.CalculatorService") {
-//       RegisterMethod<AddRequestPB, AddResponsePB>(
-//           "Add", [](const AddRequestPB* req, AddResponsePB* resp, RpcContext* ctx) {
-//             resp->set_sum(req->x() + req->y());
-//             ctx->RespondSuccess();
-//           });
+//   class CalculatorServiceImpl : public rpc_test::CalculatorServiceIf {
+//     void Add(const AddRequestPB* req, AddResponsePB* resp, RpcContext* ctx) override {
+//       resp->set_result(req->x() + req->y());
+//       ctx->RespondSuccess();
 //     }
 //   };
+//
+// Everything the framework does around a handler (per-method metrics, deadline
+// checks, the reactor policy, later authorization) hangs off the RpcMethodInfo
+// entries of this table, in ServicePool and rpc/dispatch_policy.h, never in handlers.
+//
+// Thread-safety: the table is filled in the constructor and read-only afterwards, so
+// lookups need no lock. Handlers run concurrently on any thread the policy picks.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -31,19 +36,25 @@ namespace nyala::rpc {
 
 class RpcContext;
 
+// Where a method's handler may run (rpc_options.proto's ReactorPolicyPB, per method).
+enum class ReactorPolicy {
+  kServiceThread,    // a service thread, or inline for a lone synchronous call
+  kOnReactor,        // the reactor thread that read the call; never blocks
+  kReactorFastPath,  // reactor_handler first; a service thread when it declines
+};
+
 struct RpcMethodInfo {
+  std::string service_name;  // the service's full name, "nyala.tserver.TabletServerService"
   std::string name;
   const google::protobuf::Message* request_prototype;
   const google::protobuf::Message* response_prototype;
+  ReactorPolicy policy = ReactorPolicy::kServiceThread;
   std::function<void(const google::protobuf::Message*, google::protobuf::Message*, RpcContext*)>
       handler;
-  // Runs on the reactor thread that read the call instead of a service thread. Only
-  // for handlers that never block and finish in a few microseconds.
-  bool runs_on_reactor = false;
-  // If set, tried first on the reactor thread that read the call. It must not block:
-  // when it cannot answer at once (the data is not in memory, a lock is taken) it
-  // returns false without responding and the call is queued for `handler` on a
-  // service thread, with a fresh response. Returns true when it took the call.
+  // kReactorFastPath only: tried first on the reactor thread that read the call. It
+  // must not block: when it cannot answer at once (the data is not in memory, a lock is
+  // taken) it returns false without responding and the call is queued for `handler` on
+  // a service thread, with a fresh response. Returns true when it took the call.
   std::function<bool(const google::protobuf::Message*, google::protobuf::Message*, RpcContext*)>
       reactor_handler;
 
@@ -54,8 +65,6 @@ struct RpcMethodInfo {
   Counter* too_busy = nullptr;
   Counter* reactor_fallbacks = nullptr;  // reactor_handler passed the call on
 };
-
-enum class MethodCost { kNormal, kCheap };
 
 class ServiceIf {
  public:
@@ -74,32 +83,29 @@ class ServiceIf {
  protected:
   explicit ServiceIf(std::string name) : name_(std::move(name)) {}
 
+  // For generated constructors: adds method `name` to the table.
   template <typename Req, typename Resp>
-  void RegisterMethod(std::string name, std::function<void(const Req*, Resp*, RpcContext*)> fn,
-                      MethodCost cost = MethodCost::kNormal) {
+  void AddMethod(std::string name, ReactorPolicy policy,
+                 std::function<void(const Req*, Resp*, RpcContext*)> fn,
+                 std::function<bool(const Req*, Resp*, RpcContext*)> fast = nullptr) {
     auto info = std::make_unique<RpcMethodInfo>();
+    info->service_name = name_;
     info->name = name;
     info->request_prototype = &Req::default_instance();
     info->response_prototype = &Resp::default_instance();
+    info->policy = policy;
     info->handler = [fn = std::move(fn)](const google::protobuf::Message* req,
                                          google::protobuf::Message* resp, RpcContext* ctx) {
       fn(static_cast<const Req*>(req), static_cast<Resp*>(resp), ctx);
     };
-    info->runs_on_reactor = cost == MethodCost::kCheap;
+    if (fast) {
+      info->reactor_handler = [fast = std::move(fast)](const google::protobuf::Message* req,
+                                                       google::protobuf::Message* resp,
+                                                       RpcContext* ctx) {
+        return fast(static_cast<const Req*>(req), static_cast<Resp*>(resp), ctx);
+      };
+    }
     methods_.emplace(std::move(name), std::move(info));
-  }
-
-  // A method with a non-blocking fast path tried on the reactor thread first (see
-  // RpcMethodInfo::reactor_handler); `fn` runs on a service thread when it declines.
-  template <typename Req, typename Resp>
-  void RegisterMethod(std::string name, std::function<bool(const Req*, Resp*, RpcContext*)> fast,
-                      std::function<void(const Req*, Resp*, RpcContext*)> fn) {
-    RegisterMethod<Req, Resp>(name, std::move(fn));
-    methods_[name]->reactor_handler = [fast = std::move(fast)](const google::protobuf::Message* req,
-                                                               google::protobuf::Message* resp,
-                                                               RpcContext* ctx) {
-      return fast(static_cast<const Req*>(req), static_cast<Resp*>(resp), ctx);
-    };
   }
 
  private:

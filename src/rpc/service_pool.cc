@@ -7,17 +7,9 @@
 #include "common/histogram.h"
 #include "common/metrics.h"
 #include "rpc/connection.h"
+#include "rpc/dispatch_policy.h"
 #include "rpc/messenger.h"
 #include "rpc/reactor.h"
-
-DEFINE_bool(rpc_inline_calls, true,
-            "A synchronous call (its caller waits for it) that is the server's only call in "
-            "flight and finds the service's threads all idle runs on the reactor thread that "
-            "read it, "
-            "right after its read callback, instead of waking a service thread: one thread "
-            "wakeup less per call. It takes an idle service thread's place, so the service "
-            "never runs more calls at once than it has threads. A call that runs long hands "
-            "the reactor's event loop to a standby thread (--rpc_inline_call_handoff_us).");
 
 namespace nyala::rpc {
 
@@ -105,16 +97,11 @@ size_t ServicePool::queue_size() const {
 
 void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
   Reactor* reactor = ctx->reactor();
-  // Only for a caller that waits for this call (a pipelining caller is better served
-  // by a reactor that keeps reading while a service thread runs the call), on the
-  // reactor that read it (not for a call a service thread passes on), when it is the
-  // server's only call in flight (with other callers about, a reactor that stops to
-  // run a call makes them wait, and busy service threads need no waking), and when a
-  // service thread would otherwise have to be woken for it: the whole pool is idle
-  // (below).
-  const bool may_inline = FLAGS_rpc_inline_calls && ctx->caller_waits() &&
-                          reactor->IsCurrentThread() && reactor->CanRunInline() &&
-                          ctx->messenger()->inbound_call_count() == 1;
+  InlineFacts facts;
+  facts.caller_waits = ctx->caller_waits();
+  facts.on_reading_reactor = reactor->IsCurrentThread();
+  facts.reactor_can_run_inline = facts.on_reading_reactor && reactor->CanRunInline();
+  facts.server_inbound_calls = ctx->messenger()->inbound_call_count();
   Worker* idle = nullptr;
   bool shutting_down;
   bool run_inline = false;
@@ -123,7 +110,8 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
     shutting_down = shutdown_;
     if (!shutdown_) {
       if (!idle_.empty()) {
-        run_inline = may_inline && idle_.size() == size_t(num_threads_);
+        facts.whole_pool_idle = idle_.size() == size_t(num_threads_);
+        run_inline = ShouldRunInline(facts);
         idle = idle_.back();
         idle_.pop_back();
         idle->call = std::move(ctx);
@@ -189,7 +177,7 @@ void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
     return;
   }
   if (!ParseOrReject(&ctx)) return;
-  ctx.release()->RunHandler();  // the handler owns the call now
+  ctx.release()->RunHandler(now);  // the handler owns the call now
 }
 
 bool ServicePool::ParseOrReject(std::unique_ptr<RpcContext>* ctx) {
@@ -203,13 +191,11 @@ bool ServicePool::ParseOrReject(std::unique_ptr<RpcContext>* ctx) {
 
 void ServicePool::RunOrQueueCall(std::unique_ptr<RpcContext> ctx) {
   DCHECK(ctx->method()->reactor_handler);
-  if (MonoTime::Now() <= ctx->deadline()) {
-    if (!ParseOrReject(&ctx)) return;
-    RpcContext* raw = ctx.release();
-    if (raw->TryRunOnReactor()) return;
-    ctx.reset(raw);
-  }
-  QueueInboundCall(std::move(ctx));  // an expired call is answered TimedOut there
+  if (!ParseOrReject(&ctx)) return;
+  RpcContext* raw = ctx.release();
+  if (raw->TryRunOnReactor()) return;
+  ctx.reset(raw);
+  QueueInboundCall(std::move(ctx));
 }
 
 void ServicePool::RunThread(Worker* self) {

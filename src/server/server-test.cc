@@ -11,7 +11,7 @@
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
-#include "rpc/rtest.pb.h"
+#include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
 #include "server/fs_manager.h"
 #include "server/server_base.h"
@@ -145,17 +145,19 @@ TEST_F(ServerTest, RpczListsCallsInFlight) {
   mopts.num_reactors = 1;
   auto client = rpc::Messenger::Create(mopts);
   ASSERT_OK(client.status());
-  rpc::Proxy proxy(*client, server.bound_rpc_addresses()[0], rpc::CalculatorService::kName);
+  rpc_test::CalculatorServiceProxy proxy(*client, server.bound_rpc_addresses()[0]);
   rpc_test::SleepRequestPB req;
   req.set_sleep_ms(300);
   rpc_test::SleepResponsePB resp[2];
   rpc::RpcController rpc[2];
   std::atomic<int> done{0};
-  for (int i = 0; i < 2; i++) proxy.AsyncRequest("Sleep", req, &resp[i], &rpc[i], [&] { done++; });
+  for (int i = 0; i < 2; i++) proxy.SleepAsync(req, &resp[i], &rpc[i], [&] { done++; });
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] {
     const std::string page = HttpGet(server.webserver()->port(), "/rpcz");
     ASSERT_NE(page.find("Calls in flight (2"), std::string::npos) << page;
-    EXPECT_NE(page.find("nyala.rpc_test.CalculatorService.Sleep"), std::string::npos);
+    EXPECT_NE(page.find(std::string(rpc_test::CalculatorServiceIf::kServiceName) + "." +
+                        rpc_test::CalculatorServiceIf::kSleepMethodName),
+              std::string::npos);
     EXPECT_NE(page.find("<td>running</td>"), std::string::npos);
     EXPECT_NE(page.find("<td>queued</td>"), std::string::npos);
   });

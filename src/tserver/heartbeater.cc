@@ -7,8 +7,8 @@
 
 #include "common/metrics.h"
 #include "common/wire_protocol.h"
+#include "master/master.proxy.h"
 #include "rpc/messenger.h"
-#include "rpc/proxy.h"
 #include "rpc/retry.h"
 #include "rpc/rpc_controller.h"
 #include "tserver/tablet_manager.h"
@@ -128,11 +128,11 @@ Status Heartbeater::Beat(MasterState* m) {
   report->set_sequence_number(++m->report_seq);
   req.set_num_live_tablets(static_cast<int32_t>(tablets_->NumTablets()));
 
-  rpc::Proxy proxy(messenger_, addrs[0], kMasterServiceName);
+  master::MasterServiceProxy proxy(messenger_, addrs[0]);
   rpc::RpcController rpc;
   rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_heartbeat_rpc_timeout_ms));
   master::TSHeartbeatResponsePB resp;
-  RETURN_NOT_OK(proxy.SyncRequest("TSHeartbeat", req, &resp, &rpc));
+  RETURN_NOT_OK(proxy.TSHeartbeat(req, &resp, &rpc));
   if (resp.has_error()) {
     if (resp.error().code() == master::MasterErrorPB::UNKNOWN_TABLET_SERVER) {
       m->needs_register = true;

@@ -48,8 +48,6 @@ struct HeartbeaterOptions {
 
 class Heartbeater {
  public:
-  static constexpr const char* kMasterServiceName = "nyala.master.MasterService";
-
   // `messenger`, `tablets` and `metrics` must outlive the heartbeater.
   Heartbeater(HeartbeaterOptions options, std::shared_ptr<rpc::Messenger> messenger,
               TabletManager* tablets, MetricRegistry* metrics);

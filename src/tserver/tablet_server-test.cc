@@ -11,16 +11,17 @@
 #include "common/row_block.h"
 #include "common/test_util.h"
 #include "common/wire_protocol.h"
-#include "master/master.pb.h"
+#include "master/master.service.h"
+#include "rpc/fake_service_test_util.h"
 #include "rpc/messenger.h"
-#include "rpc/proxy.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_controller.h"
-#include "rpc/service_if.h"
 #include "tserver/heartbeater.h"
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_server.h"
 #include "tserver/tablet_service.h"
+#include "tserver/tserver.proxy.h"
+#include "tserver/tserver_admin.proxy.h"
 #include "tserver/tserver_test_util.h"
 
 DECLARE_int32(heartbeat_interval_ms);
@@ -30,21 +31,29 @@ namespace {
 
 using namespace testing;  // NOLINT(build/namespaces)
 
-// A master that records heartbeats and answers as told.
-class FakeMaster : public rpc::ServiceIf {
+// A master that records heartbeats and answers as told; its other methods are not
+// used by a tablet server and answer NO_SUCH_METHOD.
+class FakeMaster : public master::MasterServiceIf {
  public:
-  FakeMaster() : ServiceIf(Heartbeater::kMasterServiceName) {
-    RegisterMethod<master::TSHeartbeatRequestPB, master::TSHeartbeatResponsePB>(
-        "TSHeartbeat", [this](const master::TSHeartbeatRequestPB* req,
-                              master::TSHeartbeatResponsePB* resp, rpc::RpcContext* ctx) {
-          MutexLock l(mu_);
-          beats_.push_back(*req);
-          resp->set_needs_reregister(ask_reregister_);
-          ask_reregister_ = false;
-          resp->set_acked_report_sequence_number(req->tablet_report().sequence_number());
-          ctx->RespondSuccess();
-        });
+  void TSHeartbeat(const master::TSHeartbeatRequestPB* req, master::TSHeartbeatResponsePB* resp,
+                   rpc::RpcContext* ctx) override {
+    MutexLock l(mu_);
+    beats_.push_back(*req);
+    resp->set_needs_reregister(ask_reregister_);
+    ask_reregister_ = false;
+    resp->set_acked_report_sequence_number(req->tablet_report().sequence_number());
+    ctx->RespondSuccess();
   }
+  NYALA_FAKE_UNIMPLEMENTED(master, Ping)
+  NYALA_FAKE_UNIMPLEMENTED(master, CreateTable)
+  NYALA_FAKE_UNIMPLEMENTED(master, IsCreateTableDone)
+  NYALA_FAKE_UNIMPLEMENTED(master, DeleteTable)
+  NYALA_FAKE_UNIMPLEMENTED(master, ListTables)
+  NYALA_FAKE_UNIMPLEMENTED(master, GetTableSchema)
+  NYALA_FAKE_UNIMPLEMENTED(master, GetTableLocations)
+  NYALA_FAKE_UNIMPLEMENTED(master, ListTabletServers)
+  NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
+
   std::vector<master::TSHeartbeatRequestPB> beats() {
     MutexLock l(mu_);
     return {beats_.begin(), beats_.end()};
@@ -115,8 +124,8 @@ class TabletServerTest : public NyalaTest {
     ASSERT_OK(c.status());
     client_ = *c;
     const rpc::Sockaddr addr = server_->bound_rpc_addresses()[0];
-    proxy_ = std::make_unique<rpc::Proxy>(client_, addr, TabletServiceImpl::kServiceName);
-    admin_ = std::make_unique<rpc::Proxy>(client_, addr, TabletAdminServiceImpl::kServiceName);
+    proxy_ = std::make_unique<TabletServerServiceProxy>(client_, addr);
+    admin_ = std::make_unique<TabletServerAdminServiceProxy>(client_, addr);
   }
   void TearDown() override {
     if (client_) client_->Shutdown();
@@ -124,16 +133,19 @@ class TabletServerTest : public NyalaTest {
     if (master_msgr_) master_msgr_->Shutdown();
     NyalaTest::TearDown();
   }
-  Status Call(const rpc::Proxy& p, const char* method, const google::protobuf::Message& req,
-              google::protobuf::Message* resp, rpc::RpcController* rpc = nullptr) {
+  // Calls `method` of proxy `p` (e.g. &TabletServerServiceProxy::Write) with a 10 s timeout.
+  template <typename P, typename Req, typename Resp>
+  Status Call(const P& p, Status (P::*method)(const Req&, Resp*, rpc::RpcController*) const,
+              const std::type_identity_t<Req>& req, Resp* resp, rpc::RpcController* rpc = nullptr) {
     rpc::RpcController local;
     if (!rpc) rpc = &local;
     rpc->set_timeout(MonoDelta::FromSeconds(10));
-    return p.SyncRequest(method, req, resp, rpc);
+    return (p.*method)(req, resp, rpc);
   }
   void CreateTablet(const std::string& id, const std::string& table = "test_table") {
     CreateTabletResponsePB resp;
-    ASSERT_OK(Call(*admin_, "CreateTablet", MakeCreateTablet(id, schema_, table), &resp));
+    ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::CreateTablet,
+                   MakeCreateTablet(id, schema_, table), &resp));
     ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
   }
 
@@ -142,14 +154,15 @@ class TabletServerTest : public NyalaTest {
   FakeMaster* master_ = nullptr;
   std::unique_ptr<TabletServer> server_;
   std::shared_ptr<rpc::Messenger> client_;
-  std::unique_ptr<rpc::Proxy> proxy_;
-  std::unique_ptr<rpc::Proxy> admin_;
+  std::unique_ptr<TabletServerServiceProxy> proxy_;
+  std::unique_ptr<TabletServerAdminServiceProxy> admin_;
 };
 
 TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
   WriteResponsePB wresp;
-  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 0, 500), &wresp));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 500),
+                 &wresp));
   ASSERT_FALSE(wresp.has_error());
   EXPECT_EQ(wresp.rows_applied(), 500);
 
@@ -159,7 +172,7 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   greq.add_keys(EncodedKey(schema_, 4242));
   GetResponsePB gresp;
   rpc::RpcController grpc;
-  ASSERT_OK(Call(*proxy_, "Get", greq, &gresp, &grpc));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Get, greq, &gresp, &grpc));
   ASSERT_FALSE(gresp.has_error());
   ASSERT_EQ(gresp.found_size(), 2);
   EXPECT_TRUE(gresp.found(0));
@@ -181,7 +194,7 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   for (uint32_t seq = 0; seq < 1000; seq++) {
     ScanResponsePB sresp;
     rpc::RpcController srpc;
-    ASSERT_OK(Call(*proxy_, "Scan", sreq, &sresp, &srpc));
+    ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Scan, sreq, &sresp, &srpc));
     ASSERT_FALSE(sresp.has_error()) << sresp.ShortDebugString();
     ASSERT_OK(srpc.GetInboundSidecar(sresp.data().rows_sidecar(), &rows));
     ASSERT_OK(srpc.GetInboundSidecar(sresp.data().indirect_data_sidecar(), &indirect));
@@ -196,7 +209,7 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
       ScannerKeepAliveRequestPB ka;
       ka.set_scanner_id(sresp.scanner_id());
       ScannerKeepAliveResponsePB kresp;
-      ASSERT_OK(Call(*proxy_, "ScannerKeepAlive", ka, &kresp));
+      ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::ScannerKeepAlive, ka, &kresp));
       EXPECT_FALSE(kresp.has_error());
     }
     sreq.Clear();
@@ -206,15 +219,17 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   }
   EXPECT_EQ(total, 500);
   PingResponsePB presp;
-  ASSERT_OK(Call(*proxy_, "Ping", PingRequestPB(), &presp));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Ping, PingRequestPB(), &presp));
 }
 
 TEST_F(TabletServerTest, GetRunsOnTheReactorWhenItsRowsAreInMemory) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
   WriteResponsePB wresp;
-  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 0, 100), &wresp));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 100),
+                 &wresp));
   ASSERT_FALSE(wresp.has_error());
-  const MetricLabels labels = {{"service", TabletServiceImpl::kServiceName}, {"method", "Get"}};
+  const MetricLabels labels = {{"service", TabletServerServiceIf::kServiceName},
+                               {"method", TabletServerServiceIf::kGetMethodName}};
   Counter* fallbacks =
       server_->metrics()->FindOrCreateCounter("rpc_reactor_fallbacks_total", "", labels);
   Counter* calls = server_->metrics()->FindOrCreateCounter("rpc_calls_total", "", labels);
@@ -222,7 +237,7 @@ TEST_F(TabletServerTest, GetRunsOnTheReactorWhenItsRowsAreInMemory) {
     GetRequestPB req;
     req.set_tablet_id(tablet);
     req.add_keys(EncodedKey(schema_, key));
-    return Call(*proxy_, "Get", req, resp);
+    return Call(*proxy_, &TabletServerServiceProxy::Get, req, resp);
   };
   // In the memtable: answered on the reactor.
   GetResponsePB resp;
@@ -241,7 +256,7 @@ TEST_F(TabletServerTest, GetRunsOnTheReactorWhenItsRowsAreInMemory) {
   many.set_tablet_id("t1");
   for (int k = 0; k < 40; k++) many.add_keys(EncodedKey(schema_, k));
   resp.Clear();
-  ASSERT_OK(Call(*proxy_, "Get", many, &resp));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Get, many, &resp));
   ASSERT_EQ(resp.found_size(), 40);
   EXPECT_EQ(resp.data().num_rows(), 40);
   EXPECT_EQ(fallbacks->value(), 2);
@@ -260,14 +275,14 @@ TEST_F(TabletServerTest, RetriedWriteIsAnsweredNotReapplied) {
   rpc::RpcController rpc1, rpc2;
   rpc1.set_request_id(id);
   rpc2.set_request_id(id);
-  ASSERT_OK(Call(*proxy_, "Write", req, &first, &rpc1));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, req, &first, &rpc1));
   EXPECT_EQ(first.rows_applied(), 10);
-  ASSERT_OK(Call(*proxy_, "Write", req, &retry, &rpc2));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, req, &retry, &rpc2));
   EXPECT_EQ(retry.rows_applied(), 10);
   EXPECT_EQ(retry.per_row_errors_size(), 0);  // not ALREADY_PRESENT
   // Without a request id the same block is applied again: every row is a duplicate.
   WriteResponsePB plain;
-  ASSERT_OK(Call(*proxy_, "Write", req, &plain));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, req, &plain));
   EXPECT_EQ(plain.per_row_errors_size(), 10);
   // Once the client moves past 7, the answer is forgotten; a late retry is refused.
   rpc::RequestIdPB next = id;
@@ -276,9 +291,10 @@ TEST_F(TabletServerTest, RetriedWriteIsAnsweredNotReapplied) {
   rpc::RpcController rpc3, rpc4;
   rpc3.set_request_id(next);
   WriteResponsePB r3, r4;
-  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 100, 1), &r3, &rpc3));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 100, 1),
+                 &r3, &rpc3));
   rpc4.set_request_id(id);
-  EXPECT_FALSE(Call(*proxy_, "Write", req, &r4, &rpc4).ok());
+  EXPECT_FALSE(Call(*proxy_, &TabletServerServiceProxy::Write, req, &r4, &rpc4).ok());
 }
 
 // The value of the series `series` (name{labels}, labels sorted by name) in the
@@ -304,12 +320,13 @@ TEST_F(TabletServerTest, PerTabletMetricsCountWritesGetsAndScansAndGoWithTheTabl
         MakeWrite("t1", schema_,
                   {{RowOpType::kDelete, &del_rows[0]}, {RowOpType::kDelete, &del_rows[1]}})}) {
     WriteResponsePB resp;
-    ASSERT_OK(Call(*proxy_, "Write", req, &resp));
+    ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, req, &resp));
     ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
     ASSERT_EQ(resp.per_row_errors_size(), 0) << resp.ShortDebugString();
   }
   WriteResponsePB wresp;
-  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t2", schema_, 0, 7), &wresp));
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t2", schema_, 0, 7), &wresp));
   ASSERT_EQ(wresp.rows_applied(), 7);
   // t1: two Gets of 3 and 1 keys.
   for (int n : {3, 1}) {
@@ -317,7 +334,7 @@ TEST_F(TabletServerTest, PerTabletMetricsCountWritesGetsAndScansAndGoWithTheTabl
     greq.set_tablet_id("t1");
     for (int i = 0; i < n; i++) greq.add_keys(EncodedKey(schema_, 10 + i));
     GetResponsePB gresp;
-    ASSERT_OK(Call(*proxy_, "Get", greq, &gresp));
+    ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Get, greq, &gresp));
     ASSERT_FALSE(gresp.has_error()) << gresp.ShortDebugString();
   }
   // t1: one Scan reading the 21 rows left, returning those where c IS NULL (k % 7 == 3:
@@ -327,7 +344,7 @@ TEST_F(TabletServerTest, PerTabletMetricsCountWritesGetsAndScansAndGoWithTheTabl
   sreq.mutable_new_scan_request()->add_predicates()->set_column("c");
   sreq.mutable_new_scan_request()->mutable_predicates(0)->mutable_is_null();
   ScanResponsePB sresp;
-  ASSERT_OK(Call(*proxy_, "Scan", sreq, &sresp));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Scan, sreq, &sresp));
   ASSERT_FALSE(sresp.has_error()) << sresp.ShortDebugString();
   ASSERT_EQ(sresp.data().num_rows(), 2);
 
@@ -360,7 +377,7 @@ TEST_F(TabletServerTest, PerTabletMetricsCountWritesGetsAndScansAndGoWithTheTabl
   DeleteTabletRequestPB dreq;
   dreq.set_tablet_id("t1");
   DeleteTabletResponsePB dresp;
-  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::DeleteTablet, dreq, &dresp));
   ASSERT_FALSE(dresp.has_error()) << dresp.ShortDebugString();
   text = server_->metrics()->ToPrometheusText();
   EXPECT_EQ(text.find("tablet_id=\"t1\""), std::string::npos) << text;
@@ -373,15 +390,17 @@ TEST_F(TabletServerTest, AdminServiceCreatesListsAndDeletes) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1", "<b>table</b>"));
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1", "<b>table</b>"));  // identical: no-op
   CreateTabletResponsePB cresp;
-  ASSERT_OK(Call(*admin_, "CreateTablet", MakeCreateTablet("t1", schema_, "other"), &cresp));
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::CreateTablet,
+                 MakeCreateTablet("t1", schema_, "other"), &cresp));
   EXPECT_EQ(cresp.error().code(), TabletServerErrorPB::TABLET_ALREADY_EXISTS);
   CreateTabletRequestPB wrong = MakeCreateTablet("t2", schema_);
   wrong.set_dest_uuid("not-this-server");
-  ASSERT_OK(Call(*admin_, "CreateTablet", wrong, &cresp));
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::CreateTablet, wrong, &cresp));
   EXPECT_EQ(cresp.error().code(), TabletServerErrorPB::WRONG_SERVER_UUID);
 
   ListTabletsResponsePB lresp;
-  ASSERT_OK(Call(*admin_, "ListTablets", ListTabletsRequestPB(), &lresp));
+  ASSERT_OK(
+      Call(*admin_, &TabletServerAdminServiceProxy::ListTablets, ListTabletsRequestPB(), &lresp));
   ASSERT_EQ(lresp.tablets_size(), 1);
   EXPECT_EQ(lresp.tablets(0).tablet_id(), "t1");
   EXPECT_EQ(lresp.tablets(0).state(), TABLET_DATA_READY);
@@ -396,12 +415,13 @@ TEST_F(TabletServerTest, AdminServiceCreatesListsAndDeletes) {
   DeleteTabletRequestPB dreq;
   dreq.set_tablet_id("t1");
   DeleteTabletResponsePB dresp;
-  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::DeleteTablet, dreq, &dresp));
   EXPECT_FALSE(dresp.has_error());
-  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::DeleteTablet, dreq, &dresp));
   EXPECT_EQ(dresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
   WriteResponsePB wresp;
-  ASSERT_OK(Call(*proxy_, "Write", MakeSeedWrite("t1", schema_, 0, 1), &wresp));
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 1), &wresp));
   EXPECT_EQ(wresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
 }
 
@@ -443,7 +463,7 @@ TEST_F(TabletServerTest, HeartbeatsRegisterAndReportTablets) {
   DeleteTabletRequestPB dreq;
   dreq.set_tablet_id("t1");
   DeleteTabletResponsePB dresp;
-  ASSERT_OK(Call(*admin_, "DeleteTablet", dreq, &dresp));
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::DeleteTablet, dreq, &dresp));
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
     bool removed = false;
     for (const auto& b : master_->beats()) {
@@ -461,7 +481,7 @@ TEST_F(TabletServerTest, HeartbeatsRetryWhileTheMasterIsDown) {
   // Serving goes on.
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
   PingResponsePB presp;
-  ASSERT_OK(Call(*proxy_, "Ping", PingRequestPB(), &presp));
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Ping, PingRequestPB(), &presp));
 }
 
 }  // namespace

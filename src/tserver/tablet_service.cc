@@ -50,107 +50,95 @@ int64_t Micros(MonoTime start) { return (MonoTime::Now() - start).ToMicroseconds
 
 }  // namespace
 
-TabletServiceImpl::TabletServiceImpl(TabletServiceDeps deps)
-    : ServiceIf(kServiceName), deps_(deps) {
-  RegisterMethod<WriteRequestPB, WriteResponsePB>(
-      "Write", [this](const WriteRequestPB* req, WriteResponsePB* resp, rpc::RpcContext* ctx) {
-        const MonoTime start = MonoTime::Now();
-        TServerMetrics* m = deps_.metrics;
-        if (m) m->write_requests->Increment();
-        const rpc::RequestIdPB* rid = ctx->request_id();
-        if (rid) {
-          switch (deps_.tracker->Begin(*rid, resp, ctx)) {
-            case RequestTracker::Outcome::kNew:
-              break;
-            case RequestTracker::Outcome::kAnswered:
-              if (m) m->duplicate_requests->Increment();
-              ctx->RespondSuccess();
-              return;
-            case RequestTracker::Outcome::kAttached:
-              if (m) m->duplicate_requests->Increment();
-              return;  // answered when the original finishes
-            case RequestTracker::Outcome::kStale:
-              LOG(WARNING) << "Write from " << ctx->remote_address().ToString()
-                           << " rejected: stale request id " << rid->ShortDebugString();
-              ctx->RespondFailure(Status::IllegalState(
-                  "request " + std::to_string(rid->seq_no()) + " of client " + rid->client_id() +
-                  " is below its first incomplete request and was forgotten"));
-              return;
-          }
-        }
-        std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id());
-        if (tablet) {
-          tablet->Write(*req, resp, rid);  // with rid, stores the response with the rows
-        } else {
-          NoSuchTablet(req->tablet_id(), resp);
-        }
-        if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), m);
-        if (rid) {
-          const bool applied = !resp->has_error();
-          deps_.tracker->Finish(*rid, *resp, /*remember=*/applied,
-                                applied ? RequestRecordLocation{tablet->store(), tablet->seq()}
-                                        : RequestRecordLocation{});
-        }
-        if (m) m->write_latency_us->Increment(Micros(start));
+void TabletServiceImpl::Write(const WriteRequestPB* req, WriteResponsePB* resp,
+                              rpc::RpcContext* ctx) {
+  const MonoTime start = MonoTime::Now();
+  TServerMetrics* m = deps_.metrics;
+  if (m) m->write_requests->Increment();
+  const rpc::RequestIdPB* rid = ctx->request_id();
+  if (rid) {
+    switch (deps_.tracker->Begin(*rid, resp, ctx)) {
+      case RequestTracker::Outcome::kNew:
+        break;
+      case RequestTracker::Outcome::kAnswered:
+        if (m) m->duplicate_requests->Increment();
         ctx->RespondSuccess();
-      });
+        return;
+      case RequestTracker::Outcome::kAttached:
+        if (m) m->duplicate_requests->Increment();
+        return;  // answered when the original finishes
+      case RequestTracker::Outcome::kStale:
+        LOG(WARNING) << "Write from " << ctx->remote_address().ToString()
+                     << " rejected: stale request id " << rid->ShortDebugString();
+        ctx->RespondFailure(Status::IllegalState(
+            "request " + std::to_string(rid->seq_no()) + " of client " + rid->client_id() +
+            " is below its first incomplete request and was forgotten"));
+        return;
+    }
+  }
+  std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id());
+  if (tablet) {
+    tablet->Write(*req, resp, rid);  // with rid, stores the response with the rows
+  } else {
+    NoSuchTablet(req->tablet_id(), resp);
+  }
+  if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), m);
+  if (rid) {
+    const bool applied = !resp->has_error();
+    deps_.tracker->Finish(
+        *rid, *resp, /*remember=*/applied,
+        applied ? RequestRecordLocation{tablet->store(), tablet->seq()} : RequestRecordLocation{});
+  }
+  if (m) m->write_latency_us->Increment(Micros(start));
+  ctx->RespondSuccess();
+}
 
-  // Get runs on the reactor thread that read it when its rows are in memory (no
-  // service-thread wakeup: on this machine that is most of a small Get's cost), and on
-  // a service thread when it needs the disk, the tablet lock is taken, it has many
-  // keys, or it fails (the service thread answers errors and logs them).
-  RegisterMethod<GetRequestPB, GetResponsePB>(
-      "Get",
-      std::function<bool(const GetRequestPB*, GetResponsePB*, rpc::RpcContext*)>(
-          [this](const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
-            return HandleGet(*req, resp, ctx, /*on_reactor=*/true);
-          }),
-      std::function<void(const GetRequestPB*, GetResponsePB*, rpc::RpcContext*)>(
-          [this](const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
-            HandleGet(*req, resp, ctx, /*on_reactor=*/false);
-          }));
+void TabletServiceImpl::Get(const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {
+  HandleGet(*req, resp, ctx, /*on_reactor=*/false);
+}
 
-  RegisterMethod<ScanRequestPB, ScanResponsePB>(
-      "Scan", [this](const ScanRequestPB* req, ScanResponsePB* resp, rpc::RpcContext* ctx) {
-        const MonoTime start = MonoTime::Now();
-        TServerMetrics* m = deps_.metrics;
-        if (m) m->scan_requests->Increment();
-        std::string rows, indirect;
-        const std::string& tablet_id = req->new_scan_request().tablet_id();
-        if (!req->scanner_id().empty()) {
-          deps_.scanners->ContinueScan(*req, resp, &rows, &indirect);
-        } else if (!req->has_new_scan_request()) {
-          SetTabletError(TabletServerErrorPB::INVALID_SCAN_SPEC,
-                         Status::InvalidArgument("Scan without scanner_id or new_scan_request"),
-                         resp->mutable_error());
-        } else if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(tablet_id)) {
-          deps_.scanners->StartScan(std::move(tablet), *req, resp, &rows, &indirect);
-        } else {
-          NoSuchTablet(tablet_id, resp);
-        }
-        if (resp->has_error()) {
-          LogRejected(ctx, tablet_id, resp->error(), m);
-        } else {
-          AttachRows(ctx, &rows, &indirect, resp);
-        }
-        if (m) m->scan_latency_us->Increment(Micros(start));
-        ctx->RespondSuccess();
-      });
+bool TabletServiceImpl::TryGetOnReactor(const GetRequestPB* req, GetResponsePB* resp,
+                                        rpc::RpcContext* ctx) {
+  return HandleGet(*req, resp, ctx, /*on_reactor=*/true);
+}
 
-  RegisterMethod<ScannerKeepAliveRequestPB, ScannerKeepAliveResponsePB>(
-      "ScannerKeepAlive", [this](const ScannerKeepAliveRequestPB* req,
-                                 ScannerKeepAliveResponsePB* resp, rpc::RpcContext* ctx) {
-        if (Status s = deps_.scanners->KeepAlive(req->scanner_id()); !s.ok()) {
-          SetTabletError(TabletServerErrorPB::SCANNER_EXPIRED, s, resp->mutable_error());
-          LogRejected(ctx, "", resp->error(), deps_.metrics);
-        }
-        ctx->RespondSuccess();
-      });
+void TabletServiceImpl::Scan(const ScanRequestPB* req, ScanResponsePB* resp, rpc::RpcContext* ctx) {
+  const MonoTime start = MonoTime::Now();
+  TServerMetrics* m = deps_.metrics;
+  if (m) m->scan_requests->Increment();
+  std::string rows, indirect;
+  const std::string& tablet_id = req->new_scan_request().tablet_id();
+  if (!req->scanner_id().empty()) {
+    deps_.scanners->ContinueScan(*req, resp, &rows, &indirect);
+  } else if (!req->has_new_scan_request()) {
+    SetTabletError(TabletServerErrorPB::INVALID_SCAN_SPEC,
+                   Status::InvalidArgument("Scan without scanner_id or new_scan_request"),
+                   resp->mutable_error());
+  } else if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(tablet_id)) {
+    deps_.scanners->StartScan(std::move(tablet), *req, resp, &rows, &indirect);
+  } else {
+    NoSuchTablet(tablet_id, resp);
+  }
+  if (resp->has_error()) {
+    LogRejected(ctx, tablet_id, resp->error(), m);
+  } else {
+    AttachRows(ctx, &rows, &indirect, resp);
+  }
+  if (m) m->scan_latency_us->Increment(Micros(start));
+  ctx->RespondSuccess();
+}
 
-  RegisterMethod<PingRequestPB, PingResponsePB>(
-      "Ping",
-      [](const PingRequestPB*, PingResponsePB*, rpc::RpcContext* ctx) { ctx->RespondSuccess(); },
-      rpc::MethodCost::kCheap);
+void TabletServiceImpl::ScannerKeepAlive(const ScannerKeepAliveRequestPB* req,
+                                         ScannerKeepAliveResponsePB* resp, rpc::RpcContext* ctx) {
+  if (Status s = deps_.scanners->KeepAlive(req->scanner_id()); !s.ok()) {
+    SetTabletError(TabletServerErrorPB::SCANNER_EXPIRED, s, resp->mutable_error());
+    LogRejected(ctx, "", resp->error(), deps_.metrics);
+  }
+  ctx->RespondSuccess();
+}
+
+void TabletServiceImpl::Ping(const PingRequestPB*, PingResponsePB*, rpc::RpcContext* ctx) {
+  ctx->RespondSuccess();
 }
 
 bool TabletServiceImpl::HandleGet(const GetRequestPB& req, GetResponsePB* resp,
@@ -187,67 +175,60 @@ bool TabletServiceImpl::HandleGet(const GetRequestPB& req, GetResponsePB* resp,
   return true;
 }
 
-TabletAdminServiceImpl::TabletAdminServiceImpl(TabletManager* tablets, std::string server_uuid,
-                                               TServerMetrics* metrics)
-    : ServiceIf(kServiceName), tablets_(tablets), uuid_(std::move(server_uuid)), metrics_(metrics) {
-  auto wrong_uuid = [this](const std::string& dest, TabletServerErrorPB* err) {
-    if (dest.empty() || dest == uuid_) return false;
-    SetTabletError(
-        TabletServerErrorPB::WRONG_SERVER_UUID,
-        Status::InvalidArgument("request for server " + dest + " reached server " + uuid_), err);
-    return true;
-  };
+bool TabletAdminServiceImpl::WrongServer(const std::string& dest, TabletServerErrorPB* err) const {
+  if (dest.empty() || dest == uuid_) return false;
+  SetTabletError(TabletServerErrorPB::WRONG_SERVER_UUID,
+                 Status::InvalidArgument("request for server " + dest + " reached server " + uuid_),
+                 err);
+  return true;
+}
 
-  RegisterMethod<CreateTabletRequestPB, CreateTabletResponsePB>(
-      "CreateTablet", [this, wrong_uuid](const CreateTabletRequestPB* req,
-                                         CreateTabletResponsePB* resp, rpc::RpcContext* ctx) {
-        if (!wrong_uuid(req->dest_uuid(), resp->mutable_error())) {
-          resp->clear_error();
-          TabletServerErrorPB::Code code;
-          if (Status s = tablets_->CreateTablet(*req, &code); !s.ok()) {
-            SetTabletError(code, s, resp->mutable_error());
-          }
-        }
-        if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
-        ctx->RespondSuccess();
-      });
+void TabletAdminServiceImpl::CreateTablet(const CreateTabletRequestPB* req,
+                                          CreateTabletResponsePB* resp, rpc::RpcContext* ctx) {
+  if (!WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    resp->clear_error();
+    TabletServerErrorPB::Code code;
+    if (Status s = tablets_->CreateTablet(*req, &code); !s.ok()) {
+      SetTabletError(code, s, resp->mutable_error());
+    }
+  }
+  if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+  ctx->RespondSuccess();
+}
 
-  RegisterMethod<DeleteTabletRequestPB, DeleteTabletResponsePB>(
-      "DeleteTablet", [this, wrong_uuid](const DeleteTabletRequestPB* req,
-                                         DeleteTabletResponsePB* resp, rpc::RpcContext* ctx) {
-        if (!wrong_uuid(req->dest_uuid(), resp->mutable_error())) {
-          resp->clear_error();
-          LOG(INFO) << "deleting tablet " << req->tablet_id() << " on request of "
-                    << ctx->remote_address().ToString() << ": " << req->reason();
-          if (Status s = tablets_->DeleteTablet(req->tablet_id()); !s.ok()) {
-            SetTabletError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
-                                          : TabletServerErrorPB::UNKNOWN_ERROR,
-                           s, resp->mutable_error());
-          }
-        }
-        if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
-        ctx->RespondSuccess();
-      });
+void TabletAdminServiceImpl::DeleteTablet(const DeleteTabletRequestPB* req,
+                                          DeleteTabletResponsePB* resp, rpc::RpcContext* ctx) {
+  if (!WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    resp->clear_error();
+    LOG(INFO) << "deleting tablet " << req->tablet_id() << " on request of "
+              << ctx->remote_address().ToString() << ": " << req->reason();
+    if (Status s = tablets_->DeleteTablet(req->tablet_id()); !s.ok()) {
+      SetTabletError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
+                                    : TabletServerErrorPB::UNKNOWN_ERROR,
+                     s, resp->mutable_error());
+    }
+  }
+  if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+  ctx->RespondSuccess();
+}
 
-  RegisterMethod<ListTabletsRequestPB, ListTabletsResponsePB>(
-      "ListTablets",
-      [this](const ListTabletsRequestPB*, ListTabletsResponsePB* resp, rpc::RpcContext* ctx) {
-        for (const auto& t : tablets_->GetTablets()) {
-          auto* info = resp->add_tablets();
-          const TabletMetadataPB& m = t->metadata();
-          info->set_tablet_id(m.tablet_id());
-          info->set_table_id(m.table_id());
-          info->set_table_name(m.table_name());
-          *info->mutable_partition() = m.partition();
-          *info->mutable_schema() = m.schema();
-          *info->mutable_partition_schema() = m.partition_schema();
-          info->set_state(t->state() == TabletState::kDeleted   ? TABLET_DATA_DELETED
-                          : t->state() == TabletState::kRunning ? TABLET_DATA_READY
-                                                                : TABLET_DATA_UNKNOWN);
-          info->set_estimated_on_disk_size(t->OnDiskSize());
-        }
-        ctx->RespondSuccess();
-      });
+void TabletAdminServiceImpl::ListTablets(const ListTabletsRequestPB*, ListTabletsResponsePB* resp,
+                                         rpc::RpcContext* ctx) {
+  for (const auto& t : tablets_->GetTablets()) {
+    auto* info = resp->add_tablets();
+    const TabletMetadataPB& m = t->metadata();
+    info->set_tablet_id(m.tablet_id());
+    info->set_table_id(m.table_id());
+    info->set_table_name(m.table_name());
+    *info->mutable_partition() = m.partition();
+    *info->mutable_schema() = m.schema();
+    *info->mutable_partition_schema() = m.partition_schema();
+    info->set_state(t->state() == TabletState::kDeleted   ? TABLET_DATA_DELETED
+                    : t->state() == TabletState::kRunning ? TABLET_DATA_READY
+                                                          : TABLET_DATA_UNKNOWN);
+    info->set_estimated_on_disk_size(t->OnDiskSize());
+  }
+  ctx->RespondSuccess();
 }
 
 }  // namespace nyala::tserver

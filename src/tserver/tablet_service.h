@@ -1,7 +1,8 @@
-// The tablet server's two RPC services.
+// The tablet server's two RPC services, declared in tserver.proto and
+// tserver_admin.proto (which also say where each method runs):
 //
 //   TabletServiceImpl       nyala.tserver.TabletServerService: Write, Get, Scan,
-//                           ScannerKeepAlive, Ping (Ping runs on the reactor).
+//                           ScannerKeepAlive, Ping.
 //   TabletAdminServiceImpl  nyala.tserver.TabletServerAdminService: CreateTablet,
 //                           DeleteTablet, ListTablets (used by the master).
 //
@@ -17,8 +18,8 @@
 
 #include <string>
 
-#include "rpc/service_if.h"
-#include "tserver/tserver.pb.h"
+#include "tserver/tserver.service.h"
+#include "tserver/tserver_admin.service.h"
 
 namespace nyala::tserver {
 
@@ -34,10 +35,21 @@ struct TabletServiceDeps {
   TServerMetrics* metrics = nullptr;  // may be null
 };
 
-class TabletServiceImpl : public rpc::ServiceIf {
+class TabletServiceImpl : public TabletServerServiceIf {
  public:
-  static constexpr const char* kServiceName = "nyala.tserver.TabletServerService";
-  explicit TabletServiceImpl(TabletServiceDeps deps);
+  explicit TabletServiceImpl(TabletServiceDeps deps) : deps_(deps) {}
+
+  void Write(const WriteRequestPB* req, WriteResponsePB* resp, rpc::RpcContext* ctx) override;
+  // Get runs on the reactor thread that read it when its rows are in memory (no
+  // service-thread wakeup: on this machine that is most of a small Get's cost), and on
+  // a service thread when it needs the disk, the tablet lock is taken, it has many
+  // keys, or it fails (the service thread answers errors and logs them).
+  void Get(const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) override;
+  bool TryGetOnReactor(const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) override;
+  void Scan(const ScanRequestPB* req, ScanResponsePB* resp, rpc::RpcContext* ctx) override;
+  void ScannerKeepAlive(const ScannerKeepAliveRequestPB* req, ScannerKeepAliveResponsePB* resp,
+                        rpc::RpcContext* ctx) override;
+  void Ping(const PingRequestPB* req, PingResponsePB* resp, rpc::RpcContext* ctx) override;
 
  private:
   // Answers a Get. On the reactor (on_reactor) it must not block: it returns false,
@@ -49,13 +61,23 @@ class TabletServiceImpl : public rpc::ServiceIf {
   const TabletServiceDeps deps_;
 };
 
-class TabletAdminServiceImpl : public rpc::ServiceIf {
+class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
  public:
-  static constexpr const char* kServiceName = "nyala.tserver.TabletServerAdminService";
   // `server_uuid` is checked against requests' dest_uuid when they set it.
-  TabletAdminServiceImpl(TabletManager* tablets, std::string server_uuid, TServerMetrics* metrics);
+  TabletAdminServiceImpl(TabletManager* tablets, std::string server_uuid, TServerMetrics* metrics)
+      : tablets_(tablets), uuid_(std::move(server_uuid)), metrics_(metrics) {}
+
+  void CreateTablet(const CreateTabletRequestPB* req, CreateTabletResponsePB* resp,
+                    rpc::RpcContext* ctx) override;
+  void DeleteTablet(const DeleteTabletRequestPB* req, DeleteTabletResponsePB* resp,
+                    rpc::RpcContext* ctx) override;
+  void ListTablets(const ListTabletsRequestPB* req, ListTabletsResponsePB* resp,
+                   rpc::RpcContext* ctx) override;
 
  private:
+  // True, with `err` set, when `dest` names another server than this one.
+  bool WrongServer(const std::string& dest, TabletServerErrorPB* err) const;
+
   TabletManager* const tablets_;
   const std::string uuid_;
   TServerMetrics* const metrics_;

@@ -1,4 +1,4 @@
-// nyala-tserver: the tablet server daemon. See DESIGN.md "Tablet server" and
+// nyala-tserver: the tablet server daemon. See docs/architecture.md and
 // tablet_server.h.
 #include <gflags/gflags.h>
 #include <glog/logging.h>

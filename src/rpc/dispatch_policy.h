@@ -1,0 +1,69 @@
+// The one place that decides which thread runs an RPC handler, and which thread
+// carries a client's call. Every route, its conditions and its reason are stated here;
+// docs/rpc-threading.md tells the same story for every thread of a daemon and a client.
+//
+// Server side, for a call a reactor thread has read and parsed the header of:
+//
+//   route                  conditions                                     why
+//   ---------------------  ---------------------------------------------  ------------------
+//   kOnReactor             method's reactor_policy is ON_REACTOR and       no thread wakeup
+//                          --rpc_reactor_methods                           for a call that
+//                                                                          costs microseconds
+//   kReactorFastPath       method's reactor_policy is REACTOR_FAST_PATH,   no wakeup when the
+//                          --rpc_reactor_methods, and the deadline has     data is in memory;
+//                          not passed. The fast path may decline; then     it never blocks
+//                          the call continues as kServicePool.
+//   kServicePool           everything else: the method's ServicePool       handlers may block
+//                          takes it (below).
+//
+// Inside the pool (ServicePool::QueueInboundCall), a call that finds a service thread
+// idle is either run inline or handed to that thread; otherwise it is queued, or
+// answered SERVER_TOO_BUSY when the queue is full:
+//
+//   run inline             ShouldRunInline(): --rpc_inline_calls, the      a lone synchronous
+//   (Reactor::RunInline)   caller waits for the answer (caller_waits),     caller pays no
+//                          the call is on the reactor that read it, that   service-thread
+//                          reactor can run an inline task now, it is the   wakeup
+//                          server's only inbound call in flight, and
+//                          every service thread of the pool is idle.
+//   hand to idle thread    a thread is idle: the one that went idle last   one futex wake
+//   queue                  no thread idle, queue not full                  back-pressure
+//
+// Client side, for a call a Proxy sends:
+//
+//   caller-thread conn.    UseCallerThreadConnection(): a synchronous      the caller reads
+//   (caller_connection.h)  call (Proxy::SyncRequest) and                   its answer itself;
+//                          --rpc_sync_calls_on_caller_thread               no reactor wakeup
+//   reactor connection     asynchronous calls, and sync calls with the     one connection per
+//                          flag off                                        server, multiplexed
+//
+// What each route saves, measured flag on vs off, is in bench/README.md.
+//
+// Thread-safety: pure functions of their arguments and of flags.
+#pragma once
+
+#include "common/monotime.h"
+#include "rpc/service_if.h"
+
+namespace nyala::rpc {
+
+enum class InboundRoute { kOnReactor, kReactorFastPath, kServicePool };
+
+// The route of a call to `method` with `deadline` (the clock is read only when the
+// route depends on it).
+InboundRoute ChooseInboundRoute(const RpcMethodInfo& method, MonoTime deadline);
+
+// What ServicePool knows when it decides whether to run a call inline.
+struct InlineFacts {
+  bool caller_waits;            // RequestHeaderPB.caller_waits
+  bool on_reading_reactor;      // this thread is the reactor that read the call
+  bool reactor_can_run_inline;  // Reactor::CanRunInline()
+  int server_inbound_calls;     // calls read and not yet answered, whole messenger
+  bool whole_pool_idle;         // every service thread of the pool is idle
+};
+bool ShouldRunInline(const InlineFacts& facts);
+
+// Whether a synchronous call waits on a connection of the calling thread.
+bool UseCallerThreadConnection();
+
+}  // namespace nyala::rpc
