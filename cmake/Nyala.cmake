@@ -1,5 +1,25 @@
 # Helpers shared by every src/ folder.
 
+# Include roots. There is no global include path: a target sees "<module>/x.h" only
+# for the modules whose libraries it links (each library publishes its own folder's
+# root), and "<module>/x.pb.h" (and the generated .service.h/.proxy.h) through the
+# proto libraries it links. So an include against DESIGN's direction (client or master
+# including tserver code, rpc including server code) fails to compile.
+
+# nyala_module_includes(<target> <module>...): gives <target>, and PUBLIC whatever
+# links it, the include root of src/<module>: build/include/<module>, a directory
+# holding only the symlink <module> -> src/<module>.
+function(nyala_module_includes target)
+  foreach(module ${ARGN})
+    set(root ${CMAKE_BINARY_DIR}/include/${module})
+    # Made afresh at every configure, so a moved source tree is followed.
+    file(MAKE_DIRECTORY ${root})
+    file(REMOVE ${root}/${module})
+    file(CREATE_LINK ${CMAKE_SOURCE_DIR}/src/${module} ${root}/${module} SYMBOLIC)
+    target_include_directories(${target} PUBLIC ${root})
+  endforeach()
+endfunction()
+
 # nyala_proto(<target> <file.proto>...): generates C++ for the protos (imports are
 # resolved from src/) and adds the sources to <target>. A .proto that declares a
 # `service` also gets its typed server interface (<base>.service.h/.cc) and client
@@ -33,6 +53,8 @@ function(nyala_proto target)
       COMMENT "protoc ${rel}")
     target_sources(${target} PRIVATE ${outputs})
   endforeach()
+  # The generated root holds generated files only (no hand-written header).
+  target_include_directories(${target} PUBLIC ${CMAKE_BINARY_DIR}/src)
 endfunction()
 
 # nyala_proto_library(<name> <protos>... DEPS <libs>...): a library of generated
@@ -57,6 +79,8 @@ function(nyala_library name)
   file(GLOB protos CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.proto)
   list(FILTER protos EXCLUDE REGEX "/rtest[^/]*$")
   add_library(${name} STATIC ${srcs})
+  get_filename_component(module ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  nyala_module_includes(${name} ${module})
   if(protos AND NOT ARG_NO_PROTOS)
     nyala_proto(${name} ${protos})
   endif()
