@@ -70,28 +70,30 @@ Connection::Connection(Reactor* reactor, Messenger* messenger, int fd, Sockaddr 
 
 Connection::~Connection() {
   if (!closed_.load()) {
-    // Never started or never shut down (only in error paths before Start()).
-    if (read_event_) event_free(read_event_);
-    if (write_event_) event_free(write_event_);
+    // Never started or never shut down (only in error paths before Start()): the
+    // events go before the socket they watch.
+    read_event_.reset();
+    write_event_.reset();
     close(fd_);
   }
 }
 
 void Connection::Start() {
   DCHECK(reactor_->IsCurrentThread());
-  read_event_ =
-      event_new(reactor_->base(), fd_, EV_READ | EV_PERSIST, &Connection::OnReadable, this);
-  write_event_ = event_new(reactor_->base(), fd_, EV_WRITE, &Connection::OnWritable, this);
-  event_add(read_event_, nullptr);
+  read_event_.reset(
+      event_new(reactor_->base(), fd_, EV_READ | EV_PERSIST, &Connection::OnReadable, this));
+  write_event_.reset(event_new(reactor_->base(), fd_, EV_WRITE, &Connection::OnWritable, this));
+  event_add(read_event_.get(), nullptr);
   if (direction_ == Direction::kClient) {
-    sweep_event_ = event_new(reactor_->base(), -1, EV_PERSIST, &Connection::OnTimeoutSweep, this);
+    sweep_event_.reset(
+        event_new(reactor_->base(), -1, EV_PERSIST, &Connection::OnTimeoutSweep, this));
     connecting_ = true;
     OutboundFrame preamble;
     preamble.head.assign(kPreamble, kPreambleLen);
     MutexLock l(out_mu_);
     outbox_.push_back(std::move(preamble));
     write_armed_ = true;  // nothing leaves before the connect completes
-    event_add(write_event_, nullptr);
+    event_add(write_event_.get(), nullptr);
   }
 }
 
@@ -104,14 +106,10 @@ void Connection::Shutdown(const Status& reason) {
     outbox_.clear();
     // Free the events under the lock: Send() only touches write_event_ while holding it
     // and seeing !out_closed_.
-    if (read_event_) event_free(read_event_);
-    if (write_event_) event_free(write_event_);
-    read_event_ = write_event_ = nullptr;
+    read_event_.reset();
+    write_event_.reset();
   }
-  if (sweep_event_) {
-    event_free(sweep_event_);
-    sweep_event_ = nullptr;
-  }
+  sweep_event_.reset();
   // Drain what the peer already sent so close() sends FIN, not RST: an RST would make
   // the peer's kernel discard a fatal error reply we just wrote.
   char sink[4096];
@@ -183,7 +181,7 @@ void Connection::ArmTimeoutSweep() {
   DCHECK(reactor_->IsCurrentThread());
   if (!sweep_event_) return;  // shut down meanwhile
   timeval tv = kTimeoutSweepInterval.ToTimeVal();
-  evtimer_add(sweep_event_, &tv);
+  evtimer_add(sweep_event_.get(), &tv);
 }
 
 void Connection::OnTimeoutSweep(int, short, void* arg) {
@@ -210,7 +208,7 @@ void Connection::SweepTimedOutCalls() {
     }
     if (!any_deadline) {
       sweep_armed_ = false;
-      event_del(sweep_event_);
+      event_del(sweep_event_.get());
     }
   }
   for (auto& call : expired) {
@@ -299,7 +297,7 @@ void Connection::FlushLocked() {
   }
   if (!outbox_.empty() && !write_armed_) {
     write_armed_ = true;
-    event_add(write_event_, nullptr);
+    event_add(write_event_.get(), nullptr);
   }
 }
 

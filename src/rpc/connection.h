@@ -23,6 +23,7 @@
 
 #include "common/monotime.h"
 #include "common/mutex.h"
+#include "rpc/libevent_util.h"
 #include "common/status.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
@@ -112,8 +113,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const int fd_;
   const Sockaddr remote_;
   const Direction direction_;
-  event* read_event_ = nullptr;
-  event* write_event_ = nullptr;
+  EventPtr read_event_;
+  EventPtr write_event_;
   std::atomic<bool> closed_{false};
 
   // Reactor thread only.
@@ -128,7 +129,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   MonoTime read_time_;  // when the last read returned bytes (reactor thread)
   bool preamble_seen_ = false;
   bool connecting_ = false;
-  event* sweep_event_ = nullptr;  // client: periodic check of call deadlines
+  EventPtr sweep_event_;  // client: periodic check of call deadlines
 
   // Outbound calls awaiting their response (client). Completed outside the lock.
   mutable Mutex calls_mu_;

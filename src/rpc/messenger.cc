@@ -16,6 +16,7 @@
 #include "common/metrics.h"
 #include "rpc/connection.h"
 #include "rpc/dispatch_policy.h"
+#include "rpc/libevent_util.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
 #include "rpc/rpc_context.h"
@@ -49,7 +50,7 @@ struct Messenger::Listener {
   Messenger* messenger;
   int fd;
   Sockaddr addr;
-  event* ev = nullptr;
+  EventPtr ev;  // made, and freed, on `reactor`
   Reactor* reactor;
 };
 
@@ -131,8 +132,9 @@ Status Messenger::AddListener(const Sockaddr& addr, Sockaddr* bound) {
   l->fd = fd;
   l->addr = Sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
   l->reactor = reactors_[0].get();
-  l->ev = event_new(l->reactor->base(), fd, EV_READ | EV_PERSIST, &Messenger::OnAccept, l.get());
-  event_add(l->ev, nullptr);
+  l->ev.reset(
+      event_new(l->reactor->base(), fd, EV_READ | EV_PERSIST, &Messenger::OnAccept, l.get()));
+  event_add(l->ev.get(), nullptr);
   if (bound) *bound = l->addr;
   LOG(INFO) << options_.name << ": listening on " << l->addr.ToString();
   MutexLock lock(listeners_mu_);
@@ -156,9 +158,9 @@ void Messenger::AcceptAll(Listener* l) {
       // Out of descriptors or memory: pause accepting so the loop is not spun.
       LOG(WARNING) << options_.name << ": accept on " << l->addr.ToString()
                    << " failed: " << strerror(errno) << "; pausing accepts for 100 ms";
-      event_del(l->ev);
+      event_del(l->ev.get());
       l->reactor->RunAfter(MonoDelta::FromMilliseconds(100), [this, l] {
-        if (!closing()) event_add(l->ev, nullptr);
+        if (!closing()) event_add(l->ev.get(), nullptr);
       });
       return;
     }
@@ -311,10 +313,7 @@ void Messenger::Shutdown() {
     for (auto& lst : listeners_) {
       Listener* raw = lst.get();
       // The accept event belongs to reactor 0; delete it there.
-      raw->reactor->Post([raw] {
-        event_free(raw->ev);
-        raw->ev = nullptr;
-      });
+      raw->reactor->Post([raw] { raw->ev.reset(); });
     }
   }
   // Not under services_mu_: a pool's Shutdown() waits for calls that a reactor runs
@@ -334,7 +333,7 @@ void Messenger::Shutdown() {
   }
   MutexLock l(listeners_mu_);
   for (auto& lst : listeners_) {
-    if (lst->ev) event_free(lst->ev);
+    lst->ev.reset();
     close(lst->fd);
   }
   listeners_.clear();

@@ -36,30 +36,28 @@ void InitLibeventThreading() {
 struct Reactor::DelayedTask {
   Reactor* reactor;
   std::function<void()> fn;
-  event* ev;
+  EventPtr ev;
 };
 
 Reactor::Reactor(std::string name) : name_(std::move(name)) {
   InitLibeventThreading();
-  base_ = event_base_new();
+  base_.reset(event_base_new());
   CHECK(base_) << "event_base_new failed";
   wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   PCHECK(wakeup_fd_ >= 0) << "eventfd";
-  wakeup_event_ = event_new(base_, wakeup_fd_, EV_READ | EV_PERSIST, &Reactor::OnWakeup, this);
-  CHECK_EQ(event_add(wakeup_event_, nullptr), 0);
+  wakeup_event_.reset(
+      event_new(base_.get(), wakeup_fd_, EV_READ | EV_PERSIST, &Reactor::OnWakeup, this));
+  CHECK_EQ(event_add(wakeup_event_.get(), nullptr), 0);
 }
 
 Reactor::~Reactor() {
   Shutdown();
-  for (DelayedTask* t : delayed_) {
-    event_free(t->ev);
-    delete t;
-  }
-  event_free(wakeup_event_);
+  for (DelayedTask* t : delayed_) delete t;  // its event first: before the base
+  wakeup_event_.reset();
   close(wakeup_fd_);
   if (timer_fd_ >= 0) close(timer_fd_);
   if (stop_fd_ >= 0) close(stop_fd_);
-  event_base_free(base_);
+  base_.reset();
 }
 
 void Reactor::Start() {
@@ -82,7 +80,7 @@ void Reactor::ThreadMain(bool owner) {
     }
     owner = true;
     thread_id_.store(std::this_thread::get_id());
-    event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    event_base_loop(base_.get(), EVLOOP_NO_EXIT_ON_EMPTY);
     if (inline_fn_ != nullptr) {
       // The loop was broken to run an inline task. Nobody runs the loop meanwhile; the
       // standby takes it over if the task runs long.
@@ -126,7 +124,7 @@ bool Reactor::RunInline(void (*fn)(void*), void* arg) {
   if (!CanRunInline() || !StartStandby()) return false;
   inline_fn_ = fn;
   inline_arg_ = arg;
-  event_base_loopbreak(base_);  // ThreadMain runs the task when the callback returns
+  event_base_loopbreak(base_.get());  // ThreadMain runs the task when the callback returns
   return true;
 }
 
@@ -204,7 +202,7 @@ void Reactor::Shutdown() {
     return;
   }
   if (!started_) return;
-  Post([this] { event_base_loopbreak(base_); });
+  Post([this] { event_base_loopbreak(base_.get()); });
   JoinThreads();
   MutexLock l(tasks_mu_);
   accepting_tasks_ = false;
@@ -253,9 +251,8 @@ void Reactor::DrainTasks() {
 void Reactor::OnDelayedTask(int, short, void* arg) {
   auto* t = static_cast<DelayedTask*>(arg);
   t->reactor->delayed_.erase(t);
-  event_free(t->ev);
   auto fn = std::move(t->fn);
-  delete t;
+  delete t;  // and its event
   FlushScope scope;
   fn();
 }
@@ -263,10 +260,10 @@ void Reactor::OnDelayedTask(int, short, void* arg) {
 void Reactor::RunAfter(MonoDelta delay, std::function<void()> task) {
   auto arm = [this, delay, task = std::move(task)]() mutable {
     auto* t = new DelayedTask{this, std::move(task), nullptr};
-    t->ev = evtimer_new(base_, &Reactor::OnDelayedTask, t);
+    t->ev.reset(evtimer_new(base_.get(), &Reactor::OnDelayedTask, t));
     delayed_.insert(t);
     timeval tv = delay.ToTimeVal();
-    evtimer_add(t->ev, &tv);
+    evtimer_add(t->ev.get(), &tv);
   };
   if (IsCurrentThread()) {
     arm();

@@ -30,6 +30,7 @@
 #include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "rpc/libevent_util.h"
 #include "rpc/sockaddr.h"
 
 struct event_base;
@@ -80,7 +81,7 @@ class Reactor {
   int64_t inline_handoffs() const { return inline_handoffs_.load(std::memory_order_relaxed); }
 
   bool IsCurrentThread() const { return std::this_thread::get_id() == thread_id_.load(); }
-  event_base* base() const { return base_; }
+  event_base* base() const { return base_.get(); }
   const std::string& name() const { return name_; }
   bool closing() const { return closing_.load(std::memory_order_acquire); }
 
@@ -116,8 +117,8 @@ class Reactor {
   void DrainTasks();
 
   const std::string name_;
-  event_base* base_ = nullptr;
-  event* wakeup_event_ = nullptr;
+  EventBasePtr base_;
+  EventPtr wakeup_event_;
   int wakeup_fd_ = -1;  // eventfd
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_;

@@ -72,16 +72,14 @@ void Webserver::RegisterRaw(const std::string& path, Handler handler) {
 
 Status Webserver::Start(const std::string& host, int port) {
   rpc::InitLibeventThreading();  // Shutdown() breaks the loop from another thread
-  base_ = event_base_new();
-  http_ = evhttp_new(base_);
-  evhttp_set_gencb(http_, &Webserver::OnRequest, this);
-  evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-  evhttp_bound_socket* sock = evhttp_bind_socket_with_handle(http_, host.c_str(), port);
+  base_.reset(event_base_new());
+  http_.reset(evhttp_new(base_.get()));
+  evhttp_set_gencb(http_.get(), &Webserver::OnRequest, this);
+  evhttp_set_allowed_methods(http_.get(), EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+  evhttp_bound_socket* sock = evhttp_bind_socket_with_handle(http_.get(), host.c_str(), port);
   if (!sock) {
-    evhttp_free(http_);
-    event_base_free(base_);
-    http_ = nullptr;
-    base_ = nullptr;
+    http_.reset();
+    base_.reset();
     return Status::NetworkError("cannot bind the web server to " + host + ":" +
                                 std::to_string(port) + "; set --webserver_port (0 picks one)");
   }
@@ -93,7 +91,7 @@ Status Webserver::Start(const std::string& host, int port) {
                                          : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "webserver");
-    event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    event_base_loop(base_.get(), EVLOOP_NO_EXIT_ON_EMPTY);
     loop_exited_ = true;
   });
   return Status::OK();
@@ -103,15 +101,15 @@ void Webserver::Shutdown() {
   if (!base_) return;
   // A break requested before the loop starts is forgotten when it starts: repeat it.
   while (thread_.joinable() && !loop_exited_) {
-    event_base_loopbreak(base_);
+    event_base_loopbreak(base_.get());
     SleepFor(MonoDelta::FromMilliseconds(1));
   }
   if (thread_.joinable()) thread_.join();
-  evhttp_free(http_);
-  event_base_free(base_);
-  http_ = nullptr;
-  base_ = nullptr;
+  http_.reset();
+  base_.reset();
 }
+
+void Webserver::EvHttpDeleter::operator()(evhttp* http) const { evhttp_free(http); }
 
 void Webserver::OnRequest(evhttp_request* req, void* arg) {
   static_cast<Webserver*>(arg)->Handle(req);

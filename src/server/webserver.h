@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "rpc/libevent_util.h"
 
 struct event_base;
 struct evhttp;
@@ -70,8 +71,11 @@ class Webserver {
   const std::string title_;
   std::map<std::string, Route> routes_;
   std::vector<std::pair<std::string, std::string>> nav_;  // path, label
-  event_base* base_ = nullptr;
-  evhttp* http_ = nullptr;
+  struct EvHttpDeleter {
+    void operator()(evhttp* http) const;
+  };
+  rpc::EventBasePtr base_;
+  std::unique_ptr<evhttp, EvHttpDeleter> http_;  // freed before base_
   std::thread thread_;
   std::atomic<bool> loop_exited_{false};
   int port_ = 0;
