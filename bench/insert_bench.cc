@@ -133,7 +133,8 @@ struct LoadFigures {
 
 Status LoadThroughClient(const std::string& masters, pid_t tserver_pid, LoadFigures* out) {
   ASSIGN_OR_RETURN(auto admin, ClientBuilder().add_master_server_addr(masters).Build());
-  if (admin->TableExists(FLAGS_table_name)) RETURN_NOT_OK(admin->DeleteTable(FLAGS_table_name));
+  ASSIGN_OR_RETURN(bool exists, admin->TableExists(FLAGS_table_name));
+  if (exists) RETURN_NOT_OK(admin->DeleteTable(FLAGS_table_name));
   ASSIGN_OR_RETURN(Schema schema, BenchSchema());
   auto creator = admin->NewTableCreator();
   creator->table_name(FLAGS_table_name).schema(schema).num_replicas(1);

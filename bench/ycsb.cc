@@ -132,7 +132,8 @@ class Driver {
   }
 
   Status Load(int threads) {
-    if (client_->TableExists(table_name_)) RETURN_NOT_OK(client_->DeleteTable(table_name_));
+    ASSIGN_OR_RETURN(bool exists, client_->TableExists(table_name_));
+    if (exists) RETURN_NOT_OK(client_->DeleteTable(table_name_));
     SchemaBuilder sb;
     sb.AddKeyColumn("key", DataType::kString);
     for (int f = 0; f < fieldcount_; f++)

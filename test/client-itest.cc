@@ -130,9 +130,38 @@ TEST_F(ClientITest, CatalogCalls) {
   ASSERT_OK(servers.status());
   EXPECT_EQ(servers->size(), 3u);
 
+  auto exists = client_->TableExists("catalog");
+  ASSERT_OK(exists.status());
+  EXPECT_TRUE(*exists);
+  exists = client_->TableExists("cata");  // a name that only matches as a substring
+  ASSERT_OK(exists.status());
+  EXPECT_FALSE(*exists);
+
   ASSERT_OK(client_->DeleteTable("catalog"));
   EXPECT_TRUE(client_->OpenTable("catalog").status().IsNotFound());
   EXPECT_TRUE(client_->DeleteTable("catalog").IsNotFound());
+  exists = client_->TableExists("catalog");
+  ASSERT_OK(exists.status());
+  EXPECT_FALSE(*exists);
+}
+
+// When the master cannot be reached, TableExists is an error, not "no such table".
+TEST_F(ClientITest, TableExistsIsAnErrorWhenTheMasterIsDown) {
+  CreateTable("present", 2);
+  auto client = ClientBuilder()
+                    .add_master_server_addr(cluster_->master_addr())
+                    .default_admin_operation_timeout(MonoDelta::FromMilliseconds(500))
+                    .Build();
+  ASSERT_OK(client.status());
+  auto exists = (*client)->TableExists("present");
+  ASSERT_OK(exists.status());
+  EXPECT_TRUE(*exists);
+  cluster_->master()->Kill(9);
+  exists = (*client)->TableExists("present");
+  EXPECT_FALSE(exists.ok());
+  EXPECT_TRUE(exists.status().IsTimedOut() || exists.status().IsNetworkError())
+      << exists.status().ToString();
+  ASSERT_OK(cluster_->master()->Start());
 }
 
 TEST_F(ClientITest, EveryOperationTypeAndError) {
@@ -345,7 +374,7 @@ TEST_F(ClientITest, ConcurrentGetsOfOneTabletShareAnRpc) {
     EXPECT_EQ(got[i]->i, want.i) << k;
     EXPECT_EQ(got[i]->s, want.s) << k;
   }
-  internal::GetCoalescer* c = client_->data()->get_coalescer();
+  internal::GetCoalescer* c = internal::DataOf(*client_)->get_coalescer();
   EXPECT_EQ(c->gets(), kThreads);
   // The first caller's RPC, then the callers that queued behind it: two, plus any that
   // arrived after the second RPC left (none, unless a thread started 300 ms late).
@@ -366,7 +395,7 @@ TEST_F(ClientITest, BackToBackConcurrentGetsEachGetTheirOwnRow) {
   constexpr int64_t kKeys = 128;  // rows at the even keys below kKeys
   for (int64_t k = 0; k < kKeys; k += 2) ASSERT_OK(session->Apply(InsertOf(*t, MakeRow(k))));
   ASSERT_OK(session->Flush());
-  internal::GetCoalescer* c = client_->data()->get_coalescer();
+  internal::GetCoalescer* c = internal::DataOf(*client_)->get_coalescer();
   ASSERT_NE(c, nullptr);
   const int64_t gets_before = c->gets();
 
@@ -410,7 +439,7 @@ TEST_F(ClientITest, GetsWithoutSharing) {
                       .share_concurrent_gets(false)
                       .Build();
   ASSERT_OK(unshared.status());
-  EXPECT_EQ((*unshared)->data()->get_coalescer(), nullptr);
+  EXPECT_EQ(internal::DataOf(**unshared)->get_coalescer(), nullptr);
   auto table = (*unshared)->OpenTable("unshared_get");
   ASSERT_OK(table.status());
   for (int64_t k = 0; k < 20; k++) {
@@ -605,7 +634,7 @@ TEST_F(ClientITest, TabletServerRestartedUnderBackgroundLoad) {
   auto session = (*client2)->NewSession();
   ASSERT_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushBackground));
   ASSERT_OK(session->SetMutationBufferSpace(16 * 1024));
-  session->SetTimeoutMillis(60000);
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(60)));
   constexpr int kRows = 60000;
   std::atomic<int> applied{0};
   std::thread writer([&] {
@@ -658,7 +687,7 @@ TEST_F(ClientITest, LosingTheTabletServerMidScanIsReported) {
   ASSERT_OK(session->Flush());
   Scanner scanner(t);
   ASSERT_OK(scanner.SetBatchSizeBytes(256));
-  ASSERT_OK(scanner.SetTimeoutMillis(3000));
+  ASSERT_OK(scanner.SetTimeout(MonoDelta::FromSeconds(3)));
   ASSERT_OK(scanner.Open());
   ScanBatch batch;
   ASSERT_OK(scanner.NextBatch(&batch));
@@ -685,7 +714,7 @@ TEST_F(ClientITest, ScannerKeepAlive) {
   ASSERT_OK(session->Flush());
   Scanner scanner(t);
   ASSERT_OK(scanner.SetBatchSizeBytes(256));
-  ASSERT_OK(scanner.SetKeepAlivePeriodMillis(100));
+  ASSERT_OK(scanner.SetKeepAlivePeriod(MonoDelta::FromMilliseconds(100)));
   ASSERT_OK(scanner.Open());
   ScanBatch batch;
   ASSERT_OK(scanner.NextBatch(&batch));

@@ -78,7 +78,7 @@ class ClientTest : public NyalaTest {
     CHECK_OK(op->Set("v", Cell::String("value-" + std::to_string(key))));
     return op;
   }
-  internal::MetaCache* cache() { return client_->data()->meta_cache(); }
+  internal::MetaCache* cache() { return internal::DataOf(*client_)->meta_cache(); }
   std::string PartitionKeyOf(int64_t key) {
     Row row = table->NewRow();
     CHECK_OK(row.Set("key", Cell::Int64(key)));
@@ -422,7 +422,7 @@ TEST_F(ClientTest, TabletNotFoundRefreshesLocations) {
 TEST_F(ClientTest, WriteTimesOutWhenServerStaysBusy) {
   ts_->too_busy_left = 1000000;
   auto session = client_->NewSession();
-  session->SetTimeoutMillis(300);
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromMilliseconds(300)));
   Status s = session->Apply(Insert(1));
   EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
   EXPECT_EQ(TotalRows(), 0);

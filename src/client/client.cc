@@ -152,9 +152,13 @@ Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
   return names;
 }
 
-bool Client::TableExists(const std::string& name) {
-  auto tables = ListTables(name);
-  return tables.ok() && std::find(tables->begin(), tables->end(), name) != tables->end();
+namespace internal {
+ClientData* DataOf(const Client& client) { return client.data_.get(); }
+}  // namespace internal
+
+Result<bool> Client::TableExists(const std::string& name) {
+  ASSIGN_OR_RETURN(std::vector<std::string> tables, ListTables(name));
+  return std::find(tables.begin(), tables.end(), name) != tables.end();
 }
 
 Result<std::shared_ptr<Table>> Client::OpenTable(const std::string& name) {

@@ -52,6 +52,8 @@ class Table;
 
 namespace internal {
 class ClientData;
+// The client's internals, for the library's own classes (client-internal.h).
+ClientData* DataOf(const Client& client);
 class GetCall;
 class ScanBatchData;
 }  // namespace internal
@@ -407,8 +409,8 @@ class Session {
   /// Background mode: a non-empty buffer is sent after this long (default 1000 ms).
   Status SetFlushInterval(MonoDelta interval);
   /// Deadline of each flushed batch, from the moment it is sent (default: the
-  /// client's RPC timeout).
-  void SetTimeoutMillis(int64_t millis);
+  /// client's RPC timeout). InvalidArgument unless positive.
+  Status SetTimeout(MonoDelta timeout);
 
   /// Takes `op`. InvalidArgument, at once, for an operation whose row misses its key
   /// or columns its type needs; IllegalState after Close(). See the flush modes.
@@ -468,10 +470,12 @@ class Scanner {
   /// Bytes per batch the server aims for (0 = server default, 1 MiB).
   Status SetBatchSizeBytes(uint32_t bytes);
   Status SetReadMode(ReadMode mode);
-  /// Deadline of each batch RPC (default: the client's RPC timeout).
-  Status SetTimeoutMillis(int64_t millis);
-  /// While open, send ScannerKeepAlive every `millis` (0 = never, the default).
-  Status SetKeepAlivePeriodMillis(int64_t millis);
+  /// Deadline of each batch RPC (default: the client's RPC timeout). InvalidArgument
+  /// unless positive.
+  Status SetTimeout(MonoDelta timeout);
+  /// While open, send ScannerKeepAlive every `period` (zero = never, the default).
+  /// InvalidArgument when negative.
+  Status SetKeepAlivePeriod(MonoDelta period);
 
   /// Plans the scan: looks up the table's tablets and prunes them. Rows come with
   /// NextBatch().
@@ -505,7 +509,9 @@ class Client : public std::enable_shared_from_this<Client> {
   Status DeleteTable(const std::string& name);
   /// Names of the tables whose name contains `filter` (all when empty), sorted.
   Result<std::vector<std::string>> ListTables(const std::string& filter = "");
-  bool TableExists(const std::string& name);
+  /// Whether a table of exactly this name exists; an error (not false) when the
+  /// master cannot say, e.g. it is unreachable.
+  Result<bool> TableExists(const std::string& name);
   /// NotFound when there is no such table.
   Result<std::shared_ptr<Table>> OpenTable(const std::string& name);
   Result<std::vector<TabletServerInfo>> ListTabletServers();
@@ -518,11 +524,10 @@ class Client : public std::enable_shared_from_this<Client> {
   MonoDelta default_rpc_timeout() const;
   MonoDelta default_admin_operation_timeout() const;
 
-  /// Internals, for the client's own classes.
-  internal::ClientData* data() const { return data_.get(); }
 
  private:
   friend class ClientBuilder;
+  friend internal::ClientData* internal::DataOf(const Client& client);
   explicit Client(std::unique_ptr<internal::ClientData> data);
   std::unique_ptr<internal::ClientData> data_;
 };

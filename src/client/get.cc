@@ -196,7 +196,7 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
 
 Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
                                const std::vector<std::string>& projection) {
-  ClientData* data = table.client()->data();
+  ClientData* data = DataOf(*table.client());
   const Schema& schema = table.schema();
   // Every column: the table's ready-made projection, and no names on the wire (the
   // server's default is every column, with a projection it does not rebuild either).

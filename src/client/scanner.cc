@@ -27,7 +27,7 @@ struct ScanCallState {
 
 Scanner::Data::Data(std::shared_ptr<const Table> table)
     : table_(std::move(table)),
-      cd_(table_->client()->data()),
+      cd_(internal::DataOf(*table_->client())),
       timeout_(cd_->rpc_timeout()),
       keep_alive_(std::make_shared<internal::KeepAliveState>()) {}
 
@@ -327,16 +327,17 @@ Status Scanner::SetReadMode(ReadMode mode) {
   return Status::OK();
 }
 
-Status Scanner::SetTimeoutMillis(int64_t millis) {
+Status Scanner::SetTimeout(MonoDelta timeout) {
   RETURN_NOT_OK(data_->CheckNotOpen());
-  if (millis <= 0) return Status::InvalidArgument("timeout must be positive");
-  data_->timeout_ = MonoDelta::FromMilliseconds(millis);
+  if (timeout <= MonoDelta()) return Status::InvalidArgument("scan timeout must be positive");
+  data_->timeout_ = timeout;
   return Status::OK();
 }
 
-Status Scanner::SetKeepAlivePeriodMillis(int64_t millis) {
+Status Scanner::SetKeepAlivePeriod(MonoDelta period) {
   RETURN_NOT_OK(data_->CheckNotOpen());
-  data_->keep_alive_period_ = MonoDelta::FromMilliseconds(millis);
+  if (period < MonoDelta()) return Status::InvalidArgument("keep-alive period is negative");
+  data_->keep_alive_period_ = period;
   return Status::OK();
 }
 

@@ -11,7 +11,7 @@ namespace nyala::client {
 using internal::Batcher;
 
 Session::Data::Data(std::shared_ptr<Client> client)
-    : client_(std::move(client)), cd_(client_->data()) {
+    : client_(std::move(client)), cd_(internal::DataOf(*client_)) {
   MutexLock l(mu_);
   timeout_ = cd_->rpc_timeout();
   current_ = std::make_shared<Batcher>(cd_, &errors_);
@@ -115,7 +115,7 @@ void Session::Data::OnBatchDone(const Status& s, const std::shared_ptr<Batcher>&
 
 Status Session::Data::Apply(std::unique_ptr<WriteOperation> op) {
   if (!op) return Status::InvalidArgument("null operation");
-  if (op->table().client()->data() != cd_) {
+  if (internal::DataOf(*op->table().client()) != cd_) {
     return Status::InvalidArgument("operation of a table opened by another client");
   }
   const RowView row = op->row().view();
@@ -286,8 +286,10 @@ Status Session::SetMutationBufferSpace(size_t bytes) { return data_->SetBufferSp
 Status Session::SetMutationBufferFlushWatermark(double f) { return data_->SetWatermark(f); }
 Status Session::SetMutationBufferMaxNum(int n) { return data_->SetMaxNum(n); }
 Status Session::SetFlushInterval(MonoDelta interval) { return data_->SetFlushInterval(interval); }
-void Session::SetTimeoutMillis(int64_t millis) {
-  data_->SetTimeout(MonoDelta::FromMilliseconds(millis));
+Status Session::SetTimeout(MonoDelta timeout) {
+  if (timeout <= MonoDelta()) return Status::InvalidArgument("session timeout must be positive");
+  data_->SetTimeout(timeout);
+  return Status::OK();
 }
 Status Session::Apply(std::unique_ptr<WriteOperation> op) { return data_->Apply(std::move(op)); }
 Status Session::Flush() { return data_->Flush(); }

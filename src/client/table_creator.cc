@@ -104,7 +104,7 @@ Status TableCreator::Create() {
   }
   if (enc.num_rows() > 0) enc.Finish(req.mutable_split_rows_range_bounds());
 
-  internal::ClientData* data = client_->data();
+  internal::ClientData* data = internal::DataOf(*client_);
   master::CreateTableResponsePB resp;
   RETURN_NOT_OK(
       data->master()->Call(&master::MasterServiceProxy::CreateTableAsync, req, &resp, deadline));

@@ -117,7 +117,7 @@ Status OpenScanner(const std::shared_ptr<client::Table>& table, client::Scanner*
     for (auto& p : preds) RETURN_NOT_OK(scanner->AddPredicate(std::move(p)));
   }
   if (FLAGS_limit > 0) RETURN_NOT_OK(scanner->SetLimit(FLAGS_limit));
-  RETURN_NOT_OK(scanner->SetTimeoutMillis(FLAGS_timeout_ms));
+  RETURN_NOT_OK(scanner->SetTimeout(MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
   return scanner->Open();
 }
 
@@ -242,7 +242,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
   auto session = client->NewSession();
   RETURN_NOT_OK(session->SetFlushMode(mode));
-  session->SetTimeoutMillis(FLAGS_timeout_ms);
+  RETURN_NOT_OK(session->SetTimeout(MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
 
   RowReader reader(in, fmt, &table->schema());
   std::unordered_map<const client::WriteOperation*, int64_t> op_lines;
