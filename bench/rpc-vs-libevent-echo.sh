@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's RPC floor, side by side: rpc-bench --mode=async (its defaults: 2 client
+# The RPC floor, side by side: rpc-bench --mode=async (its defaults: 2 client
 # messengers, 100 calls in flight) and libevent-echo (a raw libevent echo, 4
 # connections x 25 frames in flight), run as interleaved pairs (A B A B ...) so both
 # see the same machine state. CPU per request is user + sys CPU of the whole process
