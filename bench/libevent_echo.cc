@@ -313,10 +313,11 @@ int Run() {
   const double secs = std::chrono::duration<double>(t1 - t0).count();
   const double user = (u1.user_us - u0.user_us) / reqs;
   const double sys = (u1.sys_us - u0.sys_us) / reqs;
-  printf("Mode: libevent echo, connections: %d, in flight per connection: %d, frame: %d bytes, "
-         "server threads: %d, client threads: %d, server CPU %d, client CPU %d\n",
-         FLAGS_connections, FLAGS_in_flight, FLAGS_frame_bytes, FLAGS_server_threads,
-         FLAGS_client_threads, FLAGS_server_cpu, FLAGS_client_cpu);
+  printf(
+      "Mode: libevent echo, connections: %d, in flight per connection: %d, frame: %d bytes, "
+      "server threads: %d, client threads: %d, server CPU %d, client CPU %d\n",
+      FLAGS_connections, FLAGS_in_flight, FLAGS_frame_bytes, FLAGS_server_threads,
+      FLAGS_client_threads, FLAGS_server_cpu, FLAGS_client_cpu);
   printf("Reqs/sec: %.0f\n", (r1 - r0) / secs);
   printf("User CPU per req: %.3fus\n", user);
   printf("Sys CPU per req: %.3fus\n", sys);

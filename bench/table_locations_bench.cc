@@ -54,7 +54,6 @@ namespace {
 using master::GetTableLocationsRequestPB;
 using master::GetTableLocationsResponsePB;
 
-
 double ParseLine(const std::string& text, const std::string& prefix) {
   const size_t p = text.find(prefix);
   return p == std::string::npos ? -1 : atof(text.c_str() + p + prefix.size());
@@ -149,10 +148,9 @@ Status RunOnce(int cache_mb, RunResult* result) {
   for (auto& t : threads) t.join();
   const double secs = (MonoTime::Now() - start).ToSeconds();
 
-  const std::string hist =
-      HttpBody(HttpGet(cluster.master()->http_port(),
-                       std::string("/rpc-latency?method=") +
-                           master::MasterServiceIf::kGetTableLocationsMethodName));
+  const std::string hist = HttpBody(HttpGet(
+      cluster.master()->http_port(),
+      std::string("/rpc-latency?method=") + master::MasterServiceIf::kGetTableLocationsMethodName));
   result->req_per_sec = double(ok_calls.load()) / secs;
   result->mean_handler_us = ParseLine(hist, "Mean: ");
   result->queue_overflows = int64_t(ParseLine(hist, "too_busy: "));

@@ -524,7 +524,6 @@ class Client : public std::enable_shared_from_this<Client> {
   MonoDelta default_rpc_timeout() const;
   MonoDelta default_admin_operation_timeout() const;
 
-
  private:
   friend class ClientBuilder;
   friend internal::ClientData* internal::DataOf(const Client& client);

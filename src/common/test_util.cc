@@ -1,8 +1,8 @@
 #include "common/test_util.h"
 
+#include <arpa/inet.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
-#include <arpa/inet.h>
 #include <gtest/gtest-spi.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

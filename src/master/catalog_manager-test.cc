@@ -267,8 +267,7 @@ TEST_F(CatalogManagerTest, EveryInvalidCreateTableHasItsCode) {
                    MasterErrorPB::ILLEGAL_REPLICATION_FACTOR,
                    "num_replicas=3: replication is not available yet"});
   cases.push_back({"five replicas", MakeCreateTableRequest("five", 0, false, {}, {}, 5),
-                   MasterErrorPB::ILLEGAL_REPLICATION_FACTOR,
-                   "replication is not available yet"});
+                   MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "replication is not available yet"});
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     MasterErrorPB err = CreateTableError(c.req);

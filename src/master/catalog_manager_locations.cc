@@ -92,7 +92,9 @@ void CatalogManager::BuildLocationsLocked(
     if (!end.empty() && it->first >= end && !(it == first && holds_start)) break;
     if (t.pb.state() != TABLET_RUNNING) {
       resp->Clear();
-      SetError(MasterErrorPB::TABLET_NOT_RUNNING, Status::ServiceUnavailable("tablet is not running yet", t.id), resp->mutable_error());
+      SetError(MasterErrorPB::TABLET_NOT_RUNNING,
+               Status::ServiceUnavailable("tablet is not running yet", t.id),
+               resp->mutable_error());
       return;
     }
     auto* loc = resp->add_tablet_locations();

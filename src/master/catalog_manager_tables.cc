@@ -159,24 +159,29 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   {
     SharedLock l(state_mu_);
     if (table_ids_by_name_.count(req.name())) {
-      SetError(MasterErrorPB::TABLE_ALREADY_PRESENT, Status::AlreadyPresent("table already exists", req.name()), resp->mutable_error());
+      SetError(MasterErrorPB::TABLE_ALREADY_PRESENT,
+               Status::AlreadyPresent("table already exists", req.name()), resp->mutable_error());
       return;
     }
     loads = LiveServerLoadsLocked();
   }
   if (int(loads.size()) < num_replicas) {
-    SetError(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, Status::InvalidArgument("num_replicas " + std::to_string(num_replicas) +
-                                       " is more than the " + std::to_string(loads.size()) +
-                                       " live tablet servers"), resp->mutable_error());
+    SetError(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
+             Status::InvalidArgument("num_replicas " + std::to_string(num_replicas) +
+                                     " is more than the " + std::to_string(loads.size()) +
+                                     " live tablet servers"),
+             resp->mutable_error());
     return;
   }
   const int64_t new_replicas = int64_t(partitions.size()) * num_replicas;
   if (new_replicas > int64_t(FLAGS_max_create_tablets_per_ts) * int64_t(loads.size())) {
-    SetError(MasterErrorPB::TOO_MANY_TABLETS, Status::InvalidArgument("the table would have " + std::to_string(new_replicas) +
-                                       " tablet replicas, "
-                                       "more than --max_create_tablets_per_ts=" +
-                                       std::to_string(FLAGS_max_create_tablets_per_ts) + " times " +
-                                       std::to_string(loads.size()) + " live tablet servers"), resp->mutable_error());
+    SetError(MasterErrorPB::TOO_MANY_TABLETS,
+             Status::InvalidArgument("the table would have " + std::to_string(new_replicas) +
+                                     " tablet replicas, "
+                                     "more than --max_create_tablets_per_ts=" +
+                                     std::to_string(FLAGS_max_create_tablets_per_ts) + " times " +
+                                     std::to_string(loads.size()) + " live tablet servers"),
+             resp->mutable_error());
     return;
   }
 
@@ -240,7 +245,9 @@ void CatalogManager::IsCreateTableDone(const IsCreateTableDoneRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetError(MasterErrorPB::TABLE_NOT_FOUND, Status::NotFound("table not found", req.table().table_id() + req.table().table_name()), resp->mutable_error());
+    SetError(MasterErrorPB::TABLE_NOT_FOUND,
+             Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
+             resp->mutable_error());
     return;
   }
   int running = 0;
@@ -259,7 +266,10 @@ void CatalogManager::DeleteTable(const DeleteTableRequestPB& req, DeleteTableRes
     SharedLock l(state_mu_);
     table = FindTableLocked(req.table());
     if (!table) {
-      SetError(MasterErrorPB::TABLE_NOT_FOUND, Status::NotFound("table not found", req.table().table_id() + req.table().table_name()), resp->mutable_error());
+      SetError(
+          MasterErrorPB::TABLE_NOT_FOUND,
+          Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
+          resp->mutable_error());
       return;
     }
     SysTableEntryPB pb = table->pb;
@@ -315,7 +325,9 @@ void CatalogManager::GetTableSchema(const GetTableSchemaRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetError(MasterErrorPB::TABLE_NOT_FOUND, Status::NotFound("table not found", req.table().table_id() + req.table().table_name()), resp->mutable_error());
+    SetError(MasterErrorPB::TABLE_NOT_FOUND,
+             Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
+             resp->mutable_error());
     return;
   }
   *resp->mutable_schema() = table->pb.schema();

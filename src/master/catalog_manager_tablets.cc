@@ -282,7 +282,9 @@ void CatalogManager::TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatRes
   *resp->mutable_master_instance() = master_instance_;
   const std::string& uuid = req.common().permanent_uuid();
   if (uuid.empty()) {
-    SetError(MasterErrorPB::INVALID_ARGUMENT, Status::InvalidArgument("heartbeat without common.permanent_uuid"), resp->mutable_error());
+    SetError(MasterErrorPB::INVALID_ARGUMENT,
+             Status::InvalidArgument("heartbeat without common.permanent_uuid"),
+             resp->mutable_error());
     return;
   }
   const MonoTime now = MonoTime::Now();

@@ -133,7 +133,8 @@ class CallerConnection {
     OutboundFrame frame = call->TakeFrame();
     Status s = Write(frame, call->deadline());
     if (!s.ok()) {
-      call->CompleteWithError(s.CloneAndPrepend(std::string(call->method()) + " RPC to " + remote_.ToString()));
+      call->CompleteWithError(
+          s.CloneAndPrepend(std::string(call->method()) + " RPC to " + remote_.ToString()));
       return s;
     }
     while (true) {
@@ -384,8 +385,8 @@ void RunSyncCallOnCallerThread(const std::shared_ptr<Messenger>& messenger,
   if (!conn) {
     auto opened = CallerConnection::Open(messenger.get(), call->remote(), call->deadline());
     if (!opened.ok()) {
-      call->CompleteWithError(
-          opened.status().CloneAndPrepend(std::string(call->method()) + " RPC to " + call->remote().ToString()));
+      call->CompleteWithError(opened.status().CloneAndPrepend(
+          std::string(call->method()) + " RPC to " + call->remote().ToString()));
       return;
     }
     conn = opened->get();

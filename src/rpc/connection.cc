@@ -140,8 +140,8 @@ void Connection::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
   DCHECK(reactor_->IsCurrentThread());
   call = TryQueueOutboundCall(std::move(call));
   if (call) {
-    call->CompleteWithError(Status::NetworkError(std::string(call->method()) + " RPC to " + remote_.ToString() +
-                                                 ": connection closed"));
+    call->CompleteWithError(Status::NetworkError(std::string(call->method()) + " RPC to " +
+                                                 remote_.ToString() + ": connection closed"));
   }
 }
 
@@ -213,8 +213,9 @@ void Connection::SweepTimedOutCalls() {
   }
   for (auto& call : expired) {
     const MonoDelta waited = now - call->start_time();
-    call->CompleteWithError(Status::TimedOut(std::string(call->method()) + " RPC to " + remote_.ToString() +
-                                             " timed out after " + waited.ToString()));
+    call->CompleteWithError(Status::TimedOut(std::string(call->method()) + " RPC to " +
+                                             remote_.ToString() + " timed out after " +
+                                             waited.ToString()));
   }
 }
 

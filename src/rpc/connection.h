@@ -23,8 +23,8 @@
 
 #include "common/monotime.h"
 #include "common/mutex.h"
-#include "rpc/libevent_util.h"
 #include "common/status.h"
+#include "rpc/libevent_util.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
 #include "rpc/sockaddr.h"

@@ -196,8 +196,7 @@ Status Messenger::RegisterService(std::unique_ptr<ServiceIf> service, int num_th
   return Status::OK();
 }
 
-void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn,
-                                    const RequestHeaderPB& header,
+void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn, const RequestHeaderPB& header,
                                     std::unique_ptr<char[]> buffer, Slice payload,
                                     MonoTime arrival) {
   ServicePool* pool = nullptr;
@@ -277,8 +276,8 @@ void Messenger::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
         int err = errno;
         close(fd);
         call->CompleteWithError(Status::NetworkError(
-            std::string(call->method()) + " RPC to " + remote.ToString() + ": connect failed", strerror(err),
-            err));
+            std::string(call->method()) + " RPC to " + remote.ToString() + ": connect failed",
+            strerror(err), err));
         return;
       }
       conn = std::make_shared<Connection>(r, this, fd, remote, Connection::Direction::kClient);
@@ -354,8 +353,7 @@ std::vector<RunningCallInfo> Messenger::DumpRunningCalls() const {
   inbound_calls_.ForEach([&](const InFlightHook& h) {
     const auto& ctx = static_cast<const RpcContext&>(h);
     out.push_back({true, ctx.service_name(), ctx.method_name(), ctx.remote_address().ToString(),
-                   ctx.call_id(), now - ctx.arrival_time(),
-                   ctx.running() ? "running" : "queued"});
+                   ctx.call_id(), now - ctx.arrival_time(), ctx.running() ? "running" : "queued"});
   });
   auto add_outbound = [&](const OutboundCall& call, const char* state) {
     out.push_back({false, std::string(call.service()), std::string(call.method()),

@@ -95,15 +95,16 @@ void OutboundCall::CompleteWithResponse(const ResponseHeaderPB& header, Slice bo
   if (header.is_error()) {
     auto err = std::make_unique<ErrorStatusPB>();
     if (!err->ParseFromArray(body.data(), int(body.size()))) {
-      return CompleteWithError(Status::Corruption("unparseable error response for " + std::string(method_)));
+      return CompleteWithError(
+          Status::Corruption("unparseable error response for " + std::string(method_)));
     }
     controller_->status_ = ErrorToStatus(*err);
     controller_->error_ = std::move(err);
     return Finish();
   }
   if (!response_->ParseFromArray(body.data(), int(body.size()))) {
-    return CompleteWithError(
-        Status::Corruption("unparseable " + response_->GetTypeName() + " for " + std::string(method_)));
+    return CompleteWithError(Status::Corruption("unparseable " + response_->GetTypeName() +
+                                                " for " + std::string(method_)));
   }
   if (header.sidecar_offsets_size() > 0) {
     // Keep the sidecar bytes alive in the controller.

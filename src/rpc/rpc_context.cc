@@ -33,8 +33,8 @@ RpcContext::RpcContext(std::shared_ptr<Connection> conn, const RequestHeaderPB& 
   if (header.has_request_id()) request_id_ = std::make_unique<RequestIdPB>(header.request_id());
   if (header.sidecar_offsets_size() > 0) sidecar_offsets_ = header.sidecar_offsets();
   if (!method_) {
-    unknown_names_ =
-        std::make_unique<std::pair<std::string, std::string>>(header.service_name(), header.method_name());
+    unknown_names_ = std::make_unique<std::pair<std::string, std::string>>(header.service_name(),
+                                                                           header.method_name());
   }
   if (buffer_) {
     payload_ = payload;
@@ -83,9 +83,8 @@ Status RpcContext::ParseRequest() {
     return Status::InvalidArgument("invalid " + request_->GetTypeName() + ": missing " +
                                    request_->InitializationErrorString());
   }
-  RETURN_NOT_OK_PREPEND(
-      SplitSidecars(sidecar_offsets_, parts.sidecar_area, &inbound_sidecars_),
-      "request sidecars");
+  RETURN_NOT_OK_PREPEND(SplitSidecars(sidecar_offsets_, parts.sidecar_area, &inbound_sidecars_),
+                        "request sidecars");
   response_ = method_->response_prototype->New(&*arena_);
   return Status::OK();
 }

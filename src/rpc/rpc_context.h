@@ -66,9 +66,8 @@ class RpcContext : public InFlightHook {
   // already checked by SplitFrame, with `header` parsed from it; it lies in `buffer`
   // when that is given (a big frame read into a buffer of its own), else it is copied.
   // The header's fields are copied out: it may be reused once this returns.
-  RpcContext(std::shared_ptr<Connection> conn, const RequestHeaderPB& header,
-             RpcMethodInfo* method, std::unique_ptr<char[]> buffer, Slice payload,
-             MonoTime arrival);
+  RpcContext(std::shared_ptr<Connection> conn, const RequestHeaderPB& header, RpcMethodInfo* method,
+             std::unique_ptr<char[]> buffer, Slice payload, MonoTime arrival);
   ~RpcContext();
 
   // The caller blocks on this call (RequestHeaderPB.caller_waits).

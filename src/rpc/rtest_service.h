@@ -28,7 +28,7 @@ class CalculatorService : public rpc_test::CalculatorServiceIf {
   void ThreadName(const rpc_test::EchoRequestPB* req, rpc_test::EchoResponsePB* resp,
                   RpcContext* ctx) override;
   void ThreadNameOnReactor(const rpc_test::EchoRequestPB* req, rpc_test::EchoResponsePB* resp,
-                          RpcContext* ctx) override;
+                           RpcContext* ctx) override;
   void Fail(const rpc_test::AddRequestPB* req, rpc_test::AddResponsePB* resp,
             RpcContext* ctx) override;
 };

@@ -96,12 +96,12 @@ bool Tablet::CheckRunning(TabletServerErrorPB* error) const {
       return true;
     case TabletState::kDeleted:
       SetError(TabletServerErrorPB::TABLET_NOT_FOUND,
-                     Status::NotFound("tablet " + tablet_id() + " was deleted"), error);
+               Status::NotFound("tablet " + tablet_id() + " was deleted"), error);
       return false;
     case TabletState::kFailed:
-      SetError(
-          TabletServerErrorPB::TABLET_NOT_RUNNING,
-          Status::IllegalState("tablet " + tablet_id() + " failed: " + failure_.ToString()), error);
+      SetError(TabletServerErrorPB::TABLET_NOT_RUNNING,
+               Status::IllegalState("tablet " + tablet_id() + " failed: " + failure_.ToString()),
+               error);
       return false;
   }
   return false;

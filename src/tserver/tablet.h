@@ -162,8 +162,8 @@ class Tablet {
   // Per-row errors go to `resp`; the rows written go into the write batch.
   void ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
   // Puts `op`'s row (merged into the stored one when `merge_existing`) for `slot`.
-  Status PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot* slot,
-                WriteScratch* w) REQUIRES_SHARED(ops_mu_);
+  Status PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot* slot, WriteScratch* w)
+      REQUIRES_SHARED(ops_mu_);
   // Adds the request's record (its final response) to the write batch.
   void AddRequestRecord(const rpc::RequestIdPB& request_id, const WriteResponsePB& resp,
                         WriteScratch* w);

@@ -63,10 +63,11 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
     Arena arena;  // only strings with escaped zeros use it
     if (Status s = DecodeKey(schema_, Slice(req.keys(i)), g->key_cells.data(), &arena); !s.ok()) {
       SetError(TabletServerErrorPB::INVALID_KEY,
-                     Status::InvalidArgument("key " + std::to_string(i) + " of the Get does not "
-                                             "decode for the tablet's key columns",
-                                             s.ToString()),
-                     resp->mutable_error());
+               Status::InvalidArgument("key " + std::to_string(i) +
+                                           " of the Get does not "
+                                           "decode for the tablet's key columns",
+                                       s.ToString()),
+               resp->mutable_error());
       return true;
     }
   }
@@ -106,8 +107,7 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
       g->reads.Clear();
       resp->clear_found();
       SetError(TabletServerErrorPB::UNKNOWN_ERROR,
-                     s.CloneAndPrepend("tablet " + tablet_id() + ": stored row"),
-                     resp->mutable_error());
+               s.CloneAndPrepend("tablet " + tablet_id() + ": stored row"), resp->mutable_error());
       LOG(ERROR) << resp->error().status().message();
       return true;
     }

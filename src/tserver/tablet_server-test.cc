@@ -69,7 +69,6 @@ class FakeMaster : public master::MasterServiceIf {
   bool ask_reregister_ GUARDED_BY(mu_) = false;
 };
 
-
 class TabletServerTest : public NyalaTest {
  protected:
   void SetUp() override {
@@ -208,8 +207,8 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
 TEST_F(TabletServerTest, GetWithAKeyThatDoesNotDecodeIsInvalidArgument) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
   WriteResponsePB wresp;
-  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 10),
-                 &wresp));
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 10), &wresp));
   ASSERT_FALSE(wresp.has_error());
   const std::string good = EncodedKey(schema_, 3);
   for (const std::string& bad : {good.substr(0, 7), good + "x", std::string()}) {

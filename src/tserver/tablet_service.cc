@@ -34,8 +34,7 @@ void LogRejected(const rpc::RpcContext* ctx, const std::string& tablet_id,
 template <typename Resp>
 void NoSuchTablet(const std::string& id, Resp* resp) {
   SetError(TabletServerErrorPB::TABLET_NOT_FOUND,
-                 Status::NotFound("tablet " + id + " is not on this server"),
-                 resp->mutable_error());
+           Status::NotFound("tablet " + id + " is not on this server"), resp->mutable_error());
 }
 
 // Attaches the two row sidecars to the response.
@@ -112,8 +111,8 @@ void TabletServiceImpl::Scan(const ScanRequestPB* req, ScanResponsePB* resp, rpc
     deps_.scanners->ContinueScan(*req, resp, &rows, &indirect);
   } else if (!req->has_new_scan_request()) {
     SetError(TabletServerErrorPB::INVALID_SCAN_SPEC,
-                   Status::InvalidArgument("Scan without scanner_id or new_scan_request"),
-                   resp->mutable_error());
+             Status::InvalidArgument("Scan without scanner_id or new_scan_request"),
+             resp->mutable_error());
   } else if (std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(tablet_id)) {
     deps_.scanners->StartScan(std::move(tablet), *req, resp, &rows, &indirect);
   } else {
@@ -178,8 +177,7 @@ bool TabletServiceImpl::HandleGet(const GetRequestPB& req, GetResponsePB* resp,
 bool TabletAdminServiceImpl::WrongServer(const std::string& dest, TabletServerErrorPB* err) const {
   if (dest.empty() || dest == uuid_) return false;
   SetError(TabletServerErrorPB::WRONG_SERVER_UUID,
-                 Status::InvalidArgument("request for server " + dest + " reached server " + uuid_),
-                 err);
+           Status::InvalidArgument("request for server " + dest + " reached server " + uuid_), err);
   return true;
 }
 
@@ -204,8 +202,8 @@ void TabletAdminServiceImpl::DeleteTablet(const DeleteTabletRequestPB* req,
               << ctx->remote_address().ToString() << ": " << req->reason();
     if (Status s = tablets_->DeleteTablet(req->tablet_id()); !s.ok()) {
       SetError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
-                                    : TabletServerErrorPB::UNKNOWN_ERROR,
-                     s, resp->mutable_error());
+                              : TabletServerErrorPB::UNKNOWN_ERROR,
+               s, resp->mutable_error());
     }
   }
   if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
