@@ -27,6 +27,11 @@ Environment:
 
 Exits non-zero when a stage fails. Needs clang++ and ninja (scripts/setup-deps.sh
 installs them).
+
+Cost from an empty CHECK_DIR, without ccache (2026-12-02, 2-vCPU KVM development VM,
+shared with other builds): thread-safety about 250 s of CPU, sanitizers about 820 s of
+CPU (most of it the instrumented build; the tests run in under 30 s): about 9 minutes
+of wall time on two idle cores.
 USAGE
 }
 
@@ -81,17 +86,25 @@ sanitizers() {
   # RelWithDebInfo's flags without -DNDEBUG, so DCHECKs are compiled in.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DNYALA_SANITIZE=address,undefined >/dev/null
-  # Only the unit tests (the integration tests' daemons are not built).
-  local tests
-  tests=$(cd "$dir" && ctest -N -LE integration | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p')
+  # Only the unit tests: the gtest binaries outside the integration label. Tests that
+  # are scripts over the daemons (no target of their own) are left to scripts/test.sh,
+  # so the daemons are not built here.
+  local all targets tests="" skipped=""
+  all=$(cd "$dir" && ctest -N -LE integration | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p')
+  targets=$(ninja -C "$dir" -t targets all | sed -nE 's/^([^:/]+): phony$/\1/p')
+  for t in $all; do
+    if grep -qxF "$t" <<<"$targets"; then tests+=" $t"; else skipped+="|$t"; fi
+  done
   echo "check: sanitizers: building $(echo "$tests" | wc -w) unit tests"
   # shellcheck disable=SC2086
   cmake --build "$dir" -j"$JOBS" --target $tests
-  echo "check: sanitizers: running them"
+  echo "check: sanitizers: running them${skipped:+ (not: ${skipped#|})}"
+  local exclude=()
+  [ -z "$skipped" ] || exclude=(-E "^(${skipped#|})\$")
   # shellcheck disable=SC2086
   (cd "$dir" &&
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    ctest --output-on-failure -j"$JOBS" -LE integration ${CTEST_ARGS:-})
+    ctest --output-on-failure -j"$JOBS" -LE integration "${exclude[@]}" ${CTEST_ARGS:-})
   echo "check: sanitizers: passed"
 }
 

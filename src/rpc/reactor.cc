@@ -107,7 +107,9 @@ void Reactor::ThreadMain(bool owner) {
       }
     }
     // The loop stopped for shutdown. Run whatever was posted before it stopped (e.g.
-    // connection teardown), then release the standby.
+    // connection teardown), then release the standby. This thread owns the loop here,
+    // also when it gets here from an inline task (which cleared thread_id_).
+    thread_id_.store(std::this_thread::get_id());
     DrainTasks();
     thread_id_.store(std::thread::id());
     if (stop_fd_ >= 0) {
