@@ -67,10 +67,20 @@ std::string FormatMean(double v) {
 Histogram::Histogram(int64_t max_trackable_value)
     : max_trackable_value_(max_trackable_value),
       num_buckets_(NumBuckets(max_trackable_value)),
-      buckets_(new std::atomic<int64_t>[num_buckets_]),
+      buckets_(new std::atomic<int64_t>[num_buckets_ * kStripes]),
       min_(kEmptyMin),
       max_(kEmptyMax) {
-  for (size_t i = 0; i < num_buckets_; ++i) buckets_[i].store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < num_buckets_ * kStripes; ++i) {
+    buckets_[i].store(0, std::memory_order_relaxed);
+  }
+}
+
+int64_t Histogram::BucketCount(size_t i) const {
+  int64_t n = 0;
+  for (size_t s = 0; s < kStripes; ++s) {
+    n += buckets_[s * num_buckets_ + i].load(std::memory_order_relaxed);
+  }
+  return n;
 }
 
 void Histogram::IncrementBy(int64_t value, int64_t count) {
@@ -87,11 +97,11 @@ void Histogram::IncrementBy(int64_t value, int64_t count) {
   }
   const size_t index = BucketIndex(static_cast<uint64_t>(std::min(value, max_trackable_value_)));
   DCHECK_LT(index, num_buckets_);
-  buckets_[index].fetch_add(count, std::memory_order_relaxed);
-  count_.fetch_add(count, std::memory_order_relaxed);
+  buckets_[ThisThreadStripe() * num_buckets_ + index].fetch_add(count,
+                                                                std::memory_order_relaxed);
+  count_.Add(count);
   // Unsigned so that an absurd sum wraps instead of being undefined.
-  sum_.fetch_add(static_cast<int64_t>(static_cast<uint64_t>(value) * static_cast<uint64_t>(count)),
-                 std::memory_order_relaxed);
+  sum_.Add(static_cast<int64_t>(static_cast<uint64_t>(value) * static_cast<uint64_t>(count)));
 }
 
 int64_t Histogram::MinValue() const {
@@ -120,7 +130,7 @@ std::vector<int64_t> Histogram::ValuesAtPercentiles(std::span<const double> perc
   // The total comes from the buckets themselves, not count_, so that every rank
   // is reached in the second pass (buckets only grow, barring Reset()).
   int64_t total = 0;
-  for (size_t i = 0; i < num_buckets_; ++i) total += buckets_[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < num_buckets_; ++i) total += BucketCount(i);
   if (total == 0) return out;
 
   std::vector<int64_t> ranks(percentiles.size());
@@ -134,7 +144,7 @@ std::vector<int64_t> Histogram::ValuesAtPercentiles(std::span<const double> perc
   size_t next = 0;
   int64_t seen = 0;
   for (size_t i = 0; i < num_buckets_ && next < order.size(); ++i) {
-    seen += buckets_[i].load(std::memory_order_relaxed);
+    seen += BucketCount(i);
     while (next < order.size() && ranks[order[next]] <= seen) {
       // The first and last ranks are the exact min and max.
       const int64_t rank = ranks[order[next]];
@@ -149,9 +159,11 @@ std::vector<int64_t> Histogram::ValuesAtPercentiles(std::span<const double> perc
 }
 
 void Histogram::Reset() {
-  for (size_t i = 0; i < num_buckets_; ++i) buckets_[i].store(0, std::memory_order_relaxed);
-  count_.store(0, std::memory_order_relaxed);
-  sum_.store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < num_buckets_ * kStripes; ++i) {
+    buckets_[i].store(0, std::memory_order_relaxed);
+  }
+  count_.Store(0);
+  sum_.Store(0);
   min_.store(kEmptyMin, std::memory_order_relaxed);
   max_.store(kEmptyMax, std::memory_order_relaxed);
 }

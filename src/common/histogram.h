@@ -8,7 +8,9 @@
 // that is 1331 buckets, about 10.5 KB per histogram.
 //
 // Thread-safety: every method may be called from any thread. Recording is
-// lock-free: relaxed atomic adds on the bucket, the count and the sum, plus a CAS
+// lock-free: relaxed atomic adds on the bucket, the count and the sum of this
+// thread's stripe (common/striped.h: kStripes copies of the buckets, so that threads
+// recording at once do not share cache lines; about 42 KB per histogram), plus a CAS
 // on min/max only when the value is a new extreme. Readers see each counter
 // atomically but not a consistent snapshot across counters while writers run.
 // Reset() racing with recording may keep or lose the racing values.
@@ -20,6 +22,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "common/striped.h"
 
 namespace nyala {
 
@@ -37,8 +41,8 @@ class Histogram {
   // Records `value` `count` times; a `count` <= 0 records nothing.
   void IncrementBy(int64_t value, int64_t count);
 
-  int64_t TotalCount() const { return count_.load(std::memory_order_relaxed); }
-  int64_t TotalSum() const { return sum_.load(std::memory_order_relaxed); }
+  int64_t TotalCount() const { return count_.Load(); }
+  int64_t TotalSum() const { return sum_.Load(); }
   int64_t MinValue() const;  // 0 when empty
   int64_t MaxValue() const;  // 0 when empty
   double MeanValue() const;  // 0 when empty
@@ -76,10 +80,14 @@ class Histogram {
   // Set in the constructor, never changed.
   const int64_t max_trackable_value_;
   const size_t num_buckets_;
+  // kStripes runs of num_buckets_ counters; stripe s holds [s * num_buckets_, ...).
   const std::unique_ptr<std::atomic<int64_t>[]> buckets_;
 
-  std::atomic<int64_t> count_{0};
-  std::atomic<int64_t> sum_{0};
+  // The count of values in bucket `i`, over every stripe.
+  int64_t BucketCount(size_t i) const;
+
+  StripedInt64 count_;
+  StripedInt64 sum_;
   std::atomic<int64_t> min_;  // INT64_MAX while empty
   std::atomic<int64_t> max_;  // -1 while empty
 };

@@ -165,7 +165,7 @@ void AppendPrometheusLabels(const MetricLabels& labels, std::string_view extra_n
 
 void Counter::Increment(int64_t n) {
   DCHECK_GE(n, 0) << "counters only go up";
-  value_.fetch_add(n, std::memory_order_relaxed);
+  value_.Add(n);
 }
 
 struct MetricRegistry::FunctionGauge {

@@ -26,6 +26,7 @@
 
 #include "common/histogram.h"
 #include "common/mutex.h"
+#include "common/striped.h"
 #include "common/thread_annotations.h"
 
 namespace nyala {
@@ -41,10 +42,10 @@ class Counter {
   Counter& operator=(const Counter&) = delete;
 
   void Increment(int64_t n = 1);  // n >= 0
-  int64_t value() const { return value_.load(std::memory_order_relaxed); }
+  int64_t value() const { return value_.Load(); }
 
  private:
-  std::atomic<int64_t> value_{0};
+  StripedInt64 value_;  // bumped on every RPC by many threads: one cache line each
 };
 
 // A value that goes up and down.

@@ -14,6 +14,7 @@
 #include "rpc/reactor.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_controller.h"
+#include "rpc/service_pool.h"
 
 namespace nyala::rpc {
 
@@ -101,8 +102,9 @@ void Connection::Shutdown(const Status& reason) {
   DCHECK(reactor_->IsCurrentThread());
   if (closed_.exchange(true)) return;
   {
-    MutexLock l(out_mu_);
+    UniqueLock l(out_mu_);
     out_closed_ = true;
+    writer_done_.wait(l, [this]() REQUIRES(out_mu_) { return !writing_; });
     outbox_.clear();
     // Free the events under the lock: Send() only touches write_event_ while holding it
     // and seeing !out_closed_.
@@ -247,6 +249,13 @@ void Connection::SendFatalAndClose(OutboundFrame frame, const Status& reason) {
 }
 
 void Connection::FlushLocked() {
+  // One writer at a time, and not under out_mu_: the sendmsg of a loopback connection
+  // runs the peer's receive path too, and a service thread queueing its response
+  // meanwhile must not sleep on the mutex. Frames queued while the writer is in
+  // sendmsg are sent by its next round. (Frames are not moved by push_back on a deque,
+  // so the iovecs stay valid while the lock is dropped; only the writer pops.)
+  if (writing_) return;
+  writing_ = true;
   while (!outbox_.empty()) {
     iovec iov[kMaxIovecs];
     int n = 0;
@@ -273,13 +282,17 @@ void Connection::FlushLocked() {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = size_t(n);
-    ssize_t w = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    out_mu_.Unlock();
+    const ssize_t w = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    const int err = errno;
+    out_mu_.Lock();
+    if (out_closed_) break;  // Shutdown() waits for this writer, then clears the outbox
     if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (err == EINTR) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) break;
       FailWrite(Status::NetworkError("write to " + remote_.ToString() + " failed",
-                                     ErrnoString(errno), errno));
-      return;
+                                     ErrnoString(err), err));
+      break;
     }
     messenger_->RecordBytesSent(w);
     size_t left = size_t(w);
@@ -295,6 +308,11 @@ void Connection::FlushLocked() {
       }
     }
     if (size_t(w) < want) break;  // the socket buffer is full
+  }
+  writing_ = false;
+  if (out_closed_) {
+    writer_done_.notify_all();
+    return;
   }
   if (!outbox_.empty() && !write_armed_) {
     write_armed_ = true;
@@ -331,6 +349,7 @@ void Connection::OnReadable(int, short, void* arg) {
   auto* conn = static_cast<Connection*>(arg);
   auto self = conn->shared_from_this();
   FlushScope scope;
+  InboundBatch batch(conn->reactor_);  // ends first: calls go to their pools, then writes leave
   conn->HandleRead();
 }
 

@@ -143,6 +143,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool write_armed_ GUARDED_BY(out_mu_) = false;
   bool in_flush_scope_ GUARDED_BY(out_mu_) = false;
   bool out_closed_ GUARDED_BY(out_mu_) = false;
+  // A thread is in FlushLocked's sendmsg, out_mu_ released; Shutdown() waits on
+  // writer_done_ for it before it clears the outbox and closes the socket.
+  bool writing_ GUARDED_BY(out_mu_) = false;
+  CondVar writer_done_;
 };
 
 // Gathers the writes made on this thread until it ends (see Connection). Nests.

@@ -26,8 +26,24 @@
 //                          reactor can run an inline task now, it is the   wakeup
 //                          server's only inbound call in flight, and
 //                          every service thread of the pool is idle.
-//   hand to idle thread    a thread is idle: the one that went idle last   one futex wake
+//   gather                 the call comes from a reactor's read (an        one pool lock and
+//                          InboundBatch is open) and is not run inline:    one wake, or none,
+//                          kept until the read ends, then queued with      per read, not one
+//                          the read's other calls (below)                  per call
+//   hand to idle thread    otherwise, a thread is idle                     one futex wake
 //   queue                  no thread idle, queue not full                  back-pressure
+//
+// When a read ends with gathered calls (ServicePool::TakeBatch), they are queued
+// (those beyond one per idle thread plus the queue length answered SERVER_TOO_BUSY),
+// and if a service thread is idle:
+//
+//   run batch inline       ShouldRunBatchInline(): --rpc_inline_batches    no service-thread
+//   (Reactor::RunInline)   and the reactor can run an inline task now.     wakeup, no context
+//                          The reactor runs the queued calls (up to 32)    switch; the
+//                          in an idle thread's place, then returns to its  standby bounds a
+//                          loop; a batch that runs long hands the loop to  blocking handler's
+//                          the standby (--rpc_inline_call_handoff_us)      delay to others
+//   wake idle threads      otherwise: one per 16 queued calls              fewer wakes
 //
 // Client side, for a call a Proxy sends:
 //
@@ -62,6 +78,10 @@ struct InlineFacts {
   bool whole_pool_idle;         // every service thread of the pool is idle
 };
 bool ShouldRunInline(const InlineFacts& facts);
+
+// Whether the reactor that queued a read's calls (and deferred their wakes) runs them
+// itself, given whether it can run an inline task now (Reactor::CanRunInline()).
+bool ShouldRunBatchInline(bool reactor_can_run_inline);
 
 // Whether a synchronous call waits on a connection of the calling thread.
 bool UseCallerThreadConnection();

@@ -21,6 +21,7 @@
 #include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
 
+DECLARE_bool(rpc_inline_batches);
 DECLARE_bool(rpc_inline_calls);
 DECLARE_bool(rpc_reactor_methods);
 DECLARE_int32(rpc_inline_call_handoff_us);
@@ -370,10 +371,11 @@ TEST_F(RpcTest, ReactorFastPathAnswersOrPassesTheCallOn) {
 }
 
 // A method declared ON_REACTOR runs on the reactor thread; --rpc_reactor_methods=false
-// sends it to a service thread (rpc/dispatch_policy.h). Async calls, which never run
-// inline.
+// sends it to a service thread (rpc/dispatch_policy.h). Async calls, with
+// --rpc_inline_batches off so that the reactor does not run the pool's call itself.
 TEST_F(RpcTest, ReactorMethodsFlagSendsReactorMethodsToServiceThreads) {
   gflags::FlagSaver saver;
+  FLAGS_rpc_inline_batches = false;
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 10, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   CalculatorServiceProxy proxy(client, addr_);
@@ -421,17 +423,27 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
   // (The thread that runs the reactor's loop carries its name, even after a standby
   // took it over.)
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
-  // An async call does not say its caller waits: a service thread runs it.
-  EchoRequestPB req;
-  EchoResponsePB resp;
-  RpcController rpc;
-  std::atomic<bool> done{false};
-  proxy.ThreadNameAsync(req, &resp, &rpc, [&] { done = true; });
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] { ASSERT_TRUE(done.load()); });
-  ASSERT_OK(rpc.status());
-  EXPECT_EQ(resp.data().rfind("svc-", 0), 0u) << resp.data();
+  auto thread_of_async_call = [&] {
+    EchoRequestPB req;
+    EchoResponsePB resp;
+    RpcController rpc;
+    Semaphore done;
+    proxy.ThreadNameAsync(req, &resp, &rpc, [&] { done.Release(); });
+    done.Acquire();
+    return rpc.status().ok() ? resp.data() : rpc.status().ToString();
+  };
+  // An async call does not say its caller waits, so it is not run inline as a lone
+  // call; it is gathered with its read's calls, and the reactor runs that batch
+  // (--rpc_inline_batches).
+  EXPECT_EQ(thread_of_async_call(), "server-r0");
+  FLAGS_rpc_inline_batches = false;
+  EXPECT_THAT(thread_of_async_call(), ::testing::StartsWith("svc-"));
+  // A sync call with --rpc_inline_calls off is gathered too: with both routes off a
+  // service thread runs it.
   FLAGS_rpc_inline_calls = false;
-  for (int i = 0; i < 3; i++) EXPECT_EQ(ServerThreadName(proxy).rfind("svc-", 0), 0u);
+  for (int i = 0; i < 3; i++) EXPECT_THAT(ServerThreadName(proxy), ::testing::StartsWith("svc-"));
+  FLAGS_rpc_inline_batches = true;
+  EXPECT_EQ(ServerThreadName(proxy), "server-r0");
   client->Shutdown();
 }
 
@@ -524,6 +536,51 @@ TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
   EXPECT_EQ(busy, 3);  // without the borrowing, the idle service thread would have run one
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(sleeper.done()); });
   ASSERT_OK(sleeper.status());
+  client->Shutdown();
+}
+
+// Calls that one read brings in run on the reactor, as a batch in a service thread's
+// place (--rpc_inline_batches): with one service thread and a queue of one, ten async
+// Sleeps sent at once get one run (on the reactor, in the thread's place) and one
+// queued behind it; the other eight are turned away, as if a service thread ran them.
+// Whichever reads the ten arrive in, the first read's call holds the only place.
+TEST_F(RpcTest, InlineBatchCountsAgainstTheServiceThreads) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 1, Sockaddr::Loopback(0), /*reactors=*/1));
+  auto client = NewClient();
+  CalculatorServiceProxy proxy(client, addr_);
+  struct Call {
+    SleepRequestPB req;
+    SleepResponsePB resp;
+    RpcController rpc;
+  };
+  std::vector<Call> calls(10);
+  std::atomic<int> done{0};
+  for (auto& c : calls) {
+    c.req.set_sleep_ms(300);
+    proxy.SleepAsync(c.req, &c.resp, &c.rpc, [&] { done++; });
+  }
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 10); });
+  int ok = 0, busy = 0;
+  for (auto& c : calls) {
+    ok += c.rpc.status().ok();
+    busy += c.rpc.server_too_busy();
+  }
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(busy, 8);
+  // The batch ran long: the standby took the loop over meanwhile.
+  EXPECT_GE(server_->inline_call_handoffs(), 1);
+  // And quick calls (two: the place and the queue) run on the reactor thread.
+  std::vector<EchoResponsePB> names(2);
+  std::vector<RpcController> rpcs(2);
+  std::atomic<int> named{0};
+  for (size_t i = 0; i < names.size(); i++) {
+    proxy.ThreadNameAsync(EchoRequestPB(), &names[i], &rpcs[i], [&] { named++; });
+  }
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(named.load(), 2); });
+  for (size_t i = 0; i < names.size(); i++) {
+    ASSERT_OK(rpcs[i].status());
+    EXPECT_EQ(names[i].data(), "server-r0");
+  }
   client->Shutdown();
 }
 

@@ -16,7 +16,50 @@ namespace nyala::rpc {
 namespace {
 // Calls one service thread runs between two flushes of the responses it queued.
 constexpr int kMaxCallsPerBatch = 32;
+// Calls one inline batch on a reactor runs at most before it returns to the loop.
+constexpr int kMaxInlineCalls = 256;
+// Service threads one InboundBatch end wakes at most, per pool.
+constexpr size_t kMaxWakes = 8;
+
+thread_local InboundBatch* tls_inbound_batch = nullptr;
+
+// The calls gathered by this thread's open InboundBatch, in the order read. Kept
+// between batches so that its capacity is reused: a batch must not allocate.
+struct GatheredCall {
+  ServicePool* pool;
+  std::unique_ptr<RpcContext> ctx;
+};
+thread_local std::vector<GatheredCall> tls_gathered;
 }  // namespace
+
+// InboundBatch -----------------------------------------------------------------
+
+InboundBatch::InboundBatch(Reactor* reactor) : reactor_(reactor) {
+  DCHECK(tls_inbound_batch == nullptr) << "InboundBatch does not nest";
+  tls_inbound_batch = this;
+}
+
+InboundBatch::~InboundBatch() {
+  tls_inbound_batch = nullptr;
+  std::vector<GatheredCall>& gathered = tls_gathered;
+  if (gathered.empty()) return;
+  // Usually every call is for one pool; otherwise hand each pool its run, in order.
+  std::unique_ptr<RpcContext> run[kMaxInlineCalls];
+  size_t i = 0;
+  while (i < gathered.size()) {
+    ServicePool* pool = gathered[i].pool;
+    size_t n = 0;
+    for (; i < gathered.size() && gathered[i].pool == pool && n < size_t(kMaxInlineCalls); i++) {
+      run[n++] = std::move(gathered[i].ctx);
+    }
+    pool->TakeBatch(run, n, reactor_);
+  }
+  gathered.clear();
+}
+
+InboundBatch* InboundBatch::Current() { return tls_inbound_batch; }
+
+// ServicePool ------------------------------------------------------------------
 
 ServicePool::ServicePool(std::unique_ptr<ServiceIf> service, int num_threads, int queue_length,
                          MetricRegistry* metrics)
@@ -102,6 +145,12 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
   facts.on_reading_reactor = reactor->IsCurrentThread();
   facts.reactor_can_run_inline = facts.on_reading_reactor && reactor->CanRunInline();
   facts.server_inbound_calls = ctx->messenger()->inbound_call_count();
+  facts.whole_pool_idle = true;  // checked under the lock below, if it matters
+  InboundBatch* batch = facts.on_reading_reactor ? InboundBatch::Current() : nullptr;
+  if (batch && !ShouldRunInline(facts)) {
+    tls_gathered.push_back({this, std::move(ctx)});
+    return;
+  }
   Worker* idle = nullptr;
   bool shutting_down;
   bool run_inline = false;
@@ -134,6 +183,10 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
                       Status::ServiceUnavailable("server is shutting down"));
     return;
   }
+  RejectTooBusy(std::move(ctx));
+}
+
+void ServicePool::RejectTooBusy(std::unique_ptr<RpcContext> ctx) {
   RpcMethodInfo* method = ctx->method();
   if (method->too_busy) method->too_busy->Increment();
   LOG_EVERY_N(WARNING, 100) << "rejecting " << ctx->ToString() << ": service queue full ("
@@ -144,21 +197,88 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
                                  std::to_string(queue_length_) + " calls); retry later"));
 }
 
+void ServicePool::TakeBatch(std::unique_ptr<RpcContext>* calls, size_t n, Reactor* reactor) {
+  DCHECK(reactor->IsCurrentThread());
+  Worker* wake[kMaxWakes];
+  size_t num_wake = 0;
+  Worker* run_here = nullptr;
+  size_t taken = 0;
+  bool shutting_down;
+  {
+    MutexLock l(mu_);
+    shutting_down = shutdown_;
+    if (!shutdown_) {
+      // As many as one call at a time would have placed: one per idle thread, then
+      // up to the queue's length.
+      const size_t room = queue_length_ + idle_.size() - std::min(queue_.size(), size_t(queue_length_));
+      for (; taken < n && taken < room; taken++) queue_.push_back(std::move(calls[taken]));
+      if (!idle_.empty() && !queue_.empty()) {
+        if (ShouldRunBatchInline(reactor->CanRunInline())) {
+          run_here = idle_.back();
+          idle_.pop_back();
+          run_here->call = std::move(queue_.front());
+          queue_.pop_front();
+        } else {
+          const size_t owed = (taken + kCallsPerWake - 1) / kCallsPerWake;
+          while (num_wake < owed && num_wake < kMaxWakes && !idle_.empty() && !queue_.empty()) {
+            Worker* w = idle_.back();
+            idle_.pop_back();
+            w->call = std::move(queue_.front());
+            queue_.pop_front();
+            wake[num_wake++] = w;
+          }
+        }
+      }
+    }
+  }
+  if (run_here && !reactor->RunInline(&ServicePool::RunInlineBatch, run_here)) {
+    wake[num_wake++] = run_here;  // CanRunInline() said yes; cannot happen, but never strand it
+  }
+  for (size_t i = 0; i < num_wake; i++) wake[i]->wake.Release();
+  for (size_t i = taken; i < n; i++) {
+    if (shutting_down) {
+      RespondAndRelease(std::move(calls[i]), ErrorStatusPB::ERROR_UNAVAILABLE,
+                        Status::ServiceUnavailable("server is shutting down"));
+    } else {
+      RejectTooBusy(std::move(calls[i]));
+    }
+  }
+}
+
 void ServicePool::RunInlineCall(void* arg) {
   auto* w = static_cast<Worker*>(arg);
-  ServicePool* pool = w->pool;
   RunCall(std::move(w->call));
-  // Give the borrowed service thread's place back: it takes the next queued call, if
-  // any, else goes back among the idle (it never woke).
-  {
+  w->pool->ReturnPlace(w);
+}
+
+void ServicePool::RunInlineBatch(void* arg) {
+  auto* w = static_cast<Worker*>(arg);
+  ServicePool* pool = w->pool;
+  std::unique_ptr<RpcContext> ctx = std::move(w->call);
+  for (int n = 1;; n++) {
+    RunCall(std::move(ctx));
+    if (n == kMaxInlineCalls) break;
+    if (n % kMaxCallsPerBatch == 0) {
+      if (FlushScope* scope = FlushScope::Current()) scope->FlushNow();
+    }
     MutexLock l(pool->mu_);
-    if (!pool->shutdown_ && pool->queue_.empty()) {
-      pool->idle_.push_back(w);
+    if (pool->queue_.empty() || pool->shutdown_) break;
+    ctx = std::move(pool->queue_.front());
+    pool->queue_.pop_front();
+  }
+  pool->ReturnPlace(w);
+}
+
+void ServicePool::ReturnPlace(Worker* w) {
+  {
+    MutexLock l(mu_);
+    if (!shutdown_ && queue_.empty()) {
+      idle_.push_back(w);
       return;
     }
-    if (!pool->shutdown_) {
-      w->call = std::move(pool->queue_.front());
-      pool->queue_.pop_front();
+    if (!shutdown_) {
+      w->call = std::move(queue_.front());
+      queue_.pop_front();
     }
   }
   w->wake.Release();  // the next call, or (null) shutdown
