@@ -18,6 +18,8 @@ mode (one client thread, one call in flight, the case these routes were built fo
                                       flight to a method declared ON_REACTOR), and the
                                       tablet Get fast path: tablet-bench's server CPU per
                                       one-key Get with 16 in flight
+  --rpc_inline_batches                rpc-bench --mode=async (100 calls in flight to a
+                                      method that runs on a service thread)
 
 For every pair it prints req/s and CPU per request (user + sys, client and server
 together) with the flag on and off, then each route's medians and the median of the
@@ -126,6 +128,9 @@ measure rpc_sync_calls_on_caller_thread unpinned
 # flight, and the tablet Get fast path (tablet-bench, server CPU per one-key Get).
 measure rpc_reactor_methods "async, unpinned" --mode=async --run_on_reactor
 RUNNER=tablet_get measure rpc_reactor_methods "tablet Get, 16 in flight"
+# A read's calls run as a batch on the reactor: rpc-bench's Add with 100 async calls in
+# flight (each read brings several).
+measure rpc_inline_batches "async, unpinned" --mode=async
 echo "load at end: $(uptime | sed 's/.*load average: //')"
 echo
 echo "Medians (on/off: median of the per-pair req/s ratios; us/req: user + sys CPU per request)"

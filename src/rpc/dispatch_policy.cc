@@ -56,11 +56,15 @@ bool ShouldRunInline(const InlineFacts& f) {
          f.reactor_can_run_inline && f.server_inbound_calls == 1 && f.whole_pool_idle;
 }
 
-bool ShouldRunBatchInline(bool reactor_can_run_inline) {
+bool ShouldRunBatchInline(size_t calls, bool reactor_can_run_inline) {
   // The batch is already queued and a service thread would have to be woken for it; the
   // reactor is between two reads. Running the batch delays this reactor's next read by
-  // the batch's length (at most the hand-off time, then the standby reads).
-  return FLAGS_rpc_inline_batches && reactor_can_run_inline;
+  // the batch's length (at most the hand-off time, then the standby reads). A read
+  // that brought one call is not a batch: leaving the loop for it costs about what the
+  // wake saves, and with many such callers (one call per connection) the reactor would
+  // run them one after another while the service threads could run them side by side;
+  // a lone synchronous call has route d.
+  return FLAGS_rpc_inline_batches && calls >= 2 && reactor_can_run_inline;
 }
 
 bool UseCallerThreadConnection() { return FLAGS_rpc_sync_calls_on_caller_thread; }

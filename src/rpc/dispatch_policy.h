@@ -37,12 +37,13 @@
 // (those beyond one per idle thread plus the queue length answered SERVER_TOO_BUSY),
 // and if a service thread is idle:
 //
-//   run batch inline       ShouldRunBatchInline(): --rpc_inline_batches    no service-thread
-//   (Reactor::RunInline)   and the reactor can run an inline task now.     wakeup, no context
-//                          The reactor runs the queued calls (up to 32)    switch; the
-//                          in an idle thread's place, then returns to its  standby bounds a
-//                          loop; a batch that runs long hands the loop to  blocking handler's
-//                          the standby (--rpc_inline_call_handoff_us)      delay to others
+//   run batch inline       ShouldRunBatchInline(): --rpc_inline_batches,   no service-thread
+//   (Reactor::RunInline)   the read brought at least two calls for the     wakeup, no context
+//                          pool, and the reactor can run an inline task    switch; the
+//                          now. The reactor runs the queued calls (up to   standby bounds a
+//                          256) in an idle thread's place, then returns    blocking handler's
+//                          to its loop; a batch that runs long hands the   delay to others
+//                          loop to the standby (--rpc_inline_call_handoff_us)
 //   wake idle threads      otherwise: one per 16 queued calls              fewer wakes
 //
 // Client side, for a call a Proxy sends:
@@ -57,6 +58,8 @@
 //
 // Thread-safety: pure functions of their arguments and of flags.
 #pragma once
+
+#include <cstddef>
 
 #include "common/monotime.h"
 #include "rpc/service_if.h"
@@ -79,9 +82,10 @@ struct InlineFacts {
 };
 bool ShouldRunInline(const InlineFacts& facts);
 
-// Whether the reactor that queued a read's calls (and deferred their wakes) runs them
-// itself, given whether it can run an inline task now (Reactor::CanRunInline()).
-bool ShouldRunBatchInline(bool reactor_can_run_inline);
+// Whether the reactor whose read gathered `calls` calls for a pool with an idle thread
+// runs them itself, given whether it can run an inline task now
+// (Reactor::CanRunInline()).
+bool ShouldRunBatchInline(size_t calls, bool reactor_can_run_inline);
 
 // Whether a synchronous call waits on a connection of the calling thread.
 bool UseCallerThreadConnection();

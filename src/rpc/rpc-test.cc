@@ -14,6 +14,7 @@
 #include "common/mutex.h"
 #include "common/semaphore.h"
 #include "common/test_util.h"
+#include "rpc/connection.h"
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
@@ -432,18 +433,11 @@ TEST_F(RpcTest, CallRunsOnTheReactorWhenAServiceThreadIsIdle) {
     done.Acquire();
     return rpc.status().ok() ? resp.data() : rpc.status().ToString();
   };
-  // An async call does not say its caller waits, so it is not run inline as a lone
-  // call; it is gathered with its read's calls, and the reactor runs that batch
-  // (--rpc_inline_batches).
-  EXPECT_EQ(thread_of_async_call(), "server-r0");
-  FLAGS_rpc_inline_batches = false;
+  // A lone async call does not say its caller waits, so it is not run inline (route
+  // d), and a read of one call is no batch (route g): a service thread runs it.
   EXPECT_THAT(thread_of_async_call(), ::testing::StartsWith("svc-"));
-  // A sync call with --rpc_inline_calls off is gathered too: with both routes off a
-  // service thread runs it.
   FLAGS_rpc_inline_calls = false;
   for (int i = 0; i < 3; i++) EXPECT_THAT(ServerThreadName(proxy), ::testing::StartsWith("svc-"));
-  FLAGS_rpc_inline_batches = true;
-  EXPECT_EQ(ServerThreadName(proxy), "server-r0");
   client->Shutdown();
 }
 
@@ -540,11 +534,12 @@ TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
 }
 
 // Calls that one read brings in run on the reactor, as a batch in a service thread's
-// place (--rpc_inline_batches): with one service thread and a queue of one, ten async
-// Sleeps sent at once get one run (on the reactor, in the thread's place) and one
-// queued behind it; the other eight are turned away, as if a service thread ran them.
-// Whichever reads the ten arrive in, the first read's call holds the only place.
+// place (--rpc_inline_batches, route g): with one service thread and a queue of one,
+// ten async Sleeps written at once get one run (on the reactor, in the thread's place)
+// and one queued behind it; the other eight are turned away, as if a service thread
+// ran them.
 TEST_F(RpcTest, InlineBatchCountsAgainstTheServiceThreads) {
+  gflags::FlagSaver saver;
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 1, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   CalculatorServiceProxy proxy(client, addr_);
@@ -555,9 +550,12 @@ TEST_F(RpcTest, InlineBatchCountsAgainstTheServiceThreads) {
   };
   std::vector<Call> calls(10);
   std::atomic<int> done{0};
-  for (auto& c : calls) {
-    c.req.set_sleep_ms(300);
-    proxy.SleepAsync(c.req, &c.resp, &c.rpc, [&] { done++; });
+  {
+    FlushScope one_write;  // the ten leave in one sendmsg, so the server reads them at once
+    for (auto& c : calls) {
+      c.req.set_sleep_ms(300);
+      proxy.SleepAsync(c.req, &c.resp, &c.rpc, [&] { done++; });
+    }
   }
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 10); });
   int ok = 0, busy = 0;
@@ -569,18 +567,29 @@ TEST_F(RpcTest, InlineBatchCountsAgainstTheServiceThreads) {
   EXPECT_EQ(busy, 8);
   // The batch ran long: the standby took the loop over meanwhile.
   EXPECT_GE(server_->inline_call_handoffs(), 1);
-  // And quick calls (two: the place and the queue) run on the reactor thread.
-  std::vector<EchoResponsePB> names(2);
-  std::vector<RpcController> rpcs(2);
-  std::atomic<int> named{0};
-  for (size_t i = 0; i < names.size(); i++) {
-    proxy.ThreadNameAsync(EchoRequestPB(), &names[i], &rpcs[i], [&] { named++; });
-  }
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(named.load(), 2); });
-  for (size_t i = 0; i < names.size(); i++) {
-    ASSERT_OK(rpcs[i].status());
-    EXPECT_EQ(names[i].data(), "server-r0");
-  }
+  // And quick calls (two: the place and the queue) run on the reactor thread; with
+  // --rpc_inline_batches off, on the service thread.
+  auto threads_of_two_calls = [&] {
+    std::vector<EchoResponsePB> names(2);
+    std::vector<RpcController> rpcs(2);
+    Semaphore done_two;
+    {
+      FlushScope one_write;
+      for (size_t i = 0; i < names.size(); i++) {
+        proxy.ThreadNameAsync(EchoRequestPB(), &names[i], &rpcs[i], [&] { done_two.Release(); });
+      }
+    }
+    done_two.Acquire();
+    done_two.Acquire();
+    std::vector<std::string> out;
+    for (size_t i = 0; i < names.size(); i++) {
+      out.push_back(rpcs[i].status().ok() ? names[i].data() : rpcs[i].status().ToString());
+    }
+    return out;
+  };
+  EXPECT_THAT(threads_of_two_calls(), ::testing::Each(std::string("server-r0")));
+  FLAGS_rpc_inline_batches = false;
+  EXPECT_THAT(threads_of_two_calls(), ::testing::Each(::testing::StartsWith("svc-")));
   client->Shutdown();
 }
 

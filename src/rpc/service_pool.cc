@@ -213,7 +213,7 @@ void ServicePool::TakeBatch(std::unique_ptr<RpcContext>* calls, size_t n, Reacto
       const size_t room = queue_length_ + idle_.size() - std::min(queue_.size(), size_t(queue_length_));
       for (; taken < n && taken < room; taken++) queue_.push_back(std::move(calls[taken]));
       if (!idle_.empty() && !queue_.empty()) {
-        if (ShouldRunBatchInline(reactor->CanRunInline())) {
+        if (ShouldRunBatchInline(taken, reactor->CanRunInline())) {
           run_here = idle_.back();
           idle_.pop_back();
           run_here->call = std::move(queue_.front());

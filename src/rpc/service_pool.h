@@ -8,16 +8,18 @@
 // (RequestHeaderPB.caller_waits) that is the server's only call and finds every
 // service thread idle runs on the reactor thread that read it, outside its event loop
 // (Reactor::RunInline, --rpc_inline_calls), in the place of an idle service thread,
-// which stays asleep: no thread needs waking. Otherwise a call that finds a thread
-// idle is handed straight to the one that went idle last (its cache is the warmest):
+// which stays asleep: no thread needs waking. A call from outside a reactor's read
+// that finds a thread idle is handed straight to the one that went idle last (its
+// cache is the warmest):
 // one futex wake, and no shared condition variable whose mutex the woken thread would
 // then contend for.
 //
 // While an InboundBatch is open on a reactor thread (one socket event's frames), the
 // calls it reads for service threads are gathered, and handed over when it closes:
-// one lock of the pool per read, and then either the reactor runs them itself, inline,
-// or one idle thread is woken per kCallsPerWake calls (dispatch_policy.h). A read that
-// brings 40 calls costs no wake, or two, instead of one per call.
+// one lock of the pool per read, and then, if a thread is idle, either the reactor
+// runs them itself, inline, in that thread's place (--rpc_inline_batches), or one
+// idle thread is woken per kCallsPerWake calls (dispatch_policy.h). A read that brings
+// 40 calls costs no wake, or two, instead of one per call.
 //
 // Thread-safety: QueueInboundCall() from reactor threads; Shutdown() from any thread.
 #pragma once
