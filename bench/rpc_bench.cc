@@ -83,9 +83,13 @@ std::atomic<bool> g_measuring{false};
 // benchmark adds no shared counter of its own to the calls it measures.
 Histogram g_latency;
 
-void Record(MonoTime start) {
-  if (!g_measuring.load(std::memory_order_relaxed)) return;
-  g_latency.Increment((MonoTime::Now() - start).ToMicroseconds());
+// Records the latency of a call that started at `start` and returns the time now.
+MonoTime Record(MonoTime start) {
+  const MonoTime now = MonoTime::Now();
+  if (g_measuring.load(std::memory_order_relaxed)) {
+    g_latency.Increment((now - start).ToMicroseconds());
+  }
+  return now;
 }
 
 AddRequestPB MakeRequest() {
@@ -105,10 +109,11 @@ const char* Method() {
 class Chain {
  public:
   explicit Chain(const Proxy* proxy) : proxy_(proxy), req_(MakeRequest()) {}
-  void Issue() {
+  // `start`: now (a chain reissues at the time its last call's latency was taken).
+  void Issue(MonoTime start = MonoTime::Now()) {
     rpc_.Reset();
     rpc_.set_timeout(MonoDelta::FromSeconds(30));
-    start_ = MonoTime::Now();
+    start_ = start;
     proxy_->AsyncRequest(Method(), req_, &resp_, &rpc_, [this] { OnDone(); });
   }
   std::atomic<bool> finished{false};
@@ -117,12 +122,12 @@ class Chain {
   void OnDone() {
     CHECK(rpc_.status().ok()) << rpc_.status().ToString();
     CHECK_EQ(resp_.result(), 42);
-    Record(start_);
+    const MonoTime now = Record(start_);
     if (g_stop.load(std::memory_order_relaxed)) {
       finished = true;
       return;
     }
-    Issue();
+    Issue(now);
   }
   const Proxy* proxy_;
   AddRequestPB req_;
