@@ -1,0 +1,258 @@
+// Raft: the consensus state machine of one group (one tablet's replicas), after the
+// Raft thesis (Ongaro 2014). It does no I/O, starts no threads and reads no clock:
+// its driver feeds it messages (Step), the passing of time (Tick, and the `now` every
+// call carries: microseconds of the driver's monotonic clock) and proposals, and takes
+// back a Ready: what to persist, what to send, what is committed and may be applied,
+// and which reads are safe. Every decision is a function of those inputs (the random
+// election timeouts come from a generator seeded in RaftOptions), so a test can
+// replay a run exactly.
+//
+// What it implements:
+// - Leader election with randomized timeouts, pre-vote (a node rejoining from a
+//   partition asks first whether it could win, so it does not depose a healthy
+//   leader by bumping the term) and check-quorum (a leader that has not heard from a
+//   majority within an election timeout steps down). A node that heard from a leader
+//   within the minimum election timeout refuses votes for others (leader stickiness),
+//   which is what makes leases safe.
+// - Log replication with pipelining: a follower in the replicate state is sent
+//   entries without waiting for answers, up to max_inflight_msgs messages and
+//   max_inflight_bytes bytes unanswered; a rejected append backs up by a whole term at
+//   a time (the follower names its conflicting term and where it starts).
+// - Commitment only of entries of the leader's own term by counting replicas (thesis
+//   §3.6.2); a new leader appends a no-op to commit its term.
+// - Linearizable reads: under the leader's lease, at once; otherwise after a heartbeat
+//   round a majority answers (ReadIndex). Either way the answer is a ReadState: the read
+//   is safe once the state machine has applied `index`.
+//
+// Leases. The leader holds a lease until lease_us after the send time (its clock) of
+// the latest round a majority has answered. A follower that received a message of
+// that round does not vote for anyone else until election_timeout_min_us after it
+// received it (its clock). RaftOptions::Validate() requires lease_us to fit inside
+// that promise for clocks whose rates differ by at most max_clock_drift, so no two
+// leaders hold a lease at one time. A new leader also waits out what its voters
+// report of the previous leader's remaining lease before it claims one.
+//
+// Not here yet: membership change, learners, leadership transfer, log compaction and
+// snapshots (the next steps; the message and state formats leave room for them).
+//
+// Thread-safety: none. The driver serializes every call on one instance.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/status.h"
+#include "consensus/raft.pb.h"
+
+namespace nyala::consensus {
+
+using PeerId = uint64_t;
+constexpr PeerId kNoPeer = 0;
+
+struct RaftOptions {
+  PeerId id = kNoPeer;
+  // The voters of the group (this node included). Fixed until membership change lands.
+  std::vector<PeerId> voters;
+  // A follower that hears from no leader for a random time in [min, 2 * min) campaigns.
+  int64_t election_timeout_min_us = 1'000'000;
+  int64_t heartbeat_interval_us = 100'000;
+  // How long a leader's lease lasts after the send time of the round a majority
+  // answered. Must satisfy Validate().
+  int64_t lease_us = 800'000;
+  // Bound on how much faster or slower one node's clock runs than another's (0.01:
+  // one percent).
+  double max_clock_drift = 0.01;
+  bool pre_vote = true;
+  bool check_quorum = true;
+  // Flow control toward one follower in the replicate state.
+  int max_inflight_msgs = 64;
+  int64_t max_inflight_bytes = 8 << 20;
+  // Entries bytes per append message (at least one entry is sent).
+  int64_t max_msg_bytes = 1 << 20;
+  uint64_t random_seed = 1;
+
+  // InvalidArgument unless id is a voter, voters are distinct and non-zero, the
+  // heartbeat is shorter than the election timeout, and
+  // lease_us * (1 + max_clock_drift) < election_timeout_min_us * (1 - max_clock_drift).
+  Status Validate() const;
+};
+
+// What the driver persisted before a restart, handed back to a new instance.
+struct RaftPersistentState {
+  HardStatePB hard_state;
+  std::vector<EntryPB> entries;  // contiguous from index 1
+  uint64_t applied = 0;          // the state machine's durable applied index
+};
+
+// A read that may be served once the state machine has applied `index`.
+struct ReadState {
+  uint64_t request_id = 0;
+  uint64_t index = 0;
+};
+
+enum class RaftRole { kFollower, kPreCandidate, kCandidate, kLeader };
+const char* RaftRoleName(RaftRole role);
+
+// One batch of work for the driver, in this order:
+//   1. persist `truncate_from` (drop the log from that index on), `entries`, and
+//      `hard_state` if set — durably;
+//   2. then send `messages` (never before step 1 is durable: they may promise it);
+//   3. apply `committed` in order (they are durable here already);
+//   4. serve each of `reads` once the applied index reaches its index;
+//   5. call Raft::Advance() with this Ready.
+// Steps 1-2 may happen asynchronously while the driver keeps calling Step/Tick; the
+// next Ready can be taken before Advance() of this one only if it is persisted after.
+struct Ready {
+  std::optional<uint64_t> truncate_from;
+  std::vector<EntryPB> entries;
+  std::optional<HardStatePB> hard_state;
+  std::vector<MessagePB> messages;
+  std::vector<EntryPB> committed;
+  std::vector<ReadState> reads;
+
+  bool empty() const {
+    return !truncate_from && entries.empty() && !hard_state && messages.empty() &&
+           committed.empty() && reads.empty();
+  }
+};
+
+class Raft {
+ public:
+  // REQUIRES: options.Validate() is OK; `state` is what the previous incarnation of
+  // this node persisted (empty for a new group).
+  Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us);
+
+  // Time passes: campaigns, heartbeats, check-quorum.
+  void Tick(int64_t now_us);
+  // A message from a peer. Messages of other groups, or to another node, are the
+  // driver's bug (InvalidArgument); stale and duplicate messages are fine.
+  Status Step(const MessagePB& m, int64_t now_us);
+  // Appends `data` to the log if this node is the leader: the entry's index. Else
+  // IllegalState naming the known leader (or "no leader").
+  Result<uint64_t> Propose(std::string data, int64_t now_us);
+  // Asks for a linearizable read. The answer comes in a later Ready's `reads` (at once
+  // under a lease, else after a heartbeat round). IllegalState if not the leader; a
+  // read pending when the node loses leadership is dropped (the caller times out and
+  // retries elsewhere).
+  Status ReadIndex(uint64_t request_id, int64_t now_us);
+
+  bool HasReady() const;
+  Ready TakeReady();
+  // The driver finished `ready` (see Ready): its entries and hard state are durable.
+  void Advance(const Ready& ready);
+
+  RaftRole role() const { return role_; }
+  uint64_t term() const { return term_; }
+  PeerId leader() const { return leader_; }
+  PeerId id() const { return opts_.id; }
+  uint64_t commit_index() const { return commit_; }
+  uint64_t last_index() const { return LastIndex(); }
+  uint64_t TermAt(uint64_t index) const;
+  // Whether this node is the leader and holds its lease at `now_us`, and until when.
+  bool HasLease(int64_t now_us) const;
+  int64_t lease_expiry_us() const { return lease_expiry_us_; }
+  std::string ToString() const;
+
+ private:
+  // Replication state of one follower, on the leader.
+  struct Progress {
+    enum class State { kProbe, kReplicate };
+    uint64_t match = 0;
+    uint64_t next = 1;
+    State state = State::kProbe;
+    bool probe_sent = false;  // kProbe: one append is out, wait for its answer
+    // kReplicate: the last index and bytes of each unanswered append, oldest first.
+    std::deque<std::pair<uint64_t, int64_t>> inflight;
+    int64_t inflight_bytes = 0;
+    bool recently_active = false;  // heard from since the last check-quorum
+    uint64_t acked_round = 0;      // newest round it answered
+  };
+
+  uint64_t LastIndex() const { return entries_.size(); }
+  uint64_t LastTerm() const { return entries_.empty() ? 0 : entries_.back().term(); }
+  size_t Quorum() const { return opts_.voters.size() / 2 + 1; }
+  bool IsVoter(PeerId id) const;
+  bool LogUpToDate(uint64_t last_term, uint64_t last_index) const;
+
+  void BecomeFollower(uint64_t term, PeerId leader, int64_t now_us);
+  void BecomePreCandidate(int64_t now_us);
+  void BecomeCandidate(int64_t now_us);
+  void BecomeLeader(int64_t now_us);
+  void ResetElectionDeadline(int64_t now_us);
+  void Campaign(bool pre, int64_t now_us);
+  void SetTerm(uint64_t term);
+
+  void StepVoteRequest(const MessagePB& m, int64_t now_us);
+  void StepVoteResponse(const MessagePB& m, int64_t now_us);
+  void StepAppend(const MessagePB& m, int64_t now_us);
+  void StepHeartbeat(const MessagePB& m, int64_t now_us);
+  void StepAppendResponse(const MessagePB& m, int64_t now_us);
+  void StepHeartbeatResponse(const MessagePB& m, int64_t now_us);
+  void HeardFromLeader(const MessagePB& m, int64_t now_us);
+
+  // Leader: sends what `to` is owed, within flow control.
+  void SendAppends(PeerId to);
+  void BroadcastAppends();
+  // An append of no entries after p.next - 1, carrying the commit index.
+  void SendEmptyAppend(PeerId to, const Progress& p);
+  void BroadcastHeartbeats(int64_t now_us);
+  void NoteRoundAck(PeerId from, uint64_t round, int64_t now_us);
+  void MaybeCommit();
+  void ReleaseReads();
+  void AppendEntriesToLog(const MessagePB& m);
+  // Sets the commit index (never backwards, never past what may be applied here).
+  void CommitTo(uint64_t index);
+  void Send(MessagePB m);
+
+  RaftOptions opts_;
+  std::mt19937_64 rng_;
+
+  // Persistent state (mirrored by what the driver persisted, once Advance()d).
+  uint64_t term_ = 0;
+  PeerId vote_ = kNoPeer;
+  std::vector<EntryPB> entries_;  // entries_[i] has index i + 1
+
+  // The driver has durable entries up to persisted_; entries from unstable_ on have
+  // not been handed to it; truncate_from_ is owed in the next Ready.
+  uint64_t persisted_ = 0;
+  uint64_t unstable_ = 1;
+  std::optional<uint64_t> truncate_from_;
+  HardStatePB last_hard_state_;
+
+  RaftRole role_ = RaftRole::kFollower;
+  PeerId leader_ = kNoPeer;
+  uint64_t commit_ = 0;
+  uint64_t applied_handed_ = 0;  // committed entries handed to the driver up to here
+
+  int64_t election_deadline_us_ = 0;
+  int64_t last_leader_contact_us_ = INT64_MIN / 2;  // follower: when it last heard a leader
+  std::map<PeerId, bool> votes_;                    // candidate: who answered, granted?
+  int64_t max_voter_lease_remaining_us_ = 0;
+
+  // Leader state.
+  std::map<PeerId, Progress> progress_;
+  uint64_t round_ = 0;                         // the current heartbeat round
+  std::map<uint64_t, int64_t> round_sent_us_;  // send time of each recent round
+  int64_t next_heartbeat_us_ = 0;
+  int64_t check_quorum_deadline_us_ = 0;
+  int64_t lease_expiry_us_ = 0;  // lease valid while now < this
+  int64_t lease_not_before_us_ = 0;
+  uint64_t term_start_index_ = 0;  // the no-op of this term
+  struct PendingRead {
+    uint64_t request_id;
+    uint64_t index;
+    uint64_t round;  // released when a majority answered this round
+  };
+  std::deque<PendingRead> pending_reads_;
+
+  std::vector<MessagePB> msgs_;
+  std::vector<ReadState> reads_;
+};
+
+}  // namespace nyala::consensus

@@ -1,0 +1,624 @@
+// Deterministic simulation of Raft groups (consensus/raft.h): N in-process nodes, a
+// simulated network that delays, drops, duplicates and reorders messages and
+// partitions nodes (one way or both), crash-restarts that lose whatever was not yet
+// persisted, clocks that drift within the bound the nodes are configured for, and
+// clients that write and read. Everything comes from one seed, so a failing schedule
+// replays exactly:
+//
+//   build/bin/raft_sim-test --gtest_filter='RaftSim.*' --raft_sim_seed=S --raft_sim_trace
+//
+// After every event it checks:
+//   - election safety: at most one leader per term;
+//   - log matching: two durable logs with an entry of the same index and term hold
+//     the same entries up to there (checked with a hash chain per log);
+//   - leader completeness: a new leader's log holds every entry applied anywhere;
+//   - state-machine safety: no two nodes apply different entries at one index;
+//   - leases: no two leaders (of different terms) hold a lease at one real time;
+//   - linearizable reads: a read served at a lease or ReadIndex index covers every
+//     write acknowledged before the read began;
+// and, at the end of each schedule (after a quiet spell with every node up and the
+// network healed), liveness: a leader exists and a write commits.
+#include <gflags/gflags.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/monotime.h"
+#include "consensus/raft.h"
+
+DEFINE_int32(raft_sim_seeds, 10000, "Seeded schedules RaftSim.RandomSchedules runs.");
+DEFINE_uint64(raft_sim_first_seed, 1, "The first seed of RaftSim.RandomSchedules.");
+DEFINE_uint64(raft_sim_seed, 0, "Run only this seed (replay a failure).");
+DEFINE_bool(raft_sim_trace, false, "Print every event of the schedules run.");
+
+namespace nyala::consensus {
+namespace {
+
+constexpr int64_t kMs = 1000;
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  return h * 0xBF58476D1CE4E5B9ULL;
+}
+
+uint64_t HashEntry(const EntryPB& e) {
+  return Mix(Mix(std::hash<std::string>()(e.data()), e.term()), uint64_t(e.type()));
+}
+
+// One schedule's parameters, drawn from its seed.
+struct SimParams {
+  int nodes = 3;
+  double drop = 0;
+  double duplicate = 0;
+  int64_t min_delay_us = 100;
+  int64_t max_delay_us = 5 * kMs;
+  bool partitions = false;
+  bool crashes = false;
+  double max_drift = 0;            // each clock runs at a rate within 1 +- max_drift / 2
+  int64_t faulty_us = 2000 * kMs;  // faults happen before this
+  int64_t quiet_us = 1500 * kMs;   // then this long with none, before liveness is checked
+  std::string ToString() const {
+    std::ostringstream s;
+    s << nodes << " nodes, drop " << drop << ", dup " << duplicate << ", delay " << min_delay_us
+      << "-" << max_delay_us << " us, partitions " << partitions << ", crashes " << crashes
+      << ", drift " << max_drift;
+    return s.str();
+  }
+};
+
+class Simulation {
+ public:
+  Simulation(uint64_t seed, bool trace) : seed_(seed), rng_(seed), trace_(trace) {
+    std::uniform_real_distribution<double> u(0, 1);
+    const int sizes[] = {1, 3, 3, 3, 5, 5};
+    p_.nodes = sizes[rng_() % 6];
+    p_.drop = u(rng_) < 0.5 ? 0 : u(rng_) * 0.2;
+    p_.duplicate = u(rng_) < 0.5 ? 0 : u(rng_) * 0.1;
+    p_.min_delay_us = 50 + int64_t(rng_() % 500);
+    p_.max_delay_us = p_.min_delay_us + int64_t(rng_() % (20 * kMs));
+    p_.partitions = u(rng_) < 0.5;
+    p_.crashes = u(rng_) < 0.5;
+    p_.max_drift = u(rng_) < 0.3 ? 0 : u(rng_) * kDrift;
+    for (int i = 0; i < p_.nodes; i++) {
+      Node n;
+      n.id = PeerId(i + 1);
+      n.rate = 1 + (u(rng_) - 0.5) * p_.max_drift;
+      n.offset_us = int64_t(rng_() % (1000 * kMs));
+      nodes_.push_back(std::move(n));
+    }
+    for (auto& n : nodes_) voters_.push_back(n.id);
+    for (auto& n : nodes_) Start(n);
+  }
+
+  // Runs the schedule; returns "" or what went wrong.
+  std::string Run() {
+    for (auto& n : nodes_) ScheduleTick(n);
+    ScheduleClient();
+    if (p_.partitions) Schedule(RandomTime(p_.faulty_us), [this] { Partition(); });
+    if (p_.crashes) Schedule(RandomTime(p_.faulty_us), [this] { CrashOne(); });
+    const int64_t end = p_.faulty_us + p_.quiet_us;
+    Schedule(p_.faulty_us, [this] { Heal(); });
+    RunUntil(end, [] { return false; });
+    if (failure_.empty()) CheckLiveness();
+    return failure_;
+  }
+
+  const SimParams& params() const { return p_; }
+  uint64_t writes_acked() const { return acks_.size(); }
+  uint64_t reads_served() const { return reads_served_; }
+  uint64_t leaders_elected() const { return leaders_.size(); }
+  uint64_t lease_terms() const { return leases_.size(); }
+
+ private:
+  // Runs events up to time `end`, or until `done()`, checking after each.
+  void RunUntil(int64_t end, const std::function<bool()>& done) {
+    while (!events_.empty() && failure_.empty() && !done() && events_.top().time <= end) {
+      Event e = events_.top();
+      events_.pop();
+      now_ = e.time;
+      e.fn();
+      if (failure_.empty()) CheckAll();
+    }
+  }
+
+ public:
+  uint64_t events_run() const { return seq_; }
+
+ private:
+  static constexpr double kDrift = 0.05;  // the nodes are told this bound
+
+  struct Node {
+    PeerId id = 0;
+    double rate = 1;
+    int64_t offset_us = 0;
+    bool up = false;
+    int incarnation = 0;
+    std::unique_ptr<Raft> raft;
+    // Durable: what survives a crash.
+    HardStatePB hard_state;
+    std::vector<EntryPB> log;
+    std::vector<uint64_t> chain;   // chain[i]: hash of log[0..i]
+    std::vector<EntryPB> applied;  // the state machine (durable with its applied index)
+    // Readies taken and not yet persisted, in order; each completes at its time.
+    int64_t last_persist_us = 0;
+    RaftRole last_role = RaftRole::kFollower;
+    uint64_t last_term = 0;
+    struct WaitingRead {
+      uint64_t request_id;
+      uint64_t index;
+    };
+    std::vector<WaitingRead> reads;  // released by Raft, waiting for the apply
+  };
+
+  struct Event {
+    int64_t time;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator<(const Event& o) const {
+      return time != o.time ? time > o.time : seq > o.seq;  // a min-heap
+    }
+  };
+
+  struct ClientRead {
+    int64_t start_us;
+    PeerId node;
+  };
+
+  void Trace(const std::string& what) {
+    if (trace_) printf("%10.3f ms  %s\n", double(now_) / 1000, what.c_str());
+  }
+  void Fail(const std::string& what) {
+    if (failure_.empty()) {
+      std::ostringstream s;
+      s << "at " << double(now_) / 1000 << " ms: " << what;
+      failure_ = s.str();
+    }
+  }
+
+  void Schedule(int64_t at, std::function<void()> fn) {
+    events_.push(Event{at, seq_++, std::move(fn)});
+  }
+  int64_t RandomTime(int64_t before) { return int64_t(rng_() % uint64_t(before)); }
+  int64_t Local(const Node& n) const { return n.offset_us + int64_t(double(now_) * n.rate); }
+  // The real time at which `n`'s clock reads `local`.
+  int64_t RealAt(const Node& n, int64_t local) const {
+    return int64_t(double(local - n.offset_us) / n.rate);
+  }
+  Node& NodeById(PeerId id) { return nodes_[id - 1]; }
+
+  RaftOptions Options(const Node& n) const {
+    RaftOptions o;
+    o.id = n.id;
+    o.voters = voters_;
+    o.election_timeout_min_us = 100 * kMs;
+    o.heartbeat_interval_us = 20 * kMs;
+    o.lease_us = 80 * kMs;
+    o.max_clock_drift = kDrift;
+    o.max_inflight_msgs = 4;
+    o.max_msg_bytes = 64;  // a few entries per message, so flow control is exercised
+    o.random_seed = seed_ * 131 + uint64_t(n.incarnation);
+    return o;
+  }
+
+  void Start(Node& n) {
+    RaftPersistentState st;
+    st.hard_state = n.hard_state;
+    st.entries = n.log;
+    st.applied = n.applied.size();
+    n.raft = std::make_unique<Raft>(Options(n), st, Local(n));
+    n.up = true;
+    n.last_role = RaftRole::kFollower;
+    n.reads.clear();
+    // Pending persistence of an earlier incarnation is gone: its events check this.
+    n.incarnation++;
+    n.last_persist_us = now_;
+  }
+
+  void ScheduleTick(Node& n) {
+    const PeerId id = n.id;
+    const int inc = n.incarnation;
+    Schedule(now_ + 10 * kMs, [this, id, inc] {
+      Node& n = NodeById(id);
+      if (!n.up || n.incarnation != inc) return;
+      n.raft->Tick(Local(n));
+      Drive(n);
+      ScheduleTick(n);
+    });
+  }
+
+  // Takes what the node has ready and persists it after a delay; then sends, applies
+  // and Advance()s.
+  void Drive(Node& n) {
+    while (n.raft->HasReady()) {
+      auto rd = std::make_shared<Ready>(n.raft->TakeReady());
+      const int64_t done = std::max(n.last_persist_us, now_ + 50 + int64_t(rng_() % 2000));
+      n.last_persist_us = done;
+      if (trace_ && !rd->entries.empty()) {
+        Trace("node " + std::to_string(n.id) + " takes entries " +
+              std::to_string(rd->entries.front().index()) + "-" +
+              std::to_string(rd->entries.back().index()) + ", durable at " +
+              std::to_string(double(done) / 1000) + " ms");
+      }
+      const PeerId id = n.id;
+      const int inc = n.incarnation;
+      Schedule(done, [this, id, inc, rd] {
+        Node& n = NodeById(id);
+        if (!n.up || n.incarnation != inc) return;  // crashed: never persisted
+        Persist(n, *rd);
+        for (const MessagePB& m : rd->messages) SendMessage(m);
+        for (const EntryPB& e : rd->committed) Apply(n, e);
+        for (const ReadState& r : rd->reads) n.reads.push_back({r.request_id, r.index});
+        ServeReads(n);
+        n.raft->Advance(*rd);
+        Drive(n);
+      });
+    }
+    CheckRole(n);
+  }
+
+  void Persist(Node& n, const Ready& rd) {
+    if (trace_ && (rd.truncate_from || !rd.entries.empty())) {
+      Trace("node " + std::to_string(n.id) + " persists" +
+            (rd.truncate_from ? " truncate from " + std::to_string(*rd.truncate_from) : "") +
+            (rd.entries.empty() ? ""
+                                : " entries " + std::to_string(rd.entries.front().index()) + "-" +
+                                      std::to_string(rd.entries.back().index())));
+    }
+    if (rd.truncate_from) {
+      const uint64_t from = *rd.truncate_from;
+      if (from <= n.log.size()) {
+        n.log.resize(from - 1);
+        n.chain.resize(from - 1);
+      }
+    }
+    for (const EntryPB& e : rd.entries) {
+      if (e.index() != n.log.size() + 1) {
+        Fail("node " + std::to_string(n.id) + " persists entry " + std::to_string(e.index()) +
+             " after " + std::to_string(n.log.size()) + " (a gap or an overlap)");
+        return;
+      }
+      const uint64_t prev = n.chain.empty() ? 0 : n.chain.back();
+      n.log.push_back(e);
+      n.chain.push_back(Mix(prev, HashEntry(e)));
+      // Log matching: one (index, term) names one prefix, on every node.
+      auto [it, fresh] = chains_.emplace(std::make_pair(e.index(), e.term()), n.chain.back());
+      if (!fresh && it->second != n.chain.back()) {
+        Fail("log matching: node " + std::to_string(n.id) + " has entry " +
+             std::to_string(e.index()) + " of term " + std::to_string(e.term()) +
+             " with a different history than another node's");
+      }
+    }
+    if (rd.hard_state) {
+      if (rd.hard_state->term() < n.hard_state.term()) Fail("a persisted term went backwards");
+      if (rd.hard_state->term() == n.hard_state.term() && n.hard_state.vote() != kNoPeer &&
+          rd.hard_state->vote() != n.hard_state.vote()) {
+        Fail("node " + std::to_string(n.id) + " changed its vote in term " +
+             std::to_string(n.hard_state.term()));
+      }
+      n.hard_state = *rd.hard_state;
+    }
+  }
+
+  void Apply(Node& n, const EntryPB& e) {
+    if (e.index() != n.applied.size() + 1) {
+      Fail("node " + std::to_string(n.id) + " applies " + std::to_string(e.index()) + " after " +
+           std::to_string(n.applied.size()));
+      return;
+    }
+    n.applied.push_back(e);
+    auto [it, fresh] = applied_.emplace(e.index(), std::make_pair(e.term(), HashEntry(e)));
+    if (!fresh && it->second != std::make_pair(e.term(), HashEntry(e))) {
+      Fail("state-machine safety: node " + std::to_string(n.id) + " applies a different entry at " +
+           std::to_string(e.index()));
+      return;
+    }
+    // A write is acknowledged when the node it was proposed to applies it.
+    auto w = writes_.find(e.data());
+    if (e.type() == ENTRY_NORMAL && w != writes_.end() && w->second == n.id) {
+      acks_.push_back({now_, e.index()});
+      writes_.erase(w);
+      Trace("ack " + e.data() + " at " + std::to_string(e.index()));
+    }
+  }
+
+  void ServeReads(Node& n) {
+    for (auto it = n.reads.begin(); it != n.reads.end();) {
+      if (n.applied.size() < it->index) {
+        ++it;
+        continue;
+      }
+      auto r = client_reads_.find(it->request_id);
+      if (r != client_reads_.end()) {
+        // Every write acknowledged before the read began is at or below its index.
+        uint64_t need = 0;
+        for (auto& [t, idx] : acks_) {
+          if (t < r->second.start_us) need = std::max(need, idx);
+        }
+        if (it->index < need) {
+          Fail("linearizability: read " + std::to_string(it->request_id) + " on node " +
+               std::to_string(n.id) + " served at index " + std::to_string(it->index) +
+               ", but a write at " + std::to_string(need) + " was acknowledged before it began");
+        }
+        reads_served_++;
+        client_reads_.erase(r);
+      }
+      it = n.reads.erase(it);
+    }
+  }
+
+  void SendMessage(const MessagePB& m) {
+    if (blocked_.count({m.from(), m.to()})) return;
+    std::uniform_real_distribution<double> u(0, 1);
+    if (now_ < p_.faulty_us && u(rng_) < p_.drop) return;
+    const int copies = (now_ < p_.faulty_us && u(rng_) < p_.duplicate) ? 2 : 1;
+    for (int c = 0; c < copies; c++) {
+      const int64_t delay =
+          p_.min_delay_us + int64_t(rng_() % uint64_t(p_.max_delay_us - p_.min_delay_us + 1));
+      auto msg = std::make_shared<MessagePB>(m);
+      Schedule(now_ + delay, [this, msg] {
+        Node& to = NodeById(msg->to());
+        if (!to.up) return;
+        if (blocked_.count({msg->from(), msg->to()})) return;
+        Trace("deliver " + std::to_string(msg->from()) + "->" + std::to_string(msg->to()) + " " +
+              MessageTypePB_Name(msg->type()) + " term " + std::to_string(msg->term()) + " index " +
+              std::to_string(msg->index()) + " entries " + std::to_string(msg->entries_size()) +
+              (msg->reject() ? " reject" : ""));
+        Status s = to.raft->Step(*msg, Local(to));
+        if (!s.ok()) Fail("Step: " + s.ToString());
+        Drive(to);
+      });
+    }
+  }
+
+  Node* Leader() {
+    Node* best = nullptr;
+    for (auto& n : nodes_) {
+      if (n.up && n.raft->role() == RaftRole::kLeader &&
+          (!best || n.raft->term() > best->raft->term())) {
+        best = &n;
+      }
+    }
+    return best;
+  }
+
+  Node& PickNode() {
+    std::uniform_real_distribution<double> u(0, 1);
+    Node* l = Leader();
+    if (l && u(rng_) < 0.85) return *l;
+    return nodes_[rng_() % nodes_.size()];
+  }
+
+  void ScheduleClient() {
+    Schedule(now_ + 1 * kMs + int64_t(rng_() % (15 * kMs)), [this] {
+      if (now_ < p_.faulty_us + p_.quiet_us) ScheduleClient();
+      Node& n = PickNode();
+      if (!n.up) return;
+      if (rng_() % 3 == 0) {
+        const uint64_t id = ++next_request_;
+        if (n.raft->ReadIndex(id, Local(n)).ok()) {
+          client_reads_[id] = {now_, n.id};
+          Trace("read " + std::to_string(id) + " on node " + std::to_string(n.id));
+        }
+      } else {
+        const std::string data = "w" + std::to_string(++next_write_);
+        auto idx = n.raft->Propose(data, Local(n));
+        if (idx.ok()) {
+          writes_[data] = n.id;
+          Trace("propose " + data + " on node " + std::to_string(n.id) + " at " +
+                std::to_string(*idx));
+        }
+      }
+      Drive(n);
+    });
+  }
+
+  void Partition() {
+    blocked_.clear();
+    if (nodes_.size() > 1) {
+      const PeerId a = PeerId(rng_() % nodes_.size() + 1);
+      const bool one_way = rng_() % 2;
+      for (auto& n : nodes_) {
+        if (n.id == a) continue;
+        blocked_.insert({a, n.id});
+        if (!one_way) blocked_.insert({n.id, a});
+      }
+      Trace("partition node " + std::to_string(a) + (one_way ? " (its sends only)" : ""));
+    }
+    const int64_t next = now_ + 50 * kMs + RandomTime(400 * kMs);
+    if (next < p_.faulty_us) {
+      Schedule(next, [this] {
+        blocked_.clear();
+        Trace("heal");
+        const int64_t again = now_ + RandomTime(300 * kMs);
+        if (again < p_.faulty_us) Schedule(again, [this] { Partition(); });
+      });
+    }
+  }
+
+  void CrashOne() {
+    Node& n = nodes_[rng_() % nodes_.size()];
+    if (n.up) {
+      n.up = false;
+      n.incarnation++;
+      Trace("crash node " + std::to_string(n.id));
+      const PeerId id = n.id;
+      Schedule(now_ + 10 * kMs + RandomTime(300 * kMs), [this, id] {
+        Node& n = NodeById(id);
+        if (n.up) return;
+        Start(n);
+        Trace("restart node " + std::to_string(id));
+        ScheduleTick(n);
+        Drive(n);
+      });
+    }
+    const int64_t next = now_ + RandomTime(500 * kMs);
+    if (next < p_.faulty_us) Schedule(next, [this] { CrashOne(); });
+  }
+
+  void Heal() {
+    blocked_.clear();
+    for (auto& n : nodes_) {
+      if (!n.up) {
+        Start(n);
+        ScheduleTick(n);
+        Drive(n);
+      }
+    }
+    Trace("heal all; quiet from here");
+  }
+
+  void CheckRole(Node& n) {
+    const RaftRole role = n.raft->role();
+    if (role == RaftRole::kLeader &&
+        (n.last_role != RaftRole::kLeader || n.last_term != n.raft->term())) {
+      auto [it, fresh] = leaders_.emplace(n.raft->term(), n.id);
+      if (!fresh && it->second != n.id) {
+        Fail("election safety: nodes " + std::to_string(it->second) + " and " +
+             std::to_string(n.id) + " both lead term " + std::to_string(n.raft->term()));
+      }
+      // Leader completeness: everything applied anywhere is in the new leader's log.
+      for (auto& [index, te] : applied_) {
+        if (n.raft->TermAt(index) != te.first) {
+          Fail("leader completeness: node " + std::to_string(n.id) + " leads term " +
+               std::to_string(n.raft->term()) + " without the applied entry " +
+               std::to_string(index));
+          break;
+        }
+      }
+      Trace("node " + std::to_string(n.id) + " leads term " + std::to_string(n.raft->term()));
+    }
+    n.last_role = role;
+    n.last_term = n.raft->term();
+  }
+
+  void CheckAll() {
+    // Leases: claims of different terms never overlap in real time.
+    for (auto& n : nodes_) {
+      if (!n.up || !n.raft->HasLease(Local(n))) continue;
+      const uint64_t term = n.raft->term();
+      const int64_t until = RealAt(n, n.raft->lease_expiry_us());
+      auto& claim = leases_[term];
+      if (claim.first == 0 && claim.second == 0) claim.first = now_;
+      claim.second = std::max(claim.second, until);
+      for (auto& [t, c] : leases_) {
+        if (t == term) continue;
+        if (c.first < claim.second && claim.first < c.second) {
+          Fail("leases overlap: term " + std::to_string(t) + " [" + std::to_string(c.first) + ", " +
+               std::to_string(c.second) + ") and term " + std::to_string(term) + " [" +
+               std::to_string(claim.first) + ", " + std::to_string(claim.second) + ") us");
+        }
+      }
+    }
+  }
+
+  void CheckLiveness() {
+    Node* l = Leader();
+    if (!l) {
+      Fail("liveness: no leader after a quiet spell of " + std::to_string(p_.quiet_us / kMs) +
+           " ms");
+      return;
+    }
+    int leaders = 0;
+    for (auto& n : nodes_) leaders += n.raft->role() == RaftRole::kLeader;
+    (void)leaders;
+    // A write proposed now commits within the next few election timeouts.
+    const std::string data = "final";
+    auto idx = l->raft->Propose(data, Local(*l));
+    if (!idx.ok()) {
+      Fail("liveness: the leader refused a write: " + idx.status().ToString());
+      return;
+    }
+    writes_[data] = l->id;
+    Drive(*l);
+    RunUntil(now_ + 1000 * kMs, [&] { return writes_.count(data) == 0; });
+    if (failure_.empty() && writes_.count(data)) {
+      Fail("liveness: a write to leader " + std::to_string(l->id) + " did not commit within 1 s");
+    }
+  }
+
+  const uint64_t seed_;
+  std::mt19937_64 rng_;
+  const bool trace_;
+  SimParams p_;
+  std::vector<Node> nodes_;
+  std::vector<PeerId> voters_;
+  std::priority_queue<Event> events_;
+  uint64_t seq_ = 0;
+  int64_t now_ = 0;
+  std::string failure_;
+
+  std::set<std::pair<PeerId, PeerId>> blocked_;                // (from, to) pairs the network drops
+  std::map<uint64_t, PeerId> leaders_;                         // term -> leader
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> chains_;   // (index, term) -> hash
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> applied_;  // index -> (term, hash)
+  std::map<uint64_t, std::pair<int64_t, int64_t>> leases_;     // term -> real-time claim
+  std::map<std::string, PeerId> writes_;                       // proposed, not yet acknowledged
+  std::vector<std::pair<int64_t, uint64_t>> acks_;             // (real time, index), in time order
+  std::map<uint64_t, ClientRead> client_reads_;
+  uint64_t next_request_ = 0;
+  uint64_t next_write_ = 0;
+  uint64_t reads_served_ = 0;
+};
+
+struct Totals {
+  uint64_t writes_acked = 0, reads_served = 0, leaders = 0, lease_terms = 0;
+};
+
+std::string RunSeed(uint64_t seed, bool trace, Totals* totals) {
+  Simulation sim(seed, trace);
+  std::string failure = sim.Run();
+  totals->writes_acked += sim.writes_acked();
+  totals->reads_served += sim.reads_served();
+  totals->leaders += sim.leaders_elected();
+  totals->lease_terms += sim.lease_terms();
+  if (!failure.empty()) {
+    return "seed " + std::to_string(seed) + " (" + sim.params().ToString() + ") failed " + failure +
+           "\n  replay: build/bin/raft_sim-test --gtest_filter='RaftSim.*' " +
+           "--raft_sim_seed=" + std::to_string(seed) + " --raft_sim_trace";
+  }
+  return "";
+}
+
+TEST(RaftSim, RandomSchedules) {
+  Totals totals;
+  if (FLAGS_raft_sim_seed != 0) {
+    const std::string f = RunSeed(FLAGS_raft_sim_seed, FLAGS_raft_sim_trace, &totals);
+    EXPECT_EQ(f, "");
+    return;
+  }
+  const MonoTime start = MonoTime::Now();
+  int failures = 0;
+  int run = 0;
+  for (; run < FLAGS_raft_sim_seeds && failures < 5; run++) {
+    const uint64_t seed = FLAGS_raft_sim_first_seed + uint64_t(run);
+    const std::string f = RunSeed(seed, FLAGS_raft_sim_trace, &totals);
+    if (!f.empty()) {
+      ADD_FAILURE() << f;
+      failures++;
+    }
+  }
+  printf(
+      "%d seeded schedules in %.1f s: %lu writes acknowledged, %lu reads served, %lu terms "
+      "with a leader, %lu with a lease\n",
+      run, (MonoTime::Now() - start).ToSeconds(), (unsigned long)totals.writes_acked,
+      (unsigned long)totals.reads_served, (unsigned long)totals.leaders,
+      (unsigned long)totals.lease_terms);
+  // The checks are not vacuous: the schedules wrote, read, elected and leased.
+  EXPECT_GT(totals.writes_acked, uint64_t(run) * 10);
+  EXPECT_GT(totals.reads_served, uint64_t(run) * 5);
+  EXPECT_GT(totals.leaders, uint64_t(run));
+  EXPECT_GT(totals.lease_terms, uint64_t(run) / 2);
+}
+
+}  // namespace
+}  // namespace nyala::consensus
