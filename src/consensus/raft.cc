@@ -69,8 +69,11 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
   for (size_t i = 0; i < entries_.size(); i++) CHECK_EQ(entries_[i].index(), i + 1);
   persisted_ = LastIndex();
   unstable_ = LastIndex() + 1;
-  commit_ = std::min<uint64_t>(state.hard_state.commit(), LastIndex());
-  applied_handed_ = std::min<uint64_t>(state.applied, commit_);
+  // Applied entries were committed and durable before they were applied, even if the
+  // hard state that carried the commit index did not reach the disk.
+  CHECK_LE(state.applied, LastIndex()) << "node " << opts_.id << ": applied past its log";
+  commit_ = std::min<uint64_t>(std::max(state.hard_state.commit(), state.applied), LastIndex());
+  applied_handed_ = state.applied;
   last_hard_state_ = state.hard_state;
   // A restarted node may have promised a leader, before it crashed, not to vote for
   // anyone else for a while; it no longer knows when, so it keeps the promise anew.

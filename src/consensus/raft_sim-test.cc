@@ -65,13 +65,14 @@ struct SimParams {
   bool partitions = false;
   bool crashes = false;
   double max_drift = 0;            // each clock runs at a rate within 1 +- max_drift / 2
+  int64_t max_msg_bytes = 64;      // 1: one entry per append
   int64_t faulty_us = 2000 * kMs;  // faults happen before this
   int64_t quiet_us = 1500 * kMs;   // then this long with none, before liveness is checked
   std::string ToString() const {
     std::ostringstream s;
     s << nodes << " nodes, drop " << drop << ", dup " << duplicate << ", delay " << min_delay_us
       << "-" << max_delay_us << " us, partitions " << partitions << ", crashes " << crashes
-      << ", drift " << max_drift;
+      << ", drift " << max_drift << ", message bytes " << max_msg_bytes;
     return s.str();
   }
 };
@@ -89,6 +90,8 @@ class Simulation {
     p_.partitions = u(rng_) < 0.5;
     p_.crashes = u(rng_) < 0.5;
     p_.max_drift = u(rng_) < 0.3 ? 0 : u(rng_) * kDrift;
+    const int64_t msg_sizes[] = {1, 64, 1 << 20};
+    p_.max_msg_bytes = msg_sizes[rng_() % 3];
     for (int i = 0; i < p_.nodes; i++) {
       Node n;
       n.id = PeerId(i + 1);
@@ -205,12 +208,19 @@ class Simulation {
     o.lease_us = 80 * kMs;
     o.max_clock_drift = kDrift;
     o.max_inflight_msgs = 4;
-    o.max_msg_bytes = 64;  // a few entries per message, so flow control is exercised
+    o.max_msg_bytes = p_.max_msg_bytes;
     o.random_seed = seed_ * 131 + uint64_t(n.incarnation);
     return o;
   }
 
   void Start(Node& n) {
+    for (size_t i = 0; i < n.applied.size(); i++) {
+      if (i >= n.log.size() || n.log[i].term() != n.applied[i].term()) {
+        Fail("node " + std::to_string(n.id) + " applied entry " + std::to_string(i + 1) +
+             " that its durable log does not hold: applied before it was durable");
+        return;
+      }
+    }
     RaftPersistentState st;
     st.hard_state = n.hard_state;
     st.entries = n.log;
@@ -251,14 +261,16 @@ class Simulation {
       }
       const PeerId id = n.id;
       const int inc = n.incarnation;
+      // Committed entries may be applied at once (they are durable already), and
+      // reads queued; the rest waits for the persistence.
+      for (const EntryPB& e : rd->committed) Apply(n, e);
+      for (const ReadState& r : rd->reads) n.reads.push_back({r.request_id, r.index});
+      ServeReads(n);
       Schedule(done, [this, id, inc, rd] {
         Node& n = NodeById(id);
         if (!n.up || n.incarnation != inc) return;  // crashed: never persisted
         Persist(n, *rd);
         for (const MessagePB& m : rd->messages) SendMessage(m);
-        for (const EntryPB& e : rd->committed) Apply(n, e);
-        for (const ReadState& r : rd->reads) n.reads.push_back({r.request_id, r.index});
-        ServeReads(n);
         n.raft->Advance(*rd);
         Drive(n);
       });
@@ -425,14 +437,23 @@ class Simulation {
   void Partition() {
     blocked_.clear();
     if (nodes_.size() > 1) {
-      const PeerId a = PeerId(rng_() % nodes_.size() + 1);
-      const bool one_way = rng_() % 2;
-      for (auto& n : nodes_) {
-        if (n.id == a) continue;
-        blocked_.insert({a, n.id});
-        if (!one_way) blocked_.insert({n.id, a});
+      Node* l = Leader();
+      const PeerId a = (l && rng_() % 2) ? l->id : PeerId(rng_() % nodes_.size() + 1);
+      const int kind = int(rng_() % 4);  // 0-1: isolate a, 2: a's sends only, 3: one link
+      if (kind == 3) {
+        PeerId b = PeerId(rng_() % nodes_.size() + 1);
+        if (b == a) b = a % nodes_.size() + 1;
+        blocked_.insert({a, b});
+        blocked_.insert({b, a});
+        Trace("cut link " + std::to_string(a) + "-" + std::to_string(b));
+      } else {
+        for (auto& n : nodes_) {
+          if (n.id == a) continue;
+          blocked_.insert({a, n.id});
+          if (kind != 2) blocked_.insert({n.id, a});
+        }
+        Trace("partition node " + std::to_string(a) + (kind == 2 ? " (its sends only)" : ""));
       }
-      Trace("partition node " + std::to_string(a) + (one_way ? " (its sends only)" : ""));
     }
     const int64_t next = now_ + 50 * kMs + RandomTime(400 * kMs);
     if (next < p_.faulty_us) {
@@ -446,13 +467,14 @@ class Simulation {
   }
 
   void CrashOne() {
-    Node& n = nodes_[rng_() % nodes_.size()];
+    Node* l = Leader();
+    Node& n = (l && rng_() % 2) ? *l : nodes_[rng_() % nodes_.size()];
     if (n.up) {
       n.up = false;
       n.incarnation++;
       Trace("crash node " + std::to_string(n.id));
       const PeerId id = n.id;
-      Schedule(now_ + 10 * kMs + RandomTime(300 * kMs), [this, id] {
+      Schedule(now_ + 5 * kMs + RandomTime(150 * kMs), [this, id] {
         Node& n = NodeById(id);
         if (n.up) return;
         Start(n);
@@ -461,7 +483,7 @@ class Simulation {
         Drive(n);
       });
     }
-    const int64_t next = now_ + RandomTime(500 * kMs);
+    const int64_t next = now_ + RandomTime(300 * kMs);
     if (next < p_.faulty_us) Schedule(next, [this] { CrashOne(); });
   }
 
