@@ -6,6 +6,7 @@
 
 DECLARE_bool(rpc_reactor_methods);
 DECLARE_bool(rpc_inline_calls);
+DECLARE_bool(rpc_inline_batches);
 DECLARE_bool(rpc_sync_calls_on_caller_thread);
 
 namespace nyala::rpc {
@@ -75,6 +76,32 @@ TEST(DispatchPolicyTest, InlineNeedsEveryCondition) {
   EXPECT_FALSE(ShouldRunInline(f));
   FLAGS_rpc_inline_calls = false;
   EXPECT_FALSE(ShouldRunInline(all));
+}
+
+// Route g: a read's calls run as a batch on the reactor only when there are two or
+// more, their method is cheap (or not measured yet), the reactor is free and the flag
+// is on.
+TEST(DispatchPolicyTest, InlineBatchNeedsCheapCallsAndAFreeReactor) {
+  gflags::FlagSaver saver;
+  BatchFacts f;
+  f.calls = 8;
+  f.reactor_can_run_inline = true;
+  f.handler_samples = 1000;
+  f.handler_mean_us = 1;
+  EXPECT_TRUE(ShouldRunBatchInline(f));
+  BatchFacts one = f;
+  one.calls = 1;
+  EXPECT_FALSE(ShouldRunBatchInline(one));
+  BatchFacts costly = f;
+  costly.handler_mean_us = 12;
+  EXPECT_FALSE(ShouldRunBatchInline(costly));
+  costly.handler_samples = 3;  // not measured yet: taken as cheap
+  EXPECT_TRUE(ShouldRunBatchInline(costly));
+  BatchFacts busy = f;
+  busy.reactor_can_run_inline = false;
+  EXPECT_FALSE(ShouldRunBatchInline(busy));
+  FLAGS_rpc_inline_batches = false;
+  EXPECT_FALSE(ShouldRunBatchInline(f));
 }
 
 TEST(DispatchPolicyTest, CallerThreadConnectionFollowsItsFlag) {

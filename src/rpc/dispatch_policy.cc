@@ -56,15 +56,21 @@ bool ShouldRunInline(const InlineFacts& f) {
          f.reactor_can_run_inline && f.server_inbound_calls == 1 && f.whole_pool_idle;
 }
 
-bool ShouldRunBatchInline(size_t calls, bool reactor_can_run_inline) {
+bool ShouldRunBatchInline(const BatchFacts& f) {
   // The batch is already queued and a service thread would have to be woken for it; the
   // reactor is between two reads. Running the batch delays this reactor's next read by
   // the batch's length (at most the hand-off time, then the standby reads). A read
   // that brought one call is not a batch: leaving the loop for it costs about what the
-  // wake saves, and with many such callers (one call per connection) the reactor would
-  // run them one after another while the service threads could run them side by side;
-  // a lone synchronous call has route d.
-  return FLAGS_rpc_inline_batches && calls >= 2 && reactor_can_run_inline;
+  // wake saves (a lone synchronous call has route d). And only cheap calls: the
+  // reactor runs the batch's calls one after another, where woken service threads
+  // would run them side by side on every CPU; for calls of more than a few
+  // microseconds that parallelism is worth the wakes (tablet-bench's Scans, 16 in
+  // flight on one connection, lost a fifth of their throughput run inline). Until a
+  // method has answered kBatchCostSamples calls its cost is unknown and taken as cheap.
+  constexpr int64_t kBatchCostSamples = 16;
+  constexpr double kCheapHandlerUs = 5;
+  const bool cheap = f.handler_samples < kBatchCostSamples || f.handler_mean_us < kCheapHandlerUs;
+  return FLAGS_rpc_inline_batches && f.calls >= 2 && cheap && f.reactor_can_run_inline;
 }
 
 bool UseCallerThreadConnection() { return FLAGS_rpc_sync_calls_on_caller_thread; }

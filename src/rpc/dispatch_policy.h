@@ -39,12 +39,15 @@
 //
 //   run batch inline       ShouldRunBatchInline(): --rpc_inline_batches,   no service-thread
 //   (Reactor::RunInline)   the read brought at least two calls for the     wakeup, no context
-//                          pool, and the reactor can run an inline task    switch; the
-//                          now. The reactor runs the queued calls (up to   standby bounds a
-//                          256) in an idle thread's place, then returns    blocking handler's
-//                          to its loop; a batch that runs long hands the   delay to others
-//                          loop to the standby (--rpc_inline_call_handoff_us)
-//   wake idle threads      otherwise: one per 16 queued calls              fewer wakes
+//                          pool, the first one's method is cheap (mean     switch; the
+//                          handler time under 5 us, or not known yet),     standby bounds a
+//                          and the reactor can run an inline task now.     blocking handler's
+//                          The reactor runs the queued calls (up to 256)   delay to others
+//                          in an idle thread's place; after 50 us it
+//                          wakes one idle thread to share the queue; a
+//                          batch that runs long hands the loop to the
+//                          standby (--rpc_inline_call_handoff_us)
+//   wake idle threads      otherwise: one per 4 queued calls               fewer wakes
 //
 // Client side, for a call a Proxy sends:
 //
@@ -82,10 +85,15 @@ struct InlineFacts {
 };
 bool ShouldRunInline(const InlineFacts& facts);
 
-// Whether the reactor whose read gathered `calls` calls for a pool with an idle thread
-// runs them itself, given whether it can run an inline task now
-// (Reactor::CanRunInline()).
-bool ShouldRunBatchInline(size_t calls, bool reactor_can_run_inline);
+// What ServicePool knows when a read gathered calls for a pool with an idle thread.
+struct BatchFacts {
+  size_t calls;                 // calls the read gathered for the pool
+  bool reactor_can_run_inline;  // Reactor::CanRunInline()
+  int64_t handler_samples;      // calls of the first call's method answered so far
+  double handler_mean_us;       // and their mean handler time
+};
+// Whether the reactor runs the gathered calls itself (route g).
+bool ShouldRunBatchInline(const BatchFacts& facts);
 
 // Whether a synchronous call waits on a connection of the calling thread.
 bool UseCallerThreadConnection();

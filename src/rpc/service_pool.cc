@@ -18,6 +18,9 @@ namespace {
 constexpr int kMaxCallsPerBatch = 32;
 // Calls one inline batch on a reactor runs at most before it returns to the loop.
 constexpr int kMaxInlineCalls = 256;
+// How long an inline batch runs alone before it wakes a service thread to share the
+// queue with (RunInlineBatch).
+constexpr int64_t kShareBatchAfterUs = 50;
 // Service threads one InboundBatch end wakes at most, per pool.
 constexpr size_t kMaxWakes = 8;
 
@@ -210,10 +213,17 @@ void ServicePool::TakeBatch(std::unique_ptr<RpcContext>* calls, size_t n, Reacto
     if (!shutdown_) {
       // As many as one call at a time would have placed: one per idle thread, then
       // up to the queue's length.
-      const size_t room = queue_length_ + idle_.size() - std::min(queue_.size(), size_t(queue_length_));
+      const size_t room =
+          queue_length_ + idle_.size() - std::min(queue_.size(), size_t(queue_length_));
       for (; taken < n && taken < room; taken++) queue_.push_back(std::move(calls[taken]));
       if (!idle_.empty() && !queue_.empty()) {
-        if (ShouldRunBatchInline(taken, reactor->CanRunInline())) {
+        BatchFacts facts;
+        facts.calls = taken;
+        facts.reactor_can_run_inline = reactor->CanRunInline();
+        const Histogram* cost = queue_.back()->method()->handler_latency_us;
+        facts.handler_samples = cost ? cost->TotalCount() : 0;
+        facts.handler_mean_us = cost ? cost->MeanValue() : 0;
+        if (ShouldRunBatchInline(facts)) {
           run_here = idle_.back();
           idle_.pop_back();
           run_here->call = std::move(queue_.front());
@@ -255,16 +265,35 @@ void ServicePool::RunInlineBatch(void* arg) {
   auto* w = static_cast<Worker*>(arg);
   ServicePool* pool = w->pool;
   std::unique_ptr<RpcContext> ctx = std::move(w->call);
+  const int64_t start_us = GetMonoTimeMicros();
+  bool shared = false;
   for (int n = 1;; n++) {
     RunCall(std::move(ctx));
     if (n == kMaxInlineCalls) break;
     if (n % kMaxCallsPerBatch == 0) {
       if (FlushScope* scope = FlushScope::Current()) scope->FlushNow();
     }
-    MutexLock l(pool->mu_);
-    if (pool->queue_.empty() || pool->shutdown_) break;
-    ctx = std::move(pool->queue_.front());
-    pool->queue_.pop_front();
+    // Calls that cost more than a few microseconds each are better run side by side:
+    // once the batch has run kShareBatchAfterUs with calls still queued, one idle
+    // service thread is woken to take from the queue too (once per batch).
+    const bool share = !shared && GetMonoTimeMicros() - start_us >= kShareBatchAfterUs;
+    Worker* helper = nullptr;
+    {
+      MutexLock l(pool->mu_);
+      if (pool->queue_.empty() || pool->shutdown_) break;
+      ctx = std::move(pool->queue_.front());
+      pool->queue_.pop_front();
+      if (share && !pool->queue_.empty() && !pool->idle_.empty()) {
+        helper = pool->idle_.back();
+        pool->idle_.pop_back();
+        helper->call = std::move(pool->queue_.front());
+        pool->queue_.pop_front();
+      }
+    }
+    if (helper) {
+      helper->wake.Release();
+      shared = true;
+    }
   }
   pool->ReturnPlace(w);
 }

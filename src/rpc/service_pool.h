@@ -62,7 +62,7 @@ class InboundBatch {
 class ServicePool {
  public:
   // Gathered calls (InboundBatch) per service thread woken for them.
-  static constexpr size_t kCallsPerWake = 16;
+  static constexpr size_t kCallsPerWake = 4;
 
   ServicePool(std::unique_ptr<ServiceIf> service, int num_threads, int queue_length,
               MetricRegistry* metrics);
