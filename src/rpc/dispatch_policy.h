@@ -43,7 +43,7 @@
 //                          handler time under 5 us, or not known yet),     standby bounds a
 //                          and the reactor can run an inline task now.     blocking handler's
 //                          The reactor runs the queued calls (up to 256)   delay to others
-//                          in an idle thread's place; after 50 us it
+//                          in an idle thread's place; after 500 us it
 //                          wakes one idle thread to share the queue; a
 //                          batch that runs long hands the loop to the
 //                          standby (--rpc_inline_call_handoff_us)

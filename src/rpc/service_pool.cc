@@ -20,7 +20,7 @@ constexpr int kMaxCallsPerBatch = 32;
 constexpr int kMaxInlineCalls = 256;
 // How long an inline batch runs alone before it wakes a service thread to share the
 // queue with (RunInlineBatch).
-constexpr int64_t kShareBatchAfterUs = 50;
+constexpr int64_t kShareBatchAfterUs = 500;
 // Service threads one InboundBatch end wakes at most, per pool.
 constexpr size_t kMaxWakes = 8;
 
