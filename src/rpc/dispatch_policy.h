@@ -27,7 +27,8 @@
 //                          server's only inbound call in flight, and
 //                          every service thread of the pool is idle.
 //   gather                 the call comes from a reactor's read (an        one pool lock and
-//                          InboundBatch is open) and is not run inline:    one wake, or none,
+//                          InboundBatch is open), is not run inline, and   one wake, or none,
+//                          no fast path of its method declined it:
 //                          kept until the read ends, then queued with      per read, not one
 //                          the read's other calls (below)                  per call
 //   hand to idle thread    otherwise, a thread is idle                     one futex wake
@@ -39,8 +40,9 @@
 //
 //   run batch inline       ShouldRunBatchInline(): --rpc_inline_batches,   no service-thread
 //   (Reactor::RunInline)   the read brought at least two calls for the     wakeup, no context
-//                          pool, the first one's method is cheap (mean     switch; the
-//                          handler time under 5 us, or not known yet),     standby bounds a
+//                          pool, their method is cheap (mean handler      switch; the
+//                          time under 5 us, or not known yet; the last     standby bounds a
+//                          call's method when they differ),
 //                          and the reactor can run an inline task now.     blocking handler's
 //                          The reactor runs the queued calls (up to 256)   delay to others
 //                          in an idle thread's place; after 500 us it
@@ -89,7 +91,7 @@ bool ShouldRunInline(const InlineFacts& facts);
 struct BatchFacts {
   size_t calls;                 // calls the read gathered for the pool
   bool reactor_can_run_inline;  // Reactor::CanRunInline()
-  int64_t handler_samples;      // calls of the first call's method answered so far
+  int64_t handler_samples;      // calls answered so far of the method of the read's last call
   double handler_mean_us;       // and their mean handler time
 };
 // Whether the reactor runs the gathered calls itself (route g).

@@ -150,7 +150,9 @@ void ServicePool::QueueInboundCall(std::unique_ptr<RpcContext> ctx) {
   facts.server_inbound_calls = ctx->messenger()->inbound_call_count();
   facts.whole_pool_idle = true;  // checked under the lock below, if it matters
   InboundBatch* batch = facts.on_reading_reactor ? InboundBatch::Current() : nullptr;
-  if (batch && !ShouldRunInline(facts)) {
+  // A call its method's reactor fast path declined (route c) needs the disk or is
+  // large: it is not gathered for an inline batch, but goes to a service thread now.
+  if (batch && !ctx->method()->reactor_handler && !ShouldRunInline(facts)) {
     tls_gathered.push_back({this, std::move(ctx)});
     return;
   }
