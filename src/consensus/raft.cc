@@ -129,6 +129,7 @@ void Raft::BecomeFollower(uint64_t term, PeerId leader, int64_t now_us) {
   pending_reads_.clear();
   lease_expiry_us_ = 0;
   votes_.clear();
+  transfer_to_ = kNoPeer;
   if (was_leader) last_leader_contact_us_ = now_us;
   ResetElectionDeadline(now_us);
 }
@@ -154,6 +155,8 @@ void Raft::BecomeCandidate(int64_t now_us) {
 
 void Raft::BecomeLeader(int64_t now_us) {
   role_ = RaftRole::kLeader;
+  transfer_to_ = kNoPeer;
+  lease_given_up_ = false;
   leader_ = opts_.id;
   votes_.clear();
   progress_.clear();
@@ -184,12 +187,16 @@ void Raft::BecomeLeader(int64_t now_us) {
   }
 }
 
-void Raft::Campaign(bool pre, int64_t now_us) {
+void Raft::Campaign(bool pre, int64_t now_us, bool forced) {
+  // A forced campaign breaks this node's own promise to the old leader too: count
+  // what it still owed with what its voters report.
+  const int64_t owed = last_leader_contact_us_ + opts_.election_timeout_min_us - now_us;
   if (pre) {
     BecomePreCandidate(now_us);
   } else {
     BecomeCandidate(now_us);
   }
+  if (forced) max_voter_lease_remaining_us_ = std::max<int64_t>(0, owed);
   if (votes_.size() >= Quorum()) {  // a group of one
     if (pre) {
       Campaign(false, now_us);
@@ -206,6 +213,7 @@ void Raft::Campaign(bool pre, int64_t now_us) {
     m.set_term(pre ? term_ + 1 : term_);
     m.set_log_term(LastTerm());
     m.set_index(LastIndex());
+    m.set_forced(forced);
     Send(std::move(m));
   }
 }
@@ -214,6 +222,10 @@ void Raft::Campaign(bool pre, int64_t now_us) {
 
 void Raft::Tick(int64_t now_us) {
   if (role_ == RaftRole::kLeader) {
+    if (transfer_to_ != kNoPeer && now_us >= transfer_deadline_us_) {
+      VLOG(1) << ToString() << ": leadership transfer to node " << transfer_to_ << " timed out";
+      transfer_to_ = kNoPeer;
+    }
     if (now_us >= next_heartbeat_us_) BroadcastHeartbeats(now_us);
     if (opts_.check_quorum && now_us >= check_quorum_deadline_us_) {
       size_t active = 1;
@@ -264,7 +276,7 @@ Status Raft::Step(const MessagePB& m, int64_t now_us) {
       case MSG_VOTE:
         // Leader stickiness: while this node may have promised a leader not to vote,
         // a vote request does not even move its term (thesis §4.2.3).
-        if (sticky) return Status::OK();
+        if (sticky && !m.forced()) return Status::OK();
         BecomeFollower(m.term(), kNoPeer, now_us);
         break;
       case MSG_APPEND:
@@ -314,6 +326,13 @@ Status Raft::Step(const MessagePB& m, int64_t now_us) {
     case MSG_HEARTBEAT_RESP:
       if (role_ == RaftRole::kLeader) StepHeartbeatResponse(m, now_us);
       break;
+    case MSG_TIMEOUT_NOW:
+      // The leader of this term hands over: campaign at once, no pre-vote.
+      if (role_ == RaftRole::kFollower && m.from() == leader_) {
+        VLOG(1) << ToString() << ": leadership transferred by node " << m.from();
+        Campaign(/*pre=*/false, now_us, /*forced=*/true);
+      }
+      break;
     default:
       return Status::InvalidArgument("raft: unknown message type " + std::to_string(m.type()));
   }
@@ -322,8 +341,9 @@ Status Raft::Step(const MessagePB& m, int64_t now_us) {
 
 void Raft::StepVoteRequest(const MessagePB& m, int64_t now_us) {
   const bool pre = m.type() == MSG_PRE_VOTE;
-  const bool sticky = role_ == RaftRole::kLeader ||
-                      now_us - last_leader_contact_us_ < opts_.election_timeout_min_us;
+  const bool sticky =
+      !m.forced() && (role_ == RaftRole::kLeader ||
+                      now_us - last_leader_contact_us_ < opts_.election_timeout_min_us);
   const bool can_vote =
       vote_ == m.from() || (vote_ == kNoPeer && leader_ == kNoPeer) || (pre && m.term() > term_);
   MessagePB r;
@@ -334,6 +354,12 @@ void Raft::StepVoteRequest(const MessagePB& m, int64_t now_us) {
     if (!pre) {
       vote_ = m.from();
       ResetElectionDeadline(now_us);
+    }
+    if (m.forced()) {
+      // What this node still owes the leader it last heard from (or was): the new
+      // leader waits it out before it claims a lease.
+      const int64_t owed = last_leader_contact_us_ + opts_.election_timeout_min_us - now_us;
+      r.set_lease_remaining_us(uint64_t(std::max<int64_t>(0, owed)));
     }
   } else {
     r.set_term(term_);
@@ -544,6 +570,7 @@ void Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
   }
   MaybeCommit();
   SendAppends(m.from());
+  if (transfer_to_ == m.from()) MaybeSendTimeoutNow(m.from());
 }
 
 void Raft::StepHeartbeatResponse(const MessagePB& m, int64_t now_us) {
@@ -593,7 +620,9 @@ void Raft::NoteRoundAck(PeerId from, uint64_t round, int64_t now_us) {
   const uint64_t majority_round = rounds[Quorum() - 1];
   auto sent = round_sent_us_.find(majority_round);
   if (sent == round_sent_us_.end()) return;  // round 0, or pruned: nothing new
-  lease_expiry_us_ = std::max(lease_expiry_us_, sent->second + opts_.lease_us);
+  if (!lease_given_up_) {
+    lease_expiry_us_ = std::max(lease_expiry_us_, sent->second + opts_.lease_us);
+  }
   round_sent_us_.erase(round_sent_us_.begin(), sent);
   while (!pending_reads_.empty() && pending_reads_.front().round <= majority_round) {
     reads_.push_back({pending_reads_.front().request_id, pending_reads_.front().index});
@@ -620,13 +649,43 @@ void Raft::MaybeCommit() {
   }
 }
 
-// Proposals and reads ----------------------------------------------------------
+// Proposals, reads and transfers ----------------------------------------------
+
+Status Raft::TransferLeadership(PeerId to, int64_t now_us) {
+  if (role_ != RaftRole::kLeader) return Status::IllegalState("not the leader");
+  if (to == opts_.id || !IsVoter(to)) {
+    return Status::InvalidArgument("cannot transfer leadership to node " + std::to_string(to) +
+                                   ": not another voter of the group");
+  }
+  transfer_to_ = to;
+  transfer_deadline_us_ = now_us + opts_.election_timeout_min_us;
+  MaybeSendTimeoutNow(to);
+  SendAppends(to);
+  return Status::OK();
+}
+
+void Raft::MaybeSendTimeoutNow(PeerId to) {
+  if (progress_[to].match != LastIndex()) return;  // bring it up to date first
+  // The target may now win without waiting for anyone's promise to this leader to
+  // run out, and commit writes this node would not see: no lease reads from here on
+  // in this term, even if the transfer times out (the message may still arrive).
+  lease_given_up_ = true;
+  lease_expiry_us_ = 0;
+  MessagePB m;
+  m.set_type(MSG_TIMEOUT_NOW);
+  m.set_to(to);
+  Send(std::move(m));
+}
 
 Result<uint64_t> Raft::Propose(std::string data, int64_t now_us) {
   if (role_ != RaftRole::kLeader) {
     return Status::IllegalState(
         leader_ == kNoPeer ? std::string("not the leader, and no leader is known")
                            : "not the leader; the leader is node " + std::to_string(leader_));
+  }
+  if (transfer_to_ != kNoPeer) {
+    return Status::IllegalState("transferring leadership to node " + std::to_string(transfer_to_) +
+                                "; retry on the new leader");
   }
   EntryPB e;
   e.set_term(term_);

@@ -32,8 +32,14 @@
 // leaders hold a lease at one time. A new leader also waits out what its voters
 // report of the previous leader's remaining lease before it claims one.
 //
-// Not here yet: membership change, learners, leadership transfer, log compaction and
-// snapshots (the next steps; the message and state formats leave room for them).
+// - Leadership transfer (thesis §3.10): the leader stops taking proposals, brings the
+//   target up to date and tells it to campaign at once; the target's vote requests are
+//   granted despite leader stickiness, and each vote reports how long the voter still
+//   owed the old leader, which the new leader waits out before it claims a lease. The
+//   old leader gives its lease up when it tells the target to campaign.
+//
+// Not here yet: membership change, learners, log compaction and snapshots (the next
+// steps; the message and state formats leave room for them).
 //
 // Thread-safety: none. The driver serializes every call on one instance.
 #pragma once
@@ -141,6 +147,12 @@ class Raft {
   // read pending when the node loses leadership is dropped (the caller times out and
   // retries elsewhere).
   Status ReadIndex(uint64_t request_id, int64_t now_us);
+  // Hands leadership to voter `to` (see the file comment). Proposals are refused
+  // (IllegalState) until the transfer ends: when `to` wins, or after an election
+  // timeout. IllegalState if not the leader; InvalidArgument if `to` is not another
+  // voter.
+  Status TransferLeadership(PeerId to, int64_t now_us);
+  PeerId transfer_target() const { return transfer_to_; }
 
   bool HasReady() const;
   Ready TakeReady();
@@ -185,7 +197,8 @@ class Raft {
   void BecomeCandidate(int64_t now_us);
   void BecomeLeader(int64_t now_us);
   void ResetElectionDeadline(int64_t now_us);
-  void Campaign(bool pre, int64_t now_us);
+  // forced: a leadership transfer's campaign (no pre-vote; votes marked forced).
+  void Campaign(bool pre, int64_t now_us, bool forced = false);
   void SetTerm(uint64_t term);
 
   void StepVoteRequest(const MessagePB& m, int64_t now_us);
@@ -209,6 +222,7 @@ class Raft {
   // Sets the commit index (never backwards, never past what may be applied here).
   void CommitTo(uint64_t index);
   void Send(MessagePB m);
+  void MaybeSendTimeoutNow(PeerId to);
 
   RaftOptions opts_;
   std::mt19937_64 rng_;
@@ -250,6 +264,9 @@ class Raft {
     uint64_t round;  // released when a majority answered this round
   };
   std::deque<PendingRead> pending_reads_;
+  PeerId transfer_to_ = kNoPeer;  // a leadership transfer in progress, to this voter
+  bool lease_given_up_ = false;   // this term sent MSG_TIMEOUT_NOW: no more leases
+  int64_t transfer_deadline_us_ = 0;
 
   std::vector<MessagePB> msgs_;
   std::vector<ReadState> reads_;

@@ -66,13 +66,15 @@ struct SimParams {
   bool crashes = false;
   double max_drift = 0;            // each clock runs at a rate within 1 +- max_drift / 2
   int64_t max_msg_bytes = 64;      // 1: one entry per append
+  bool transfers = false;          // leadership transfers during the faulty phase
   int64_t faulty_us = 2000 * kMs;  // faults happen before this
   int64_t quiet_us = 1500 * kMs;   // then this long with none, before liveness is checked
   std::string ToString() const {
     std::ostringstream s;
     s << nodes << " nodes, drop " << drop << ", dup " << duplicate << ", delay " << min_delay_us
       << "-" << max_delay_us << " us, partitions " << partitions << ", crashes " << crashes
-      << ", drift " << max_drift << ", message bytes " << max_msg_bytes;
+      << ", drift " << max_drift << ", message bytes " << max_msg_bytes << ", transfers "
+      << transfers;
     return s.str();
   }
 };
@@ -92,6 +94,7 @@ class Simulation {
     p_.max_drift = u(rng_) < 0.3 ? 0 : u(rng_) * kDrift;
     const int64_t msg_sizes[] = {1, 64, 1 << 20};
     p_.max_msg_bytes = msg_sizes[rng_() % 3];
+    p_.transfers = u(rng_) < 0.5;
     for (int i = 0; i < p_.nodes; i++) {
       Node n;
       n.id = PeerId(i + 1);
@@ -109,6 +112,7 @@ class Simulation {
     ScheduleClient();
     if (p_.partitions) Schedule(RandomTime(p_.faulty_us), [this] { Partition(); });
     if (p_.crashes) Schedule(RandomTime(p_.faulty_us), [this] { CrashOne(); });
+    if (p_.transfers) Schedule(RandomTime(p_.faulty_us), [this] { Transfer(); });
     const int64_t end = p_.faulty_us + p_.quiet_us;
     Schedule(p_.faulty_us, [this] { Heal(); });
     RunUntil(end, [] { return false; });
@@ -121,6 +125,7 @@ class Simulation {
   uint64_t reads_served() const { return reads_served_; }
   uint64_t leaders_elected() const { return leaders_.size(); }
   uint64_t lease_terms() const { return leases_.size(); }
+  uint64_t transfers() const { return transfers_; }
 
  private:
   // Runs events up to time `end`, or until `done()`, checking after each.
@@ -487,6 +492,21 @@ class Simulation {
     if (next < p_.faulty_us) Schedule(next, [this] { CrashOne(); });
   }
 
+  void Transfer() {
+    Node* l = Leader();
+    if (l && nodes_.size() > 1) {
+      PeerId to = PeerId(rng_() % nodes_.size() + 1);
+      if (to == l->id) to = to % nodes_.size() + 1;
+      Status s = l->raft->TransferLeadership(to, Local(*l));
+      if (!s.ok()) Fail("TransferLeadership: " + s.ToString());
+      transfers_++;
+      Trace("transfer leadership " + std::to_string(l->id) + " -> " + std::to_string(to));
+      Drive(*l);
+    }
+    const int64_t next = now_ + RandomTime(400 * kMs);
+    if (next < p_.faulty_us) Schedule(next, [this] { Transfer(); });
+  }
+
   void Heal() {
     blocked_.clear();
     for (auto& n : nodes_) {
@@ -590,10 +610,11 @@ class Simulation {
   uint64_t next_request_ = 0;
   uint64_t next_write_ = 0;
   uint64_t reads_served_ = 0;
+  uint64_t transfers_ = 0;
 };
 
 struct Totals {
-  uint64_t writes_acked = 0, reads_served = 0, leaders = 0, lease_terms = 0;
+  uint64_t writes_acked = 0, reads_served = 0, leaders = 0, lease_terms = 0, transfers = 0;
 };
 
 std::string RunSeed(uint64_t seed, bool trace, Totals* totals) {
@@ -603,6 +624,7 @@ std::string RunSeed(uint64_t seed, bool trace, Totals* totals) {
   totals->reads_served += sim.reads_served();
   totals->leaders += sim.leaders_elected();
   totals->lease_terms += sim.lease_terms();
+  totals->transfers += sim.transfers();
   if (!failure.empty()) {
     return "seed " + std::to_string(seed) + " (" + sim.params().ToString() + ") failed " + failure +
            "\n  replay: build/bin/raft_sim-test --gtest_filter='RaftSim.*' " +
@@ -631,15 +653,16 @@ TEST(RaftSim, RandomSchedules) {
   }
   printf(
       "%d seeded schedules in %.1f s: %lu writes acknowledged, %lu reads served, %lu terms "
-      "with a leader, %lu with a lease\n",
+      "with a leader, %lu with a lease, %lu leadership transfers\n",
       run, (MonoTime::Now() - start).ToSeconds(), (unsigned long)totals.writes_acked,
       (unsigned long)totals.reads_served, (unsigned long)totals.leaders,
-      (unsigned long)totals.lease_terms);
+      (unsigned long)totals.lease_terms, (unsigned long)totals.transfers);
   // The checks are not vacuous: the schedules wrote, read, elected and leased.
   EXPECT_GT(totals.writes_acked, uint64_t(run) * 10);
   EXPECT_GT(totals.reads_served, uint64_t(run) * 5);
   EXPECT_GT(totals.leaders, uint64_t(run));
   EXPECT_GT(totals.lease_terms, uint64_t(run) / 2);
+  EXPECT_GT(totals.transfers, uint64_t(run));
 }
 
 }  // namespace
