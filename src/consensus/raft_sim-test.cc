@@ -67,6 +67,7 @@ struct SimParams {
   double max_drift = 0;            // each clock runs at a rate within 1 +- max_drift / 2
   int64_t max_msg_bytes = 64;      // 1: one entry per append
   bool transfers = false;          // leadership transfers during the faulty phase
+  bool bounces = false;            // CutAndBounce() patterns
   int64_t faulty_us = 2000 * kMs;  // faults happen before this
   int64_t quiet_us = 1500 * kMs;   // then this long with none, before liveness is checked
   std::string ToString() const {
@@ -74,7 +75,7 @@ struct SimParams {
     s << nodes << " nodes, drop " << drop << ", dup " << duplicate << ", delay " << min_delay_us
       << "-" << max_delay_us << " us, partitions " << partitions << ", crashes " << crashes
       << ", drift " << max_drift << ", message bytes " << max_msg_bytes << ", transfers "
-      << transfers;
+      << transfers << ", bounces " << bounces;
     return s.str();
   }
 };
@@ -95,6 +96,7 @@ class Simulation {
     const int64_t msg_sizes[] = {1, 64, 1 << 20};
     p_.max_msg_bytes = msg_sizes[rng_() % 3];
     p_.transfers = u(rng_) < 0.5;
+    p_.bounces = u(rng_) < 0.25;
     for (int i = 0; i < p_.nodes; i++) {
       Node n;
       n.id = PeerId(i + 1);
@@ -113,6 +115,7 @@ class Simulation {
     if (p_.partitions) Schedule(RandomTime(p_.faulty_us), [this] { Partition(); });
     if (p_.crashes) Schedule(RandomTime(p_.faulty_us), [this] { CrashOne(); });
     if (p_.transfers) Schedule(RandomTime(p_.faulty_us), [this] { Transfer(); });
+    if (p_.bounces) Schedule(RandomTime(p_.faulty_us / 2), [this] { CutAndBounce(); });
     const int64_t end = p_.faulty_us + p_.quiet_us;
     Schedule(p_.faulty_us, [this] { Heal(); });
     RunUntil(end, [] { return false; });
@@ -426,7 +429,7 @@ class Simulation {
           client_reads_[id] = {now_, n.id};
           Trace("read " + std::to_string(id) + " on node " + std::to_string(n.id));
         }
-      } else {
+      } else if (now_ >= writes_paused_until_) {
         const std::string data = "w" + std::to_string(++next_write_);
         auto idx = n.raft->Propose(data, Local(n));
         if (idx.ok()) {
@@ -474,22 +477,48 @@ class Simulation {
   void CrashOne() {
     Node* l = Leader();
     Node& n = (l && rng_() % 2) ? *l : nodes_[rng_() % nodes_.size()];
-    if (n.up) {
-      n.up = false;
-      n.incarnation++;
-      Trace("crash node " + std::to_string(n.id));
-      const PeerId id = n.id;
-      Schedule(now_ + 5 * kMs + RandomTime(150 * kMs), [this, id] {
-        Node& n = NodeById(id);
-        if (n.up) return;
-        Start(n);
-        Trace("restart node " + std::to_string(id));
-        ScheduleTick(n);
-        Drive(n);
-      });
-    }
+    Crash(n, 5 * kMs + RandomTime(150 * kMs));
     const int64_t next = now_ + RandomTime(300 * kMs);
     if (next < p_.faulty_us) Schedule(next, [this] { CrashOne(); });
+  }
+
+  void Crash(Node& n, int64_t downtime_us) {
+    if (!n.up) return;
+    n.up = false;
+    n.incarnation++;
+    Trace("crash node " + std::to_string(n.id));
+    const PeerId id = n.id;
+    Schedule(now_ + downtime_us, [this, id] {
+      Node& n = NodeById(id);
+      if (n.up) return;
+      Start(n);
+      Trace("restart node " + std::to_string(id));
+      ScheduleTick(n);
+      Drive(n);
+    });
+  }
+
+  // A pattern random faults rarely hit: the link between the leader and follower A is
+  // cut, so A campaigns, while follower B, which the leader's lease rests on, crashes
+  // and comes back at once. B must still keep its promise to the leader.
+  void CutAndBounce() {
+    Node* l = Leader();
+    if (l && nodes_.size() >= 3) {
+      const PeerId a = l->id % nodes_.size() + 1;
+      const PeerId b = a % nodes_.size() + 1;
+      blocked_.insert({l->id, a});
+      blocked_.insert({a, l->id});
+      Trace("cut link " + std::to_string(l->id) + "-" + std::to_string(a) + ", then bounce node " +
+            std::to_string(b));
+      const int64_t crash_at = now_ + 100 * kMs + RandomTime(150 * kMs);
+      // No writes meanwhile, so that A's log stays as up to date as the leader's and
+      // A could win an election if B let it.
+      writes_paused_until_ = crash_at + 300 * kMs;
+      Schedule(crash_at, [this, b] { Crash(NodeById(b), 2 * kMs + RandomTime(20 * kMs)); });
+      Schedule(crash_at + 300 * kMs, [this] { blocked_.clear(); });
+    }
+    const int64_t next = now_ + 500 * kMs + RandomTime(300 * kMs);
+    if (next < p_.faulty_us) Schedule(next, [this] { CutAndBounce(); });
   }
 
   void Transfer() {
@@ -611,6 +640,7 @@ class Simulation {
   uint64_t next_write_ = 0;
   uint64_t reads_served_ = 0;
   uint64_t transfers_ = 0;
+  int64_t writes_paused_until_ = 0;  // clients only read before this (CutAndBounce)
 };
 
 struct Totals {
