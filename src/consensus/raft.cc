@@ -64,14 +64,19 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
       rng_(opts_.random_seed * 0x9E3779B97F4A7C15ULL + opts_.id),
       term_(state.hard_state.term()),
       vote_(state.hard_state.vote()),
+      snap_index_(state.snapshot_index),
+      snap_term_(state.snapshot_term),
       entries_(state.entries) {
   CHECK_OK(opts_.Validate());
-  for (size_t i = 0; i < entries_.size(); i++) CHECK_EQ(entries_[i].index(), i + 1);
+  for (size_t i = 0; i < entries_.size(); i++) {
+    CHECK_EQ(entries_[i].index(), snap_index_ + i + 1);
+  }
   persisted_ = LastIndex();
   unstable_ = LastIndex() + 1;
   // Applied entries were committed and durable before they were applied, even if the
   // hard state that carried the commit index did not reach the disk.
   CHECK_LE(state.applied, LastIndex()) << "node " << opts_.id << ": applied past its log";
+  CHECK_GE(state.applied, snap_index_) << "node " << opts_.id << ": compacted past applied";
   commit_ = std::min<uint64_t>(std::max(state.hard_state.commit(), state.applied), LastIndex());
   applied_handed_ = state.applied;
   last_hard_state_ = state.hard_state;
@@ -86,8 +91,9 @@ bool Raft::IsVoter(PeerId id) const {
 }
 
 uint64_t Raft::TermAt(uint64_t index) const {
-  if (index == 0 || index > LastIndex()) return 0;
-  return entries_[index - 1].term();
+  if (index == snap_index_) return snap_term_;
+  if (index < snap_index_ || index > LastIndex()) return 0;
+  return Entry(index).term();
 }
 
 bool Raft::LogUpToDate(uint64_t last_term, uint64_t last_index) const {
@@ -434,10 +440,11 @@ void Raft::StepAppend(const MessagePB& m, int64_t now_us) {
 
 void Raft::AppendEntriesToLog(const MessagePB& m) {
   for (const EntryPB& e : m.entries()) {
+    if (e.index() <= snap_index_) continue;  // in this node's snapshot already
     if (e.index() <= LastIndex()) {
       if (TermAt(e.index()) == e.term()) continue;
       CHECK_GT(e.index(), commit_) << ToString() << ": the leader overwrites a committed entry";
-      entries_.resize(e.index() - 1);
+      entries_.resize(e.index() - snap_index_ - 1);
       truncate_from_ = std::min(truncate_from_.value_or(e.index()), e.index());
       unstable_ = std::min(unstable_, e.index());
       persisted_ = std::min(persisted_, e.index() - 1);
@@ -483,6 +490,15 @@ void Raft::BroadcastAppends() {
 
 void Raft::SendAppends(PeerId to) {
   Progress& p = progress_[to];
+  if (p.state == Progress::State::kSnapshot) return;  // waiting for ReportSnapshot
+  if (p.next - 1 < snap_index_) {
+    // The entries it needs are compacted away: it needs a copy of the state machine.
+    p.state = Progress::State::kSnapshot;
+    p.inflight.clear();
+    p.inflight_bytes = 0;
+    snapshots_.push_back({to, snap_index_, snap_term_});
+    return;
+  }
   auto send_from = [&](uint64_t next, bool allow_empty) -> std::pair<uint64_t, int64_t> {
     MessagePB m;
     m.set_type(MSG_APPEND);
@@ -493,7 +509,7 @@ void Raft::SendAppends(PeerId to) {
     m.set_round(round_);
     int64_t bytes = 0;
     for (uint64_t i = next; i <= LastIndex(); i++) {
-      const EntryPB& e = entries_[i - 1];
+      const EntryPB& e = Entry(i);
       if (m.entries_size() > 0 && bytes + EntryBytes(e) > opts_.max_msg_bytes) break;
       bytes += EntryBytes(e);
       *m.add_entries() = e;
@@ -524,6 +540,12 @@ void Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
   Progress& p = it->second;
   p.recently_active = true;
   NoteRoundAck(m.from(), m.round(), now_us);
+  if (p.state == Progress::State::kSnapshot) {
+    // Answers to appends sent before the copy began; only the match may move.
+    if (!m.reject() && m.index() > p.match) p.match = m.index();
+    MaybeCommit();
+    return;
+  }
   if (m.reject()) {
     if (m.index() == 0 && m.reject_hint() == 0) return;  // a stale-term answer
     // Stale rejections (of an append already superseded) change nothing.
@@ -579,7 +601,7 @@ void Raft::StepHeartbeatResponse(const MessagePB& m, int64_t now_us) {
   Progress& p = it->second;
   p.recently_active = true;
   NoteRoundAck(m.from(), m.round(), now_us);
-  if (p.match >= LastIndex()) return;
+  if (p.match >= LastIndex() || p.state == Progress::State::kSnapshot) return;
   // The follower is behind. Appends may have been lost (or it restarted): in probe,
   // probe again; in replicate, make room for one more append if the window is full,
   // and if everything was sent already, send an empty append after the last one, which
@@ -718,19 +740,68 @@ Status Raft::ReadIndex(uint64_t request_id, int64_t now_us) {
   return Status::OK();
 }
 
+// Compaction and snapshots -----------------------------------------------------
+
+Status Raft::Compact(uint64_t index) {
+  if (index <= snap_index_) return Status::OK();
+  if (index > applied_handed_ || index > persisted_) {
+    return Status::InvalidArgument("raft: cannot compact to " + std::to_string(index) +
+                                   ": applied " + std::to_string(applied_handed_) + ", persisted " +
+                                   std::to_string(persisted_));
+  }
+  const uint64_t term = TermAt(index);
+  entries_.erase(entries_.begin(), entries_.begin() + int64_t(index - snap_index_));
+  snap_index_ = index;
+  snap_term_ = term;
+  return Status::OK();
+}
+
+void Raft::RestoreSnapshot(uint64_t index, uint64_t term, int64_t now_us) {
+  if (index <= commit_) return;  // older than what this node has
+  if (TermAt(index) == term) {
+    entries_.erase(entries_.begin(), entries_.begin() + int64_t(index - snap_index_));
+  } else {
+    entries_.clear();
+    persisted_ = index;
+  }
+  snap_index_ = index;
+  snap_term_ = term;
+  persisted_ = std::max(persisted_, index);
+  unstable_ = std::max(unstable_, index + 1);
+  if (truncate_from_ && *truncate_from_ <= index) truncate_from_.reset();
+  commit_ = index;
+  applied_handed_ = index;
+  (void)now_us;
+}
+
+void Raft::ReportSnapshot(PeerId peer, uint64_t index, bool ok) {
+  if (role_ != RaftRole::kLeader) return;
+  auto it = progress_.find(peer);
+  if (it == progress_.end() || it->second.state != Progress::State::kSnapshot) return;
+  Progress& p = it->second;
+  if (ok) p.match = std::max(p.match, index);
+  p.next = p.match + 1;
+  p.state = Progress::State::kProbe;
+  p.probe_sent = false;
+  SendAppends(peer);
+}
+
 // Ready ------------------------------------------------------------------------
 
 bool Raft::HasReady() const {
   return truncate_from_ || unstable_ <= LastIndex() || !msgs_.empty() || !reads_.empty() ||
-         std::min(commit_, persisted_) > applied_handed_ || term_ != last_hard_state_.term() ||
-         vote_ != last_hard_state_.vote() || commit_ != last_hard_state_.commit();
+         !snapshots_.empty() || std::min(commit_, persisted_) > applied_handed_ ||
+         term_ != last_hard_state_.term() || vote_ != last_hard_state_.vote() ||
+         commit_ != last_hard_state_.commit();
 }
 
 Ready Raft::TakeReady() {
   Ready rd;
   rd.truncate_from = truncate_from_;
   truncate_from_.reset();
-  for (uint64_t i = unstable_; i <= LastIndex(); i++) rd.entries.push_back(entries_[i - 1]);
+  for (uint64_t i = std::max(unstable_, snap_index_ + 1); i <= LastIndex(); i++) {
+    rd.entries.push_back(Entry(i));
+  }
   unstable_ = LastIndex() + 1;
   if (term_ != last_hard_state_.term() || vote_ != last_hard_state_.vote() ||
       commit_ != last_hard_state_.commit()) {
@@ -742,10 +813,11 @@ Ready Raft::TakeReady() {
   rd.messages.swap(msgs_);
   const uint64_t apply_to = std::min(commit_, persisted_);
   for (uint64_t i = applied_handed_ + 1; i <= apply_to; i++) {
-    rd.committed.push_back(entries_[i - 1]);
+    rd.committed.push_back(Entry(i));
   }
   applied_handed_ = std::max(applied_handed_, apply_to);
   rd.reads.swap(reads_);
+  rd.snapshots.swap(snapshots_);
   return rd;
 }
 

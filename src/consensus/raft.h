@@ -38,8 +38,14 @@
 //   owed the old leader, which the new leader waits out before it claims a lease. The
 //   old leader gives its lease up when it tells the target to campaign.
 //
-// Not here yet: membership change, learners, log compaction and snapshots (the next
-// steps; the message and state formats leave room for them).
+// - Log compaction: the driver may drop entries its state machine has applied and
+//   made durable (Compact). A follower that needs entries no longer in the leader's
+//   log is named in the Ready's `snapshots`: the driver copies the state machine to
+//   it (tablet copy), the follower's driver calls RestoreSnapshot, and the leader's
+//   ReportSnapshot resumes replication after the snapshot's index.
+//
+// Not here yet: membership change and learners (the next steps; the message and state
+// formats leave room for them).
 //
 // Thread-safety: none. The driver serializes every call on one instance.
 #pragma once
@@ -92,8 +98,19 @@ struct RaftOptions {
 // What the driver persisted before a restart, handed back to a new instance.
 struct RaftPersistentState {
   HardStatePB hard_state;
-  std::vector<EntryPB> entries;  // contiguous from index 1
+  // The log was compacted up to here (0: never); the entry at snapshot_index had
+  // snapshot_term.
+  uint64_t snapshot_index = 0;
+  uint64_t snapshot_term = 0;
+  std::vector<EntryPB> entries;  // contiguous from snapshot_index + 1
   uint64_t applied = 0;          // the state machine's durable applied index
+};
+
+// The leader needs the state machine at `index` (term `term`) copied to `peer`.
+struct SnapshotRequest {
+  PeerId peer = kNoPeer;
+  uint64_t index = 0;
+  uint64_t term = 0;
 };
 
 // A read that may be served once the state machine has applied `index`.
@@ -121,10 +138,11 @@ struct Ready {
   std::vector<MessagePB> messages;
   std::vector<EntryPB> committed;
   std::vector<ReadState> reads;
+  std::vector<SnapshotRequest> snapshots;  // copies to start (any time)
 
   bool empty() const {
     return !truncate_from && entries.empty() && !hard_state && messages.empty() &&
-           committed.empty() && reads.empty();
+           committed.empty() && reads.empty() && snapshots.empty();
   }
 };
 
@@ -154,6 +172,20 @@ class Raft {
   Status TransferLeadership(PeerId to, int64_t now_us);
   PeerId transfer_target() const { return transfer_to_; }
 
+  // Drops the entries up to `index`, which the state machine has applied and made
+  // durable (the driver drops them from its log too). InvalidArgument past what was
+  // handed for applying or persisted.
+  Status Compact(uint64_t index);
+  // Follower: the driver installed a copy of the state machine at `index` (entry term
+  // `term`). The log is kept after `index` if it holds that entry, else dropped; the
+  // driver's log must match (it keeps or drops the same). A copy older than the commit
+  // index changes nothing.
+  void RestoreSnapshot(uint64_t index, uint64_t term, int64_t now_us);
+  // Leader: the copy to `peer` at `index` finished (`ok`) or failed; replication to it
+  // resumes.
+  void ReportSnapshot(PeerId peer, uint64_t index, bool ok);
+  uint64_t snapshot_index() const { return snap_index_; }
+
   bool HasReady() const;
   Ready TakeReady();
   // The driver finished `ready` (see Ready): its entries and hard state are durable.
@@ -174,7 +206,7 @@ class Raft {
  private:
   // Replication state of one follower, on the leader.
   struct Progress {
-    enum class State { kProbe, kReplicate };
+    enum class State { kProbe, kReplicate, kSnapshot };
     uint64_t match = 0;
     uint64_t next = 1;
     State state = State::kProbe;
@@ -186,8 +218,10 @@ class Raft {
     uint64_t acked_round = 0;      // newest round it answered
   };
 
-  uint64_t LastIndex() const { return entries_.size(); }
-  uint64_t LastTerm() const { return entries_.empty() ? 0 : entries_.back().term(); }
+  uint64_t LastIndex() const { return snap_index_ + entries_.size(); }
+  uint64_t LastTerm() const { return entries_.empty() ? snap_term_ : entries_.back().term(); }
+  // REQUIRES: snap_index_ < index <= LastIndex().
+  const EntryPB& Entry(uint64_t index) const { return entries_[index - snap_index_ - 1]; }
   size_t Quorum() const { return opts_.voters.size() / 2 + 1; }
   bool IsVoter(PeerId id) const;
   bool LogUpToDate(uint64_t last_term, uint64_t last_index) const;
@@ -230,7 +264,9 @@ class Raft {
   // Persistent state (mirrored by what the driver persisted, once Advance()d).
   uint64_t term_ = 0;
   PeerId vote_ = kNoPeer;
-  std::vector<EntryPB> entries_;  // entries_[i] has index i + 1
+  uint64_t snap_index_ = 0;  // entries up to here are compacted away
+  uint64_t snap_term_ = 0;
+  std::vector<EntryPB> entries_;  // entries_[i] has index snap_index_ + i + 1
 
   // The driver has durable entries up to persisted_; entries from unstable_ on have
   // not been handed to it; truncate_from_ is owed in the next Ready.
@@ -270,6 +306,7 @@ class Raft {
 
   std::vector<MessagePB> msgs_;
   std::vector<ReadState> reads_;
+  std::vector<SnapshotRequest> snapshots_;
 };
 
 }  // namespace nyala::consensus

@@ -68,6 +68,7 @@ struct SimParams {
   int64_t max_msg_bytes = 64;      // 1: one entry per append
   bool transfers = false;          // leadership transfers during the faulty phase
   bool bounces = false;            // CutAndBounce() patterns
+  uint64_t compact_keep = 0;       // 0: never compact; else keep this many entries
   int64_t faulty_us = 2000 * kMs;  // faults happen before this
   int64_t quiet_us = 1500 * kMs;   // then this long with none, before liveness is checked
   std::string ToString() const {
@@ -75,7 +76,7 @@ struct SimParams {
     s << nodes << " nodes, drop " << drop << ", dup " << duplicate << ", delay " << min_delay_us
       << "-" << max_delay_us << " us, partitions " << partitions << ", crashes " << crashes
       << ", drift " << max_drift << ", message bytes " << max_msg_bytes << ", transfers "
-      << transfers << ", bounces " << bounces;
+      << transfers << ", bounces " << bounces << ", compaction keeps " << compact_keep;
     return s.str();
   }
 };
@@ -97,6 +98,8 @@ class Simulation {
     p_.max_msg_bytes = msg_sizes[rng_() % 3];
     p_.transfers = u(rng_) < 0.5;
     p_.bounces = u(rng_) < 0.25;
+    const uint64_t keeps[] = {0, 0, 5, 20};
+    p_.compact_keep = keeps[rng_() % 4];
     for (int i = 0; i < p_.nodes; i++) {
       Node n;
       n.id = PeerId(i + 1);
@@ -129,6 +132,7 @@ class Simulation {
   uint64_t leaders_elected() const { return leaders_.size(); }
   uint64_t lease_terms() const { return leases_.size(); }
   uint64_t transfers() const { return transfers_; }
+  uint64_t snapshots_copied() const { return snapshots_copied_; }
 
  private:
   // Runs events up to time `end`, or until `done()`, checking after each.
@@ -157,12 +161,16 @@ class Simulation {
     std::unique_ptr<Raft> raft;
     // Durable: what survives a crash.
     HardStatePB hard_state;
-    std::vector<EntryPB> log;
-    std::vector<uint64_t> chain;   // chain[i]: hash of log[0..i]
+    uint64_t snap_index = 0;  // the durable log was compacted up to here
+    uint64_t snap_term = 0;
+    uint64_t snap_chain = 0;       // the hash chain's value at snap_index
+    std::vector<EntryPB> log;      // log[i] has index snap_index + i + 1
+    std::vector<uint64_t> chain;   // chain[i]: hash of the log up to log[i]
     std::vector<EntryPB> applied;  // the state machine (durable with its applied index)
     // Readies taken and not yet persisted, in order; each completes at its time.
     int64_t last_persist_us = 0;
     RaftRole last_role = RaftRole::kFollower;
+    uint64_t checked_commit = 0;  // CheckCommit() looked at commit indexes up to here
     uint64_t last_term = 0;
     struct WaitingRead {
       uint64_t request_id;
@@ -222,8 +230,9 @@ class Simulation {
   }
 
   void Start(Node& n) {
-    for (size_t i = 0; i < n.applied.size(); i++) {
-      if (i >= n.log.size() || n.log[i].term() != n.applied[i].term()) {
+    for (size_t i = n.snap_index; i < n.applied.size(); i++) {
+      const size_t at = i - n.snap_index;
+      if (at >= n.log.size() || n.log[at].term() != n.applied[i].term()) {
         Fail("node " + std::to_string(n.id) + " applied entry " + std::to_string(i + 1) +
              " that its durable log does not hold: applied before it was durable");
         return;
@@ -231,6 +240,8 @@ class Simulation {
     }
     RaftPersistentState st;
     st.hard_state = n.hard_state;
+    st.snapshot_index = n.snap_index;
+    st.snapshot_term = n.snap_term;
     st.entries = n.log;
     st.applied = n.applied.size();
     n.raft = std::make_unique<Raft>(Options(n), st, Local(n));
@@ -274,6 +285,8 @@ class Simulation {
       for (const EntryPB& e : rd->committed) Apply(n, e);
       for (const ReadState& r : rd->reads) n.reads.push_back({r.request_id, r.index});
       ServeReads(n);
+      for (const SnapshotRequest& req : rd->snapshots) CopySnapshot(n, req);
+      MaybeCompact(n);
       Schedule(done, [this, id, inc, rd] {
         Node& n = NodeById(id);
         if (!n.up || n.incarnation != inc) return;  // crashed: never persisted
@@ -296,18 +309,19 @@ class Simulation {
     }
     if (rd.truncate_from) {
       const uint64_t from = *rd.truncate_from;
-      if (from <= n.log.size()) {
-        n.log.resize(from - 1);
-        n.chain.resize(from - 1);
+      if (from > n.snap_index && from <= n.snap_index + n.log.size()) {
+        n.log.resize(from - n.snap_index - 1);
+        n.chain.resize(from - n.snap_index - 1);
       }
     }
     for (const EntryPB& e : rd.entries) {
-      if (e.index() != n.log.size() + 1) {
+      if (e.index() <= n.snap_index) continue;  // covered by a snapshot installed since
+      if (e.index() != n.snap_index + n.log.size() + 1) {
         Fail("node " + std::to_string(n.id) + " persists entry " + std::to_string(e.index()) +
-             " after " + std::to_string(n.log.size()) + " (a gap or an overlap)");
+             " after " + std::to_string(n.snap_index + n.log.size()) + " (a gap or an overlap)");
         return;
       }
-      const uint64_t prev = n.chain.empty() ? 0 : n.chain.back();
+      const uint64_t prev = n.chain.empty() ? n.snap_chain : n.chain.back();
       n.log.push_back(e);
       n.chain.push_back(Mix(prev, HashEntry(e)));
       // Log matching: one (index, term) names one prefix, on every node.
@@ -327,6 +341,86 @@ class Simulation {
       }
       n.hard_state = *rd.hard_state;
     }
+  }
+
+  // The driver compacts a node's log (Raft and durable) once it has applied more than
+  // twice the kept entries since the last compaction.
+  void MaybeCompact(Node& n) {
+    if (p_.compact_keep == 0 || !n.up) return;
+    const uint64_t applied = n.applied.size();
+    if (applied < n.snap_index + 2 * p_.compact_keep) return;
+    const uint64_t to = std::min<uint64_t>(applied - p_.compact_keep,
+                                           n.snap_index + n.log.size());  // durable
+    if (to <= n.snap_index) return;
+    if (!n.raft->Compact(to).ok()) return;  // not yet persisted as far, in Raft's view
+    const size_t drop = to - n.snap_index;
+    n.snap_term = n.log[drop - 1].term();
+    n.snap_chain = n.chain[drop - 1];
+    n.log.erase(n.log.begin(), n.log.begin() + int64_t(drop));
+    n.chain.erase(n.chain.begin(), n.chain.begin() + int64_t(drop));
+    n.snap_index = to;
+    Trace("node " + std::to_string(n.id) + " compacts to " + std::to_string(to));
+  }
+
+  // The leader asked for a copy of its state machine at req.index for req.peer: the
+  // copy arrives after a delay, if the peer is up, and the leader hears how it went.
+  void CopySnapshot(Node& leader, const SnapshotRequest& req) {
+    if (leader.applied.size() < req.index) {
+      Fail("node " + std::to_string(leader.id) + " asks to copy a snapshot at " +
+           std::to_string(req.index) + " but applied only " +
+           std::to_string(leader.applied.size()));
+      return;
+    }
+    auto copy = std::make_shared<std::vector<EntryPB>>(leader.applied.begin(),
+                                                       leader.applied.begin() + int64_t(req.index));
+    const PeerId from = leader.id;
+    const int inc = leader.incarnation;
+    snapshots_copied_++;
+    Trace("copy snapshot " + std::to_string(req.index) + " from " + std::to_string(from) + " to " +
+          std::to_string(req.peer));
+    Schedule(now_ + kMs + RandomTime(30 * kMs), [this, from, inc, req, copy] {
+      Node& t = NodeById(req.peer);
+      bool ok = false;
+      if (t.up && !blocked_.count({from, t.id})) {
+        ok = true;
+        if (t.raft->commit_index() < req.index) InstallSnapshot(t, req, *copy);
+      }
+      Node& l = NodeById(from);
+      if (l.up && l.incarnation == inc) {
+        l.raft->ReportSnapshot(t.id, req.index, ok);
+        Drive(l);
+      }
+    });
+  }
+
+  void InstallSnapshot(Node& t, const SnapshotRequest& req, const std::vector<EntryPB>& copy) {
+    for (const EntryPB& e : copy) {
+      auto it = applied_.find(e.index());
+      if (it != applied_.end() && it->second != std::make_pair(e.term(), HashEntry(e))) {
+        Fail("state-machine safety: a snapshot holds a different entry at " +
+             std::to_string(e.index()));
+        return;
+      }
+    }
+    // Raft keeps its log after the snapshot if it holds the snapshot's entry; the
+    // durable log does the same.
+    const bool keep = t.raft->TermAt(req.index) == req.term;
+    const uint64_t durable_last = t.snap_index + t.log.size();
+    if (keep && req.index <= durable_last) {
+      const size_t drop = req.index - t.snap_index;
+      t.log.erase(t.log.begin(), t.log.begin() + int64_t(drop));
+      t.chain.erase(t.chain.begin(), t.chain.begin() + int64_t(drop));
+    } else {
+      t.log.clear();
+      t.chain.clear();
+    }
+    t.snap_index = req.index;
+    t.snap_term = req.term;
+    t.snap_chain = chains_.at({req.index, req.term});
+    t.applied = copy;
+    t.raft->RestoreSnapshot(req.index, req.term, Local(t));
+    Trace("node " + std::to_string(t.id) + " installs snapshot " + std::to_string(req.index));
+    Drive(t);
   }
 
   void Apply(Node& n, const EntryPB& e) {
@@ -557,8 +651,10 @@ class Simulation {
         Fail("election safety: nodes " + std::to_string(it->second) + " and " +
              std::to_string(n.id) + " both lead term " + std::to_string(n.raft->term()));
       }
-      // Leader completeness: everything applied anywhere is in the new leader's log.
+      // Leader completeness: everything applied anywhere is in the new leader's log
+      // (or in the snapshot it compacted its log to, whose entries it applied).
       for (auto& [index, te] : applied_) {
+        if (index < n.raft->snapshot_index()) continue;
         if (n.raft->TermAt(index) != te.first) {
           Fail("leader completeness: node " + std::to_string(n.id) + " leads term " +
                std::to_string(n.raft->term()) + " without the applied entry " +
@@ -572,7 +668,31 @@ class Simulation {
     n.last_term = n.raft->term();
   }
 
+  // Commit safety: when a leader's commit index moves, the entry it now counts as
+  // committed is durable (in the log or a snapshot) on a majority of nodes.
+  void CheckCommit(Node& n) {
+    const uint64_t c = n.raft->commit_index();
+    if (n.raft->role() != RaftRole::kLeader || c <= n.checked_commit) return;
+    n.checked_commit = c;
+    const uint64_t term = n.raft->TermAt(c);
+    size_t durable = 0;
+    for (const Node& m : nodes_) {
+      if (m.snap_index >= c) {
+        durable++;
+      } else if (c <= m.snap_index + m.log.size() && m.log[c - m.snap_index - 1].term() == term) {
+        durable++;
+      }
+    }
+    if (durable < nodes_.size() / 2 + 1) {
+      Fail("commit safety: leader " + std::to_string(n.id) + " counts entry " + std::to_string(c) +
+           " committed, but only " + std::to_string(durable) + " nodes hold it durably");
+    }
+  }
+
   void CheckAll() {
+    for (auto& n : nodes_) {
+      if (n.up) CheckCommit(n);
+    }
     // Leases: claims of different terms never overlap in real time.
     for (auto& n : nodes_) {
       if (!n.up || !n.raft->HasLease(Local(n))) continue;
@@ -640,11 +760,13 @@ class Simulation {
   uint64_t next_write_ = 0;
   uint64_t reads_served_ = 0;
   uint64_t transfers_ = 0;
+  uint64_t snapshots_copied_ = 0;
   int64_t writes_paused_until_ = 0;  // clients only read before this (CutAndBounce)
 };
 
 struct Totals {
-  uint64_t writes_acked = 0, reads_served = 0, leaders = 0, lease_terms = 0, transfers = 0;
+  uint64_t writes_acked = 0, reads_served = 0, leaders = 0, lease_terms = 0, transfers = 0,
+           snapshots = 0;
 };
 
 std::string RunSeed(uint64_t seed, bool trace, Totals* totals) {
@@ -655,6 +777,7 @@ std::string RunSeed(uint64_t seed, bool trace, Totals* totals) {
   totals->leaders += sim.leaders_elected();
   totals->lease_terms += sim.lease_terms();
   totals->transfers += sim.transfers();
+  totals->snapshots += sim.snapshots_copied();
   if (!failure.empty()) {
     return "seed " + std::to_string(seed) + " (" + sim.params().ToString() + ") failed " + failure +
            "\n  replay: build/bin/raft_sim-test --gtest_filter='RaftSim.*' " +
@@ -683,16 +806,18 @@ TEST(RaftSim, RandomSchedules) {
   }
   printf(
       "%d seeded schedules in %.1f s: %lu writes acknowledged, %lu reads served, %lu terms "
-      "with a leader, %lu with a lease, %lu leadership transfers\n",
+      "with a leader, %lu with a lease, %lu leadership transfers, %lu snapshots copied\n",
       run, (MonoTime::Now() - start).ToSeconds(), (unsigned long)totals.writes_acked,
       (unsigned long)totals.reads_served, (unsigned long)totals.leaders,
-      (unsigned long)totals.lease_terms, (unsigned long)totals.transfers);
+      (unsigned long)totals.lease_terms, (unsigned long)totals.transfers,
+      (unsigned long)totals.snapshots);
   // The checks are not vacuous: the schedules wrote, read, elected and leased.
   EXPECT_GT(totals.writes_acked, uint64_t(run) * 10);
   EXPECT_GT(totals.reads_served, uint64_t(run) * 5);
   EXPECT_GT(totals.leaders, uint64_t(run));
   EXPECT_GT(totals.lease_terms, uint64_t(run) / 2);
   EXPECT_GT(totals.transfers, uint64_t(run));
+  EXPECT_GT(totals.snapshots, uint64_t(run) / 10);
 }
 
 }  // namespace
