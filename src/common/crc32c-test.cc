@@ -47,9 +47,9 @@ TEST(Crc32cTest, Extends) {
   for (size_t split = 0; split <= s.size(); split++) {
     const uint32_t head = Crc32c(0, s.data(), split);
     EXPECT_EQ(Crc32c(head, s.data() + split, s.size() - split), whole) << split;
-    EXPECT_EQ(Crc32cSoftware(Crc32cSoftware(0, s.data(), split), s.data() + split,
-                             s.size() - split),
-              whole);
+    EXPECT_EQ(
+        Crc32cSoftware(Crc32cSoftware(0, s.data(), split), s.data() + split, s.size() - split),
+        whole);
   }
 }
 

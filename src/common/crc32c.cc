@@ -31,7 +31,9 @@ constexpr std::array<std::array<uint32_t, 256>, 8> MakeTables() {
 
 constexpr auto kTables = MakeTables();
 
-inline uint32_t SoftwareByte(uint32_t c, uint8_t b) { return (c >> 8) ^ kTables[0][(c ^ b) & 0xFF]; }
+inline uint32_t SoftwareByte(uint32_t c, uint8_t b) {
+  return (c >> 8) ^ kTables[0][(c ^ b) & 0xFF];
+}
 
 }  // namespace
 
