@@ -280,6 +280,33 @@ TEST_F(LogTest, GroupCommit) {
   }
 }
 
+// Callers that each wait for their append still share fdatasyncs.
+TEST_F(LogTest, GroupCommitOfBlockingAppends) {
+  LogOptions opts = Opts();
+  opts.fsync = true;
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 100;
+  auto log = OpenOrDie(opts);
+  const uint64_t fsyncs_at_open = log->Stats().fsyncs;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] { AppendEntries(log.get(), uint64_t(t) + 1, 1, kPerThread, 1); });
+  }
+  for (auto& th : threads) th.join();
+  const uint64_t fsyncs = log->Stats().fsyncs - fsyncs_at_open;
+  LOG(INFO) << "blocking group commit: " << kThreads * kPerThread << " appends, " << fsyncs
+            << " fdatasyncs";
+  EXPECT_LT(fsyncs, uint64_t(kThreads * kPerThread / 2));
+  for (uint64_t g = 1; g <= kThreads; g++) ExpectEntries(log.get(), g, 1, kPerThread);
+}
+
+TEST_F(LogTest, OptionsFromFlags) {
+  const LogOptions o = LogOptions::FromFlags("/some/dir");
+  EXPECT_EQ(o.dir, "/some/dir");
+  EXPECT_TRUE(o.fsync);
+  EXPECT_EQ(o.segment_size_bytes, uint64_t{64} << 20);
+}
+
 TEST_F(LogTest, TruncateThenAppendOverwrites) {
   const LogOptions opts = Opts();
   std::map<uint64_t, std::string> data;
@@ -589,6 +616,44 @@ TEST_F(LogTest, CorruptHeaderInTheMiddleFailsOnlyItsGroup) {
   d[offset + 12] ^= 0x40;  // the group id: unreadable, found by group 1's sequence gap
   WriteFile(path, d);
   CheckGroupOneFailed(o, fs::path(seg).filename().string(), offset);
+}
+
+// Damage at the end of a segment that is not the newest is corruption, not a torn
+// tail: records were written after it.
+TEST_F(LogTest, DamagedTailOfAnOlderSegmentFailsItsGroup) {
+  const LogOptions base = Opts();
+  {
+    auto log = OpenOrDie(base);
+    ASSERT_OK(log->Append(One(LogRecord::MakeHardState(1, HardState{1, "a", 0}))));
+    ASSERT_OK(log->Append(One(LogRecord::MakeHardState(2, HardState{1, "b", 0}))));
+    AppendEntries(log.get(), 1, 1, 3, 1);
+    AppendEntries(log.get(), 2, 1, 3, 1);
+  }
+  { auto log = OpenOrDie(base); }  // a second segment, opening with a checkpoint
+  ASSERT_EQ(SegmentFiles(base.dir).size(), 2u);
+  const std::string first = SegmentFiles(base.dir)[0];
+  const RecInfo last = ParseSegment(base.dir + "/" + first).back();
+  ASSERT_EQ(last.group, 2u);
+  const std::string where = first + " offset " + std::to_string(last.offset);
+  for (size_t at : {kRecordHeader + 5, size_t{20}}) {  // in the payload, in the header
+    SCOPED_TRACE(at);
+    const LogOptions o = CopyOf(base, test_dir() + "/v" + std::to_string(at));
+    std::string d = ReadFile(o.dir + "/" + first);
+    d[last.offset + at] ^= 0x10;
+    WriteFile(o.dir + "/" + first, d);
+    RecoveryReport report;
+    auto log = OpenOrDie(o, &report);
+    EXPECT_FALSE(report.torn_tail) << report.ToString();
+    ASSERT_EQ(report.corruptions.size(), 1u) << report.ToString();
+    EXPECT_EQ(report.corruptions[0].offset, last.offset);
+    ASSERT_EQ(report.failed_groups.size(), 1u) << report.ToString();
+    EXPECT_EQ(report.failed_groups[0].group, 2u);
+    const Status s = log->GetGroupState(2).status;
+    EXPECT_TRUE(s.IsCorruption());
+    EXPECT_NE(s.ToString().find(where), std::string::npos) << s.ToString();
+    ExpectEntries(log.get(), 1, 1, 3);
+    EXPECT_EQ(fs::file_size(o.dir + "/" + first), d.size());  // nothing truncated
+  }
 }
 
 TEST_F(LogTest, SegmentsRollAndAreReleased) {

@@ -337,6 +337,7 @@ struct SharedLog::EntryLoc {
 struct SharedLog::Group {
   // Submission view: the group as of every accepted append, written or still queued.
   // AppendAsync validates against it.
+  bool sub_exists = false;  // an accepted append names it, after any REMOVE_GROUP
   uint64_t sub_last = 0;
   uint64_t sub_snapshot = 0;
 
@@ -452,11 +453,14 @@ Status SharedLog::Recover(RecoveryReport* report) {
   std::sort(files.begin(), files.end());
 
   MutexLock l(mu_);
+  std::string last_corruption;  // carried from segment to segment
   for (size_t i = 0; i < files.size(); i++) {
-    RETURN_NOT_OK(RecoverSegment(files[i].first, files[i].second, i + 1 == files.size(), report));
+    RETURN_NOT_OK(RecoverSegment(files[i].first, files[i].second, i + 1 == files.size(),
+                                 &last_corruption, report));
   }
   last_segment_seq_ = files.empty() ? 0 : files.back().first;
   for (auto& [id, g] : groups_) {
+    g.sub_exists = g.live();
     g.sub_last = g.last_index;
     g.sub_snapshot = g.snapshot ? g.snapshot->index : 0;
     if (!g.failed.ok() && !g.removed) report->failed_groups.push_back({id, g.failed});
@@ -465,10 +469,20 @@ Status SharedLog::Recover(RecoveryReport* report) {
 }
 
 Status SharedLog::RecoverSegment(uint64_t seq, const std::string& path, bool last,
-                                 RecoveryReport* report) {
+                                 std::string* last_corruption, RecoveryReport* report) {
   Scan scan;
   scan.seq = seq;
   scan.name = SegmentName(seq);
+  scan.last_corruption = std::move(*last_corruption);
+  Status s = ScanSegment(path, last, &scan, report);
+  *last_corruption = std::move(scan.last_corruption);
+  return s;
+}
+
+Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr,
+                              RecoveryReport* report) {
+  Scan& scan = *scan_ptr;
+  const uint64_t seq = scan.seq;
   RETURN_NOT_OK(ReadWholeFile(path, &scan.data));
   report->segments_read++;
   const std::string& data = scan.data;
@@ -710,6 +724,7 @@ Status SharedLog::ValidateLocked(const std::vector<LogRecord>& records) {
   }
   for (const auto& [id, v] : views) {
     Group& g = GroupLocked(id);
+    g.sub_exists = true;
     g.sub_last = v.last;
     g.sub_snapshot = v.snapshot;
   }
@@ -751,13 +766,11 @@ Status SharedLog::RemoveGroup(uint64_t group) {
   {
     MutexLock l(mu_);
     auto it = groups_.find(group);
-    if (it == groups_.end() ||
-        (it->second.removed && it->second.sub_last == 0 && it->second.sub_snapshot == 0)) {
-      return Status::OK();
-    }
+    if (it == groups_.end() || !it->second.sub_exists) return Status::OK();
     if (stopping_) return Status::Aborted("consensus log is shutting down");
     if (!error_.ok()) return error_;
     Group& g = it->second;
+    g.sub_exists = false;
     g.sub_last = 0;
     g.sub_snapshot = 0;
     g.durable = 0;

@@ -19,7 +19,16 @@
 //  - Segments are deleted, oldest first, once no group needs their records. A group
 //    needs its live entries above its durable index (SetDurableIndex) and its newest
 //    hard state and snapshot mark. GroupsPinning() names the groups that keep old
-//    segments alive, for the caller to ask them to flush or snapshot.
+//    segments alive, for the caller to ask them to flush or snapshot. A damaged
+//    group's records are kept (so its damage is found again after a restart) until
+//    RemoveGroup, the way back for it being a new replica.
+//
+// Limitation of the attribution: damage is pinned on a group by a CRC failure of its
+// record's payload (the header intact) or by a gap in its sequence numbers. A record
+// whose header is unreadable and after which its group wrote nothing more (in the
+// newest segment: every older segment is followed by a checkpoint, which carries a
+// record of every group with a hard state) is reported as a corrupt region but fails
+// no group.
 //
 // Thread-safety: every public method may be called from any thread at once. The log
 // owns one writer thread (started by Open, joined by the destructor), which writes,
@@ -217,10 +226,13 @@ class SharedLog {
   // last index + 1, a TRUNCATE or SNAPSHOT_MARK below the group's snapshot mark, a
   // REMOVE_GROUP), when a group is damaged (its Corruption), when an earlier write
   // failed (IOError) or when the log is shutting down (Aborted).
+  // An empty `records` is a barrier: its `done` runs once everything submitted before
+  // it is durable and the segments it released are deleted.
   // REQUIRES: the caller never truncates at or below an index it reported durable.
   void AppendAsync(std::vector<LogRecord> records, std::function<void(const Status&)> done)
       EXCLUDES(mu_);
-  // AppendAsync, waiting for the outcome.
+  // AppendAsync, waiting for the outcome. REQUIRES: not called from a `done` callback
+  // (the writer thread would wait for itself).
   Status Append(std::vector<LogRecord> records) EXCLUDES(mu_);
 
   // Appends to `out` the group's entries from `from_index` on, read from the segment
@@ -261,7 +273,11 @@ class SharedLog {
 
   // --- Recovery (Open only, before the writer thread starts).
   Status Recover(RecoveryReport* report) EXCLUDES(mu_);
-  Status RecoverSegment(uint64_t seq, const std::string& path, bool last, RecoveryReport* report)
+  // `last_corruption` ("wal-N.log offset M" of the newest corrupt region, or empty)
+  // is carried from segment to segment, for the messages of sequence gaps.
+  Status RecoverSegment(uint64_t seq, const std::string& path, bool last,
+                        std::string* last_corruption, RecoveryReport* report) REQUIRES(mu_);
+  Status ScanSegment(const std::string& path, bool last, Scan* scan, RecoveryReport* report)
       REQUIRES(mu_);
   void RecoverRecord(Scan* scan, size_t offset, RecoveryReport* report) REQUIRES(mu_);
   void FailGroup(Group* g, uint64_t id, uint64_t segment, Status status) REQUIRES(mu_);
