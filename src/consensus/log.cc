@@ -390,6 +390,15 @@ struct SharedLog::Planned {
   uint32_t crc = 0;
 };
 
+// What the writer takes off the queue and writes at once.
+struct SharedLog::Batch {
+  std::vector<Pending> pending;
+  std::vector<LogRecord> ckpt;  // the checkpoint records, if any, written first
+  std::vector<Planned> plan;    // every record in file order
+  bool roll = false;            // start a new segment first
+  Status status;
+};
+
 // Recovery's cursor.
 struct SharedLog::Scan {
   uint64_t seq = 0;
@@ -423,21 +432,13 @@ Result<std::unique_ptr<SharedLog>> SharedLog::Open(const LogOptions& opts, Recov
   if (!report->clean()) LOG(WARNING) << report->ToString();
 
   // A fresh segment, opening with a checkpoint of every group.
-  std::vector<Pending> none;
-  std::vector<LogRecord> ckpt;
-  std::vector<Planned> plan;
+  Batch b;
   {
     MutexLock l(log->mu_);
-    log->PlanLocked(true, &none, &ckpt, &plan);
+    log->PlanLocked(/*checkpoint=*/true, &b);
   }
-  RETURN_NOT_OK(log->WriteBatch(/*roll=*/true, &plan));
-  std::vector<std::shared_ptr<Segment>> dead;
-  {
-    MutexLock l(log->mu_);
-    log->ApplyPlanLocked(plan);
-    dead = log->TakeReleasableLocked();
-  }
-  log->DeleteSegments(dead);
+  RETURN_NOT_OK(log->WriteBatch(/*roll=*/true, &b.plan));
+  log->DeleteSegments(log->FinishBatch(b));
   log->writer_ = std::thread([raw = log.get()] { raw->WriterLoop(); });
   return log;
 }
@@ -445,9 +446,10 @@ Result<std::unique_ptr<SharedLog>> SharedLog::Open(const LogOptions& opts, Recov
 Status SharedLog::Recover(RecoveryReport* report) {
   std::vector<std::pair<uint64_t, std::string>> files;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(opts_.dir, ec)) {
-    const uint64_t seq = ParseSegmentName(e.path().filename().string());
-    if (seq != 0) files.emplace_back(seq, e.path().string());
+  std::filesystem::directory_iterator it(opts_.dir, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const uint64_t seq = ParseSegmentName(it->path().filename().string());
+    if (seq != 0) files.emplace_back(seq, it->path().string());
   }
   if (ec) return Status::IOError(opts_.dir + ": list directory", ec.message());
   std::sort(files.begin(), files.end());
@@ -582,6 +584,7 @@ void SharedLog::FailGroup(Group* g, uint64_t id, uint64_t segment, Status status
   if (!g->failed.ok()) return;  // the first damage found is the one reported
   g->failed = std::move(status);
   g->failed_segment = segment;
+  g->removed = false;                     // damage to a recreated group's records must show
   if (g->last_seq == 0) g->last_seq = 1;  // a group known only from a damaged record
 }
 
@@ -801,15 +804,16 @@ void SharedLog::AppendCheckpointLocked(std::vector<LogRecord>* out) {
   }
 }
 
-void SharedLog::PlanLocked(bool checkpoint, std::vector<Pending>* batch,
-                           std::vector<LogRecord>* ckpt, std::vector<Planned>* plan) {
-  batch->swap(queue_);
-  if (checkpoint) AppendCheckpointLocked(ckpt);
-  // `ckpt` is complete: pointers into it stay valid.
-  for (const LogRecord& r : *ckpt) plan->push_back(Planned{&r, ++GroupLocked(r.group).last_seq});
-  for (const Pending& p : *batch) {
+void SharedLog::PlanLocked(bool checkpoint, Batch* b) {
+  b->pending.swap(queue_);
+  if (checkpoint) AppendCheckpointLocked(&b->ckpt);
+  // b->ckpt is complete: pointers into it stay valid.
+  for (const LogRecord& r : b->ckpt) {
+    b->plan.push_back(Planned{&r, ++GroupLocked(r.group).last_seq});
+  }
+  for (const Pending& p : b->pending) {
     for (const LogRecord& r : p.records) {
-      plan->push_back(Planned{&r, ++GroupLocked(r.group).last_seq});
+      b->plan.push_back(Planned{&r, ++GroupLocked(r.group).last_seq});
     }
   }
 }
@@ -927,53 +931,51 @@ void SharedLog::LatchErrorLocked(const Status& s) {
 void SharedLog::WriterLoop() {
   pthread_setname_np(pthread_self(), "log-writer");
   while (true) {
-    std::vector<Pending> batch;
-    std::vector<LogRecord> ckpt;
-    std::vector<Planned> plan;
-    bool roll = false;
-    Status s;
-    {
-      UniqueLock l(mu_);
-      writer_cv_.wait(l, [this]() REQUIRES(mu_) {
-        return stopping_ || !queue_.empty() || checkpoint_requested_;
-      });
-      if (stopping_) {
-        batch.swap(queue_);
-        l.Unlock();
-        for (Pending& p : batch) {
-          if (p.done) p.done(Status::Aborted("consensus log is shutting down"));
-        }
-        return;
-      }
-      if (!error_.ok()) {
-        batch.swap(queue_);
-        s = error_;
-      } else {
-        roll = active_size_ >= opts_.segment_size_bytes;
-        PlanLocked(roll || checkpoint_requested_, &batch, &ckpt, &plan);
-        checkpoint_requested_ = false;
-      }
-    }
-    std::vector<std::shared_ptr<Segment>> dead;
-    if (s.ok()) {
-      s = WriteBatch(roll, &plan);
-      MutexLock l(mu_);
-      if (s.ok()) {
-        ApplyPlanLocked(plan);
-        if (release_check_needed_) {
-          release_check_needed_ = false;
-          dead = TakeReleasableLocked();
-          if (CheckpointWouldReleaseLocked()) checkpoint_requested_ = true;
-        }
-      } else {
-        LatchErrorLocked(s);
-      }
-    }
-    DeleteSegments(dead);
-    for (Pending& p : batch) {
-      if (p.done) p.done(s);
+    Batch b;
+    if (!TakeBatch(&b)) return;
+    if (b.status.ok()) b.status = WriteBatch(b.roll, &b.plan);
+    DeleteSegments(FinishBatch(b));
+    for (Pending& p : b.pending) {
+      if (p.done) p.done(b.status);
     }
   }
+}
+
+bool SharedLog::TakeBatch(Batch* b) {
+  UniqueLock l(mu_);
+  writer_cv_.wait(
+      l, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty() || checkpoint_requested_; });
+  if (stopping_) {
+    b->pending.swap(queue_);
+    l.Unlock();
+    for (Pending& p : b->pending) {
+      if (p.done) p.done(Status::Aborted("consensus log is shutting down"));
+    }
+    return false;
+  }
+  if (!error_.ok()) {  // appends accepted before the error latched
+    b->pending.swap(queue_);
+    b->status = error_;
+  } else {
+    b->roll = active_size_ >= opts_.segment_size_bytes;
+    PlanLocked(b->roll || checkpoint_requested_, b);
+  }
+  checkpoint_requested_ = false;
+  return true;
+}
+
+std::vector<std::shared_ptr<SharedLog::Segment>> SharedLog::FinishBatch(const Batch& b) {
+  MutexLock l(mu_);
+  if (!b.status.ok()) {
+    LatchErrorLocked(b.status);
+    return {};
+  }
+  ApplyPlanLocked(b.plan);
+  if (!release_check_needed_) return {};
+  release_check_needed_ = false;
+  auto dead = TakeReleasableLocked();
+  if (CheckpointWouldReleaseLocked()) checkpoint_requested_ = true;
+  return dead;
 }
 
 SharedLog::~SharedLog() {
@@ -1140,7 +1142,10 @@ void SharedLog::DeleteSegments(const std::vector<std::shared_ptr<Segment>>& segs
   if (segs.empty()) return;
   for (const auto& seg : segs) {
     if (unlink(seg->path.c_str()) != 0) {
+      // Deleting newer ones would leave a hole (read as lost records on restart): the
+      // rest stay on disk, and are read and released again after a restart.
       PLOG(WARNING) << "consensus log: cannot delete released segment " << seg->path;
+      break;
     }
   }
   if (opts_.fsync) WARN_NOT_OK(SyncDir(), "consensus log: fsync after deleting segments");

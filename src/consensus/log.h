@@ -164,6 +164,8 @@ struct GroupState {
 
 struct LogOptions {
   std::string dir;
+  // fdatasync each batch before reporting it done; false also skips the fsyncs of the
+  // directory (segment creation and deletion) and of a truncated tail.
   bool fsync = true;
   uint64_t segment_size_bytes = uint64_t{64} << 20;
 
@@ -267,6 +269,7 @@ class SharedLog {
   struct Group;
   struct Pending;
   struct Planned;
+  struct Batch;
   struct Scan;
 
   explicit SharedLog(LogOptions opts);
@@ -285,10 +288,15 @@ class SharedLog {
   // --- Appending.
   Status ValidateLocked(const std::vector<LogRecord>& records) REQUIRES(mu_);
   void WriterLoop() EXCLUDES(mu_);
-  // Takes the next batch off the queue and plans it: checkpoint records if `checkpoint`,
-  // then the batch's records, each with its group sequence number.
-  void PlanLocked(bool checkpoint, std::vector<Pending>* batch, std::vector<LogRecord>* ckpt,
-                  std::vector<Planned>* plan) REQUIRES(mu_);
+  // Waits for work and takes it: false when the log is stopping (the queued appends
+  // then failed with Aborted).
+  bool TakeBatch(Batch* b) EXCLUDES(mu_);
+  // Takes the queue into `b` and plans it: checkpoint records if `checkpoint`, then
+  // the queued records, each with its group sequence number.
+  void PlanLocked(bool checkpoint, Batch* b) REQUIRES(mu_);
+  // After the write: applies the batch to the index (or latches its error) and returns
+  // the segments it released, for the caller to delete.
+  std::vector<std::shared_ptr<Segment>> FinishBatch(const Batch& b) EXCLUDES(mu_);
   void AppendCheckpointLocked(std::vector<LogRecord>* out) REQUIRES(mu_);
   Status WriteBatch(bool roll, std::vector<Planned>* plan) EXCLUDES(mu_);
   Status CreateSegment(uint64_t seq) EXCLUDES(mu_);
