@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <future>
 #include <sstream>
@@ -220,6 +221,19 @@ Status PreadFull(int fd, const std::string& path, uint64_t offset, size_t n, std
                                 std::to_string(offset + done));
     done += size_t(r);
   }
+  return Status::OK();
+}
+
+// Cuts the file at `size`, fsync'ed if `sync`.
+Status TruncateFile(const std::string& path, uint64_t size, bool sync) {
+  if (truncate(path.c_str(), off_t(size)) != 0) return ErrnoStatus(path, "truncate", errno);
+  if (!sync) return Status::OK();
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(path, "open", errno);
+  const int r = fsync(fd);
+  const int err = errno;
+  close(fd);
+  if (r != 0) return ErrnoStatus(path, "fsync", err);
   return Status::OK();
 }
 
@@ -524,15 +538,7 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
       // A torn write: nothing valid follows in the newest segment.
       report->torn_tail = RecoveryReport::TornTail{scan.name, off, data.size() - off, {}};
       if (intact) report->torn_tail->groups.push_back(h.group);
-      if (truncate(path.c_str(), off_t(off)) != 0) return ErrnoStatus(path, "truncate", errno);
-      if (opts_.fsync) {
-        int wfd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-        if (wfd < 0) return ErrnoStatus(path, "open", errno);
-        const int r = fsync(wfd);
-        const int err = errno;
-        close(wfd);
-        if (r != 0) return ErrnoStatus(path, "fsync", err);
-      }
+      RETURN_NOT_OK(TruncateFile(path, off, opts_.fsync));
       break;
     }
     const size_t end = resume == std::string::npos ? data.size() : resume;

@@ -72,8 +72,9 @@
 //                    payload, possibly empty: no vote)
 //   3 TRUNCATE       the group's entries at and above `index` are discarded (a follower
 //                    overwriting conflicting entries); empty payload
-//   4 SNAPSHOT_MARK  the group's entries at and below `index` are dropped; its log now
-//                    starts at index + 1, and `term` is the term of `index`; empty payload
+//   4 SNAPSHOT_MARK  the group's entries at and below `index` are dropped (those above
+//                    it are kept); its log now starts at index + 1 at the latest, and
+//                    `term` is the term of `index`; empty payload
 //   5 REMOVE_GROUP   the group was deleted: everything of it before this record is void;
 //                    empty payload. Its sequence numbers go on if it is recreated.
 //
@@ -83,11 +84,22 @@
 // copy of them. The mark it writes also records the group's durable index: it is
 // max(snapshot mark, min(durable index, last index)), with the term of that index, so
 // entries at or below the durable index leave the group's log at a checkpoint.
+//
+// Recovery reads the segments oldest first. A record is valid when both its CRCs match
+// and its type is known. At an invalid one the reader resynchronises at the next
+// offset where a valid record starts (right after the record when only its payload is
+// bad). If nothing valid follows in the newest segment, the rest is a torn tail: cut
+// off (ftruncate) and reported. Otherwise the bytes skipped are a corrupt region: the
+// record's group fails if its header was intact, and every group whose sequence
+// numbers jump fails; the rest is read on.
+//
+// Release: segments are deleted only from the oldest on, so the files left are always
+// a contiguous run and each group's records in them have contiguous sequence numbers
+// (the first record of a group is taken with whatever number it has).
 // ---------------------------------------------------------------------------------
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
