@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -296,7 +298,13 @@ TEST_F(LogTest, GroupCommitOfBlockingAppends) {
   const uint64_t fsyncs = log->Stats().fsyncs - fsyncs_at_open;
   LOG(INFO) << "blocking group commit: " << kThreads * kPerThread << " appends, " << fsyncs
             << " fdatasyncs";
-  EXPECT_LT(fsyncs, uint64_t(kThreads * kPerThread / 2));
+  struct statfs fs_info;
+  ASSERT_EQ(statfs(opts.dir.c_str(), &fs_info), 0);
+  if (fs_info.f_type == TMPFS_MAGIC) {
+    LOG(INFO) << "on tmpfs an fdatasync costs nothing, so there is little to share: not checked";
+  } else {
+    EXPECT_LT(fsyncs, uint64_t(kThreads * kPerThread / 2));
+  }
   for (uint64_t g = 1; g <= kThreads; g++) ExpectEntries(log.get(), g, 1, kPerThread);
 }
 

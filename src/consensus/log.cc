@@ -671,68 +671,86 @@ Status SharedLog::CheckGroupReadable(uint64_t group, const Group** out) {
 // ---------------------------------------------------------------------------------
 // Appending.
 
-Status SharedLog::ValidateLocked(const std::vector<LogRecord>& records) {
-  struct View {
-    uint64_t last;
-    uint64_t snapshot;
-  };
-  std::map<uint64_t, View> views;  // this call's effect, committed only if all is valid
-  for (const LogRecord& r : records) {
-    const std::string who = "group " + std::to_string(r.group) + ": ";
-    auto it = views.find(r.group);
-    if (it == views.end()) {
-      auto git = groups_.find(r.group);
-      if (git != groups_.end() && !git->second.failed.ok()) return git->second.failed;
-      View v{0, 0};
-      if (git != groups_.end()) v = View{git->second.sub_last, git->second.sub_snapshot};
-      it = views.emplace(r.group, v).first;
-    }
-    View& v = it->second;
-    if (r.payload.size() > kMaxPayload) {
-      return Status::InvalidArgument(who + "record payload too large",
-                                     std::to_string(r.payload.size()));
-    }
-    switch (r.type) {
-      case RecordType::kEntry:
-        if (r.index != v.last + 1) {
-          return Status::InvalidArgument(who + "entry index " + std::to_string(r.index) +
-                                         " is not the last index " + std::to_string(v.last) +
-                                         " + 1");
-        }
-        v.last = r.index;
-        break;
-      case RecordType::kHardState:
-        if (r.payload.size() < kHardStateFixedSize) {
-          return Status::InvalidArgument(who + "HARD_STATE record not made by MakeHardState");
-        }
-        break;
-      case RecordType::kTruncate: {
-        auto git = groups_.find(r.group);
-        const uint64_t durable = git == groups_.end() ? 0 : git->second.durable;
-        if (r.index == 0 || r.index <= std::max(v.snapshot, durable)) {
-          return Status::InvalidArgument(who + "TRUNCATE at " + std::to_string(r.index) +
-                                         " is at or below the snapshot mark or durable index " +
-                                         std::to_string(std::max(v.snapshot, durable)));
-        }
-        v.last = std::min(v.last, r.index - 1);
-        break;
-      }
-      case RecordType::kSnapshotMark:
-        if (r.index < v.snapshot) {
-          return Status::InvalidArgument(who + "SNAPSHOT_MARK at " + std::to_string(r.index) +
-                                         " is below the snapshot mark " +
-                                         std::to_string(v.snapshot));
-        }
-        v.snapshot = r.index;
-        v.last = std::max(v.last, r.index);
-        break;
-      default:
-        return Status::InvalidArgument(who + "record type may not be appended",
-                                       RecordTypeName(r.type));
-    }
+namespace {
+
+// A group as the appends accepted so far leave it: what the next one is checked against.
+struct SubmitView {
+  uint64_t group;
+  uint64_t last;
+  uint64_t snapshot;
+  uint64_t durable;
+};
+
+Status Invalid(uint64_t group, const std::string& what) {
+  return Status::InvalidArgument("consensus log: group " + std::to_string(group) + ": " + what);
+}
+
+// Checks one record against `v` and advances `v` past it.
+Status CheckAndAdvance(const LogRecord& r, SubmitView* v) {
+  if (r.payload.size() > kMaxPayload) {
+    return Invalid(r.group, "payload of " + std::to_string(r.payload.size()) + " bytes");
   }
-  for (const auto& [id, v] : views) {
-    Group& g = GroupLocked(id);
+  switch (r.type) {
+    case RecordType::kEntry:
+      if (r.index != v->last + 1) {
+        return Invalid(r.group, "entry index " + std::to_string(r.index) +
+                                    " is not the last index " + std::to_string(v->last) + " + 1");
+      }
+      v->last = r.index;
+      return Status::OK();
+    case RecordType::kHardState:
+      if (r.payload.size() < kHardStateFixedSize) {
+        return Invalid(r.group, "HARD_STATE record not made by MakeHardState");
+      }
+      return Status::OK();
+    case RecordType::kTruncate: {
+      const uint64_t floor = std::max(v->snapshot, v->durable);
+      if (r.index == 0 || r.index <= floor) {
+        return Invalid(r.group, "TRUNCATE at " + std::to_string(r.index) +
+                                    " is at or below the snapshot mark or durable index " +
+                                    std::to_string(floor));
+      }
+      v->last = std::min(v->last, r.index - 1);
+      return Status::OK();
+    }
+    case RecordType::kSnapshotMark:
+      if (r.index < v->snapshot) {
+        return Invalid(r.group, "SNAPSHOT_MARK at " + std::to_string(r.index) +
+                                    " is below the snapshot mark " + std::to_string(v->snapshot));
+      }
+      v->snapshot = r.index;
+      v->last = std::max(v->last, r.index);
+      return Status::OK();
+    default:
+      return Invalid(r.group,
+                     std::string("record type ") + RecordTypeName(r.type) + " may not be appended");
+  }
+}
+
+}  // namespace
+
+Status SharedLog::ValidateLocked(const std::vector<LogRecord>& records) {
+  // This call's effect, committed only if every record is valid. Few groups per call:
+  // a linear search.
+  std::vector<SubmitView> views;
+  for (const LogRecord& r : records) {
+    auto v = std::find_if(views.begin(), views.end(),
+                          [&](const SubmitView& x) { return x.group == r.group; });
+    if (v == views.end()) {
+      SubmitView fresh{r.group, 0, 0, 0};
+      auto it = groups_.find(r.group);
+      if (it != groups_.end()) {
+        const Group& g = it->second;
+        if (!g.failed.ok()) return g.failed;
+        fresh = SubmitView{r.group, g.sub_last, g.sub_snapshot, g.durable};
+      }
+      views.push_back(fresh);
+      v = views.end() - 1;
+    }
+    RETURN_NOT_OK(CheckAndAdvance(r, &*v));
+  }
+  for (const SubmitView& v : views) {
+    Group& g = GroupLocked(v.group);
     g.sub_exists = true;
     g.sub_last = v.last;
     g.sub_snapshot = v.snapshot;
