@@ -41,6 +41,18 @@ inline void PutFixedLE(std::string* dst, T v) {
   dst->append(b, sizeof(T));
 }
 template <typename T>
+inline void EncodeFixedLE(uint8_t* p, T v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  memcpy(p, &v, sizeof(T));
+}
+template <typename T>
+inline T DecodeFixedLE(const uint8_t* p) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  T v;
+  memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <typename T>
 inline bool GetFixedLE(Slice* in, T* v) {
   if (in->size() < sizeof(T)) return false;
   memcpy(v, in->data(), sizeof(T));

@@ -42,17 +42,6 @@ constexpr size_t kRecordHeaderCrcOffset = 41;
 constexpr size_t kHardStateFixedSize = 16;
 constexpr size_t kMaxPayload = size_t{1} << 30;
 
-template <typename T>
-void EncodeLE(uint8_t* p, T v) {
-  memcpy(p, &v, sizeof(T));  // little-endian hosts only (x86-64, aarch64 Linux)
-}
-template <typename T>
-T DecodeLE(const uint8_t* p) {
-  T v;
-  memcpy(&v, p, sizeof(T));
-  return v;
-}
-
 bool ValidType(uint8_t t) { return t >= 1 && t <= 5; }
 
 struct RecordHeader {
@@ -66,37 +55,37 @@ struct RecordHeader {
 };
 
 void EncodeRecordHeader(const RecordHeader& h, uint8_t* p) {
-  EncodeLE<uint32_t>(p, h.length);
-  EncodeLE<uint32_t>(p + 4, h.payload_crc);
+  EncodeFixedLE<uint32_t>(p, h.length);
+  EncodeFixedLE<uint32_t>(p + 4, h.payload_crc);
   p[8] = h.type;
-  EncodeLE<uint64_t>(p + 9, h.group);
-  EncodeLE<uint64_t>(p + 17, h.seq);
-  EncodeLE<uint64_t>(p + 25, h.term);
-  EncodeLE<uint64_t>(p + 33, h.index);
-  EncodeLE<uint32_t>(p + kRecordHeaderCrcOffset, Crc32c(0, p, kRecordHeaderCrcOffset));
+  EncodeFixedLE<uint64_t>(p + 9, h.group);
+  EncodeFixedLE<uint64_t>(p + 17, h.seq);
+  EncodeFixedLE<uint64_t>(p + 25, h.term);
+  EncodeFixedLE<uint64_t>(p + 33, h.index);
+  EncodeFixedLE<uint32_t>(p + kRecordHeaderCrcOffset, Crc32c(0, p, kRecordHeaderCrcOffset));
 }
 
 // False when the header's CRC fails.
 bool DecodeRecordHeader(const uint8_t* p, RecordHeader* h) {
-  if (Crc32c(0, p, kRecordHeaderCrcOffset) != DecodeLE<uint32_t>(p + kRecordHeaderCrcOffset)) {
+  if (Crc32c(0, p, kRecordHeaderCrcOffset) != DecodeFixedLE<uint32_t>(p + kRecordHeaderCrcOffset)) {
     return false;
   }
-  h->length = DecodeLE<uint32_t>(p);
-  h->payload_crc = DecodeLE<uint32_t>(p + 4);
+  h->length = DecodeFixedLE<uint32_t>(p);
+  h->payload_crc = DecodeFixedLE<uint32_t>(p + 4);
   h->type = p[8];
-  h->group = DecodeLE<uint64_t>(p + 9);
-  h->seq = DecodeLE<uint64_t>(p + 17);
-  h->term = DecodeLE<uint64_t>(p + 25);
-  h->index = DecodeLE<uint64_t>(p + 33);
+  h->group = DecodeFixedLE<uint64_t>(p + 9);
+  h->seq = DecodeFixedLE<uint64_t>(p + 17);
+  h->term = DecodeFixedLE<uint64_t>(p + 25);
+  h->index = DecodeFixedLE<uint64_t>(p + 33);
   return true;
 }
 
 std::string EncodeSegmentHeader(uint64_t seq) {
   uint8_t b[kSegmentHeaderSize];
   memcpy(b, kMagic, 8);
-  EncodeLE<uint32_t>(b + 8, kFormatVersion);
-  EncodeLE<uint64_t>(b + 12, seq);
-  EncodeLE<uint32_t>(b + 20, Crc32c(0, b, 20));
+  EncodeFixedLE<uint32_t>(b + 8, kFormatVersion);
+  EncodeFixedLE<uint64_t>(b + 12, seq);
+  EncodeFixedLE<uint32_t>(b + 20, Crc32c(0, b, 20));
   return std::string(reinterpret_cast<char*>(b), sizeof(b));
 }
 
@@ -105,9 +94,10 @@ std::string CheckSegmentHeader(const std::string& data, uint64_t seq) {
   if (data.size() < kSegmentHeaderSize) return "short segment header";
   const auto* b = reinterpret_cast<const uint8_t*>(data.data());
   if (memcmp(b, kMagic, 8) != 0) return "bad segment magic";
-  if (Crc32c(0, b, 20) != DecodeLE<uint32_t>(b + 20)) return "segment header checksum mismatch";
-  if (DecodeLE<uint32_t>(b + 8) != kFormatVersion) return "unknown segment format version";
-  if (DecodeLE<uint64_t>(b + 12) != seq) return "segment sequence differs from its file name";
+  if (Crc32c(0, b, 20) != DecodeFixedLE<uint32_t>(b + 20))
+    return "segment header checksum mismatch";
+  if (DecodeFixedLE<uint32_t>(b + 8) != kFormatVersion) return "unknown segment format version";
+  if (DecodeFixedLE<uint64_t>(b + 12) != seq) return "segment sequence differs from its file name";
   return "";
 }
 
@@ -155,7 +145,7 @@ size_t FindNextValid(const std::string& data, size_t from) {
   for (size_t off = from; off + kRecordHeaderSize <= data.size(); off++) {
     // Cheap filters before the CRCs.
     if (!ValidType(p[off + 8])) continue;
-    if (DecodeLE<uint32_t>(p + off) > data.size() - off - kRecordHeaderSize) continue;
+    if (DecodeFixedLE<uint32_t>(p + off) > data.size() - off - kRecordHeaderSize) continue;
     RecordHeader h;
     if (CheckRecord(data, off, &h) == RecordCheck::kValid) return off;
   }
@@ -247,8 +237,8 @@ std::string EncodeHardState(const HardState& hs) {
 
 bool DecodeHardState(Slice p, HardState* hs) {
   if (p.size() < kHardStateFixedSize) return false;
-  hs->term = DecodeLE<uint64_t>(p.data());
-  hs->commit_index = DecodeLE<uint64_t>(p.data() + 8);
+  hs->term = DecodeFixedLE<uint64_t>(p.data());
+  hs->commit_index = DecodeFixedLE<uint64_t>(p.data() + 8);
   hs->voted_for.assign(p.cdata() + kHardStateFixedSize, p.size() - kHardStateFixedSize);
   return true;
 }

@@ -188,7 +188,7 @@ void Raft::BecomeLeader(int64_t now_us) {
   BroadcastHeartbeats(now_us);  // opens round 1; the appends below carry it
   BroadcastAppends();
   if (opts_.voters.size() == 1) {
-    NoteRoundAck(opts_.id, round_, now_us);
+    NoteRoundAck(opts_.id, round_);
     MaybeCommit();
   }
 }
@@ -539,7 +539,7 @@ void Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
   if (it == progress_.end()) return;
   Progress& p = it->second;
   p.recently_active = true;
-  NoteRoundAck(m.from(), m.round(), now_us);
+  NoteRoundAck(m.from(), m.round());
   if (p.state == Progress::State::kSnapshot) {
     // Answers to appends sent before the copy began; only the match may move.
     if (!m.reject() && m.index() > p.match) p.match = m.index();
@@ -600,7 +600,7 @@ void Raft::StepHeartbeatResponse(const MessagePB& m, int64_t now_us) {
   if (it == progress_.end()) return;
   Progress& p = it->second;
   p.recently_active = true;
-  NoteRoundAck(m.from(), m.round(), now_us);
+  NoteRoundAck(m.from(), m.round());
   if (p.match >= LastIndex() || p.state == Progress::State::kSnapshot) return;
   // The follower is behind. Appends may have been lost (or it restarted): in probe,
   // probe again; in replicate, make room for one more append if the window is full,
@@ -629,7 +629,7 @@ void Raft::SendEmptyAppend(PeerId to, const Progress& p) {
   Send(std::move(m));
 }
 
-void Raft::NoteRoundAck(PeerId from, uint64_t round, int64_t now_us) {
+void Raft::NoteRoundAck(PeerId from, uint64_t round) {
   if (from != opts_.id) {
     Progress& p = progress_[from];
     if (round <= p.acked_round) return;
@@ -650,7 +650,6 @@ void Raft::NoteRoundAck(PeerId from, uint64_t round, int64_t now_us) {
     reads_.push_back({pending_reads_.front().request_id, pending_reads_.front().index});
     pending_reads_.pop_front();
   }
-  (void)now_us;
 }
 
 void Raft::MaybeCommit() {
@@ -672,6 +671,12 @@ void Raft::MaybeCommit() {
 }
 
 // Proposals, reads and transfers ----------------------------------------------
+
+Status Raft::NotLeader() const {
+  return Status::IllegalState(
+      leader_ == kNoPeer ? std::string("not the leader, and no leader is known")
+                         : "not the leader; the leader is node " + std::to_string(leader_));
+}
 
 Status Raft::TransferLeadership(PeerId to, int64_t now_us) {
   if (role_ != RaftRole::kLeader) return Status::IllegalState("not the leader");
@@ -699,11 +704,9 @@ void Raft::MaybeSendTimeoutNow(PeerId to) {
   Send(std::move(m));
 }
 
-Result<uint64_t> Raft::Propose(std::string data, int64_t now_us) {
+Result<uint64_t> Raft::Propose(std::string data, int64_t /*now_us*/) {
   if (role_ != RaftRole::kLeader) {
-    return Status::IllegalState(
-        leader_ == kNoPeer ? std::string("not the leader, and no leader is known")
-                           : "not the leader; the leader is node " + std::to_string(leader_));
+    return NotLeader();
   }
   if (transfer_to_ != kNoPeer) {
     return Status::IllegalState("transferring leadership to node " + std::to_string(transfer_to_) +
@@ -717,15 +720,12 @@ Result<uint64_t> Raft::Propose(std::string data, int64_t now_us) {
   entries_.push_back(std::move(e));
   BroadcastAppends();
   if (opts_.voters.size() == 1) MaybeCommit();
-  (void)now_us;
   return LastIndex();
 }
 
 Status Raft::ReadIndex(uint64_t request_id, int64_t now_us) {
   if (role_ != RaftRole::kLeader) {
-    return Status::IllegalState(
-        leader_ == kNoPeer ? std::string("not the leader, and no leader is known")
-                           : "not the leader; the leader is node " + std::to_string(leader_));
+    return NotLeader();
   }
   // Everything committed before the read began is at or below this: the commit index,
   // or this term's no-op, which follows every entry an earlier leader committed.
@@ -736,7 +736,7 @@ Status Raft::ReadIndex(uint64_t request_id, int64_t now_us) {
   }
   BroadcastHeartbeats(now_us);
   pending_reads_.push_back({request_id, index, round_});
-  if (opts_.voters.size() == 1) NoteRoundAck(opts_.id, round_, now_us);
+  if (opts_.voters.size() == 1) NoteRoundAck(opts_.id, round_);
   return Status::OK();
 }
 
@@ -756,7 +756,7 @@ Status Raft::Compact(uint64_t index) {
   return Status::OK();
 }
 
-void Raft::RestoreSnapshot(uint64_t index, uint64_t term, int64_t now_us) {
+void Raft::RestoreSnapshot(uint64_t index, uint64_t term, int64_t /*now_us*/) {
   if (index <= commit_) return;  // older than what this node has
   if (TermAt(index) == term) {
     entries_.erase(entries_.begin(), entries_.begin() + int64_t(index - snap_index_));
@@ -771,7 +771,6 @@ void Raft::RestoreSnapshot(uint64_t index, uint64_t term, int64_t now_us) {
   if (truncate_from_ && *truncate_from_ <= index) truncate_from_.reset();
   commit_ = index;
   applied_handed_ = index;
-  (void)now_us;
 }
 
 void Raft::ReportSnapshot(PeerId peer, uint64_t index, bool ok) {

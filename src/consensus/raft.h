@@ -249,13 +249,15 @@ class Raft {
   // An append of no entries after p.next - 1, carrying the commit index.
   void SendEmptyAppend(PeerId to, const Progress& p);
   void BroadcastHeartbeats(int64_t now_us);
-  void NoteRoundAck(PeerId from, uint64_t round, int64_t now_us);
+  void NoteRoundAck(PeerId from, uint64_t round);
   void MaybeCommit();
   void ReleaseReads();
   void AppendEntriesToLog(const MessagePB& m);
   // Sets the commit index (never backwards, never past what may be applied here).
   void CommitTo(uint64_t index);
   void Send(MessagePB m);
+  // IllegalState naming the known leader, for calls only a leader takes.
+  Status NotLeader() const;
   void MaybeSendTimeoutNow(PeerId to);
 
   RaftOptions opts_;

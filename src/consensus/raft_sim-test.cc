@@ -719,9 +719,6 @@ class Simulation {
            " ms");
       return;
     }
-    int leaders = 0;
-    for (auto& n : nodes_) leaders += n.raft->role() == RaftRole::kLeader;
-    (void)leaders;
     // A write proposed now commits within the next few election timeouts.
     const std::string data = "final";
     auto idx = l->raft->Propose(data, Local(*l));

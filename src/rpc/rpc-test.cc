@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include <sys/socket.h>
@@ -499,6 +500,39 @@ TEST_F(RpcTest, LongInlineCallHandsTheEventLoopOver) {
   sleeper_client->Shutdown();
 }
 
+struct SleepOutcomes {
+  int ok = 0;
+  int busy = 0;  // answered SERVER_TOO_BUSY
+};
+
+// Sends `n` async Sleeps of `ms` each (written in one sendmsg when `one_write`), waits
+// for every answer and counts the outcomes.
+SleepOutcomes SleepAll(const CalculatorServiceProxy& proxy, int n, uint32_t ms, bool one_write) {
+  struct Call {
+    SleepRequestPB req;
+    SleepResponsePB resp;
+    RpcController rpc;
+  };
+  std::vector<Call> calls(n);
+  Semaphore done;
+  {
+    std::optional<FlushScope> scope;
+    if (one_write) scope.emplace();
+    for (auto& c : calls) {
+      c.req.set_sleep_ms(ms);
+      c.rpc.set_timeout(MonoDelta::FromSeconds(10));  // every call ends, one way or another
+      proxy.SleepAsync(c.req, &c.resp, &c.rpc, [&] { done.Release(); });
+    }
+  }
+  for (int i = 0; i < n; i++) done.Acquire();
+  SleepOutcomes out;
+  for (auto& c : calls) {
+    out.ok += c.rpc.status().ok();
+    out.busy += c.rpc.server_too_busy();
+  }
+  return out;
+}
+
 // A call run inline takes a service thread's place: with one service thread and a
 // queue of one, a second call waits in the queue and the others are turned away, as
 // if the inline call ran on the service thread.
@@ -509,25 +543,9 @@ TEST_F(RpcTest, InlineCallCountsAgainstTheServiceThreads) {
   ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));
   SyncSleeper sleeper(proxy, 500);
   ASSERT_NO_FATAL_FAILURE(WaitUntilSleeping());
-  struct Call {
-    SleepRequestPB req;
-    SleepResponsePB resp;
-    RpcController rpc;
-  };
-  std::vector<Call> calls(4);
-  std::atomic<int> done{0};
-  for (auto& c : calls) {
-    c.req.set_sleep_ms(1);
-    proxy.SleepAsync(c.req, &c.resp, &c.rpc, [&] { done++; });
-  }
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 4); });
-  int ok = 0, busy = 0;
-  for (auto& c : calls) {
-    ok += c.rpc.status().ok();
-    busy += c.rpc.server_too_busy();
-  }
-  EXPECT_EQ(ok, 1);    // queued, run on the service thread once the sleeper returned its place
-  EXPECT_EQ(busy, 3);  // without the borrowing, the idle service thread would have run one
+  const SleepOutcomes out = SleepAll(proxy, 4, /*ms=*/1, /*one_write=*/false);
+  EXPECT_EQ(out.ok, 1);    // queued, run on the service thread once the sleeper returned its place
+  EXPECT_EQ(out.busy, 3);  // without the borrowing, the idle service thread would have run one
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(sleeper.done()); });
   ASSERT_OK(sleeper.status());
   client->Shutdown();
@@ -543,28 +561,10 @@ TEST_F(RpcTest, InlineBatchCountsAgainstTheServiceThreads) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 1, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   CalculatorServiceProxy proxy(client, addr_);
-  struct Call {
-    SleepRequestPB req;
-    SleepResponsePB resp;
-    RpcController rpc;
-  };
-  std::vector<Call> calls(10);
-  std::atomic<int> done{0};
-  {
-    FlushScope one_write;  // the ten leave in one sendmsg, so the server reads them at once
-    for (auto& c : calls) {
-      c.req.set_sleep_ms(300);
-      proxy.SleepAsync(c.req, &c.resp, &c.rpc, [&] { done++; });
-    }
-  }
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_EQ(done.load(), 10); });
-  int ok = 0, busy = 0;
-  for (auto& c : calls) {
-    ok += c.rpc.status().ok();
-    busy += c.rpc.server_too_busy();
-  }
-  EXPECT_EQ(ok, 2);
-  EXPECT_EQ(busy, 8);
+  // The ten leave in one sendmsg, so the server reads them at once.
+  const SleepOutcomes out = SleepAll(proxy, 10, /*ms=*/300, /*one_write=*/true);
+  EXPECT_EQ(out.ok, 2);
+  EXPECT_EQ(out.busy, 8);
   // The batch ran long: the standby took the loop over meanwhile.
   EXPECT_GE(server_->inline_call_handoffs(), 1);
   // And quick calls (two: the place and the queue) run on the reactor thread; with
