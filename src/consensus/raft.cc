@@ -759,15 +759,18 @@ Status Raft::Compact(uint64_t index) {
 void Raft::RestoreSnapshot(uint64_t index, uint64_t term, int64_t /*now_us*/) {
   if (index <= commit_) return;  // older than what this node has
   if (TermAt(index) == term) {
+    // The log goes on from the snapshot's entry: keep what follows it.
     entries_.erase(entries_.begin(), entries_.begin() + int64_t(index - snap_index_));
+    persisted_ = std::max(persisted_, index);
+    unstable_ = std::max(unstable_, index + 1);
   } else {
+    // Another history: nothing of it is kept, persisted or owed to the driver.
     entries_.clear();
     persisted_ = index;
+    unstable_ = index + 1;
   }
   snap_index_ = index;
   snap_term_ = term;
-  persisted_ = std::max(persisted_, index);
-  unstable_ = std::max(unstable_, index + 1);
   if (truncate_from_ && *truncate_from_ <= index) truncate_from_.reset();
   commit_ = index;
   applied_handed_ = index;
