@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <fstream>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "client/client-internal.h"
@@ -442,6 +445,42 @@ TEST(TimerQueueTest, RunsTasksInDueOrder) {
   }
   latch.Wait();
   EXPECT_EQ(order, (std::vector<int>{10, 20, 30}));
+}
+
+// Threads of this process, from /proc/self/status.
+int NumThreads() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// A task may drop the last reference to the client that owns the queue (a session's
+// flush timer does): the queue is destroyed on its own thread, which must then finish
+// without touching the freed queue (ASan reports it if it does).
+TEST(TimerQueueTest, ATaskMayDestroyTheQueue) {
+  struct CountOnDestroy {
+    internal::CountDownLatch* latch;
+    ~CountOnDestroy() { latch->CountDown(); }
+  };
+  internal::CountDownLatch captures_released(1);
+  const int threads_before = NumThreads();
+  auto* q = new internal::TimerQueue;
+  bool ran_after = false;
+  q->Schedule(MonoDelta::FromMilliseconds(50), [&ran_after] { ran_after = true; });
+  auto guard = std::make_shared<CountOnDestroy>(CountOnDestroy{&captures_released});
+  q->Schedule(MonoDelta(), [q, guard] { delete q; });
+  guard.reset();
+  captures_released.Wait();  // the task has returned and its captures are gone
+  EXPECT_FALSE(ran_after);   // tasks not yet due are dropped with the queue
+  // The detached thread must get to its end (it reads the queue's state on the way).
+  MonoTime deadline = MonoTime::Now() + MonoDelta::FromSeconds(10);
+  while (NumThreads() > threads_before && MonoTime::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_LE(NumThreads(), threads_before);
 }
 
 }  // namespace

@@ -4,31 +4,32 @@
 
 namespace nyala::client::internal {
 
-TimerQueue::TimerQueue() : thread_([this] { Run(); }) {}
+TimerQueue::TimerQueue()
+    : state_(std::make_shared<State>()), thread_([s = state_] { Run(s); }) {}
 
 TimerQueue::~TimerQueue() { Shutdown(); }
 
 void TimerQueue::Schedule(MonoDelta delay, std::function<void()> task) {
   MonoTime due = MonoTime::Now() + delay;
   {
-    MutexLock l(mu_);
-    if (stop_) return;
-    tasks_.emplace(std::make_pair(due, next_seq_++), std::move(task));
+    MutexLock l(state_->mu);
+    if (state_->stop) return;
+    state_->tasks.emplace(std::make_pair(due, state_->next_seq++), std::move(task));
   }
-  cv_.notify_one();
+  state_->cv.notify_one();
 }
 
 void TimerQueue::Shutdown() {
   std::map<std::pair<MonoTime, uint64_t>, std::function<void()>> dropped;
   {
-    MutexLock l(mu_);
-    stop_ = true;
-    dropped.swap(tasks_);
+    MutexLock l(state_->mu);
+    state_->stop = true;
+    dropped.swap(state_->tasks);
   }
-  cv_.notify_all();
+  state_->cv.notify_all();
   if (!thread_.joinable()) return;
   if (thread_.get_id() == std::this_thread::get_id()) {
-    thread_.detach();  // called from a task: the loop sees stop_ and returns
+    thread_.detach();  // called from a task: the loop sees `stop` and returns
   } else {
     thread_.join();
   }
@@ -36,27 +37,28 @@ void TimerQueue::Shutdown() {
 }
 
 size_t TimerQueue::NumPendingForTests() const {
-  MutexLock l(mu_);
-  return tasks_.size();
+  MutexLock l(state_->mu);
+  return state_->tasks.size();
 }
 
-void TimerQueue::Run() {
-  UniqueLock l(mu_);
-  while (!stop_) {
-    if (tasks_.empty()) {
-      cv_.wait(l);
+void TimerQueue::Run(const std::shared_ptr<State>& state) {
+  State& s = *state;
+  UniqueLock l(s.mu);
+  while (!s.stop) {
+    if (s.tasks.empty()) {
+      s.cv.wait(l);
       continue;
     }
-    auto it = tasks_.begin();
+    auto it = s.tasks.begin();
     MonoTime now = MonoTime::Now();
     if (it->first.first > now) {
-      cv_.wait_for(l, std::chrono::nanoseconds((it->first.first - now).ToNanoseconds()));
+      s.cv.wait_for(l, std::chrono::nanoseconds((it->first.first - now).ToNanoseconds()));
       continue;
     }
     std::function<void()> task = std::move(it->second);
-    tasks_.erase(it);
+    s.tasks.erase(it);
     l.Unlock();
-    task();
+    task();  // may destroy the TimerQueue; `state` stays alive
     task = nullptr;  // release captures before taking the lock again
     l.Lock();
   }

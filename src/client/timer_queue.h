@@ -5,13 +5,16 @@
 // Thread-safety: Schedule() from any thread (also from a task). Tasks run one at a
 // time on the queue's thread and must not block for long (they may send async RPCs).
 // Shutdown() drops tasks not yet run; it may be called from a task (the thread then
-// exits after that task instead of being joined).
+// exits after that task instead of being joined). A task may also destroy the queue
+// itself (its captures may hold the last reference to the client that owns it): the
+// thread's state is shared with the thread, which ends once the task returns.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "common/monotime.h"
@@ -33,14 +36,19 @@ class TimerQueue {
   size_t NumPendingForTests() const;
 
  private:
-  void Run();
+  // Owned jointly by the queue and its thread, so that the thread can finish the
+  // task that destroyed the queue.
+  struct State {
+    mutable Mutex mu;
+    CondVar cv;
+    // Keyed by (due time, sequence) so equal times keep their order.
+    std::map<std::pair<MonoTime, uint64_t>, std::function<void()>> tasks GUARDED_BY(mu);
+    uint64_t next_seq GUARDED_BY(mu) = 0;
+    bool stop GUARDED_BY(mu) = false;
+  };
+  static void Run(const std::shared_ptr<State>& state);
 
-  mutable Mutex mu_;
-  CondVar cv_;
-  // Keyed by (due time, sequence) so equal times keep their order.
-  std::map<std::pair<MonoTime, uint64_t>, std::function<void()>> tasks_ GUARDED_BY(mu_);
-  uint64_t next_seq_ GUARDED_BY(mu_) = 0;
-  bool stop_ GUARDED_BY(mu_) = false;
+  const std::shared_ptr<State> state_;
   std::thread thread_;
 };
 
