@@ -29,15 +29,15 @@ const char* RaftRoleName(RaftRole role) {
 
 Status RaftOptions::Validate() const {
   if (id == kNoPeer) return Status::InvalidArgument("raft: the node id must not be 0");
+  if (voters.empty()) return Status::InvalidArgument("raft: the group has no voter");
   std::set<PeerId> seen;
-  for (PeerId v : voters) {
-    if (v == kNoPeer) return Status::InvalidArgument("raft: a voter id is 0");
-    if (!seen.insert(v).second) {
-      return Status::InvalidArgument("raft: voter " + std::to_string(v) + " listed twice");
+  for (const auto* list : {&voters, &learners}) {
+    for (PeerId v : *list) {
+      if (v == kNoPeer) return Status::InvalidArgument("raft: a member id is 0");
+      if (!seen.insert(v).second) {
+        return Status::InvalidArgument("raft: member " + std::to_string(v) + " listed twice");
+      }
     }
-  }
-  if (!seen.count(id)) {
-    return Status::InvalidArgument("raft: node " + std::to_string(id) + " is not a voter");
   }
   if (heartbeat_interval_us <= 0 || heartbeat_interval_us >= election_timeout_min_us) {
     return Status::InvalidArgument(
@@ -68,9 +68,17 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
       snap_term_(state.snapshot_term),
       entries_(state.entries) {
   CHECK_OK(opts_.Validate());
+  if (state.snapshot_config) {
+    snap_config_ = *state.snapshot_config;
+  } else {
+    for (PeerId v : opts_.voters) snap_config_.add_voters(v);
+    for (PeerId l : opts_.learners) snap_config_.add_learners(l);
+  }
   for (size_t i = 0; i < entries_.size(); i++) {
     CHECK_EQ(entries_[i].index(), snap_index_ + i + 1);
+    NoteConfigEntry(entries_[i]);
   }
+  config_ = configs_.empty() ? snap_config_ : configs_.rbegin()->second;
   persisted_ = LastIndex();
   unstable_ = LastIndex() + 1;
   // Applied entries were committed and durable before they were applied, even if the
@@ -87,7 +95,53 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
 }
 
 bool Raft::IsVoter(PeerId id) const {
-  return std::find(opts_.voters.begin(), opts_.voters.end(), id) != opts_.voters.end();
+  return std::find(config_.voters().begin(), config_.voters().end(), id) != config_.voters().end();
+}
+
+bool Raft::IsMember(PeerId id) const {
+  return IsVoter(id) || std::find(config_.learners().begin(), config_.learners().end(), id) !=
+                            config_.learners().end();
+}
+
+void Raft::NoteConfigEntry(const EntryPB& e) {
+  if (e.type() != ENTRY_CONFIG) return;
+  ConfigPB c;
+  if (!c.ParseFromString(e.data()) || c.voters_size() == 0) {
+    // Only a leader writes these, after checking them; a bad one is a bug or damage.
+    LOG(DFATAL) << "node " << opts_.id << ": unreadable configuration entry " << e.index();
+    return;
+  }
+  configs_[e.index()] = std::move(c);
+}
+
+ConfigPB Raft::ConfigAt(uint64_t index) const {
+  auto it = configs_.upper_bound(index);
+  if (it == configs_.begin()) return snap_config_;
+  return std::prev(it)->second;
+}
+
+void Raft::UpdateConfig(int64_t now_us) {
+  const ConfigPB& newest = configs_.empty() ? snap_config_ : configs_.rbegin()->second;
+  if (newest.SerializeAsString() == config_.SerializeAsString()) return;
+  config_ = newest;
+  VLOG(1) << ToString() << ": configuration " << config_.ShortDebugString();
+  if (role_ != RaftRole::kLeader) return;
+  // Followers follow the configuration: new members are probed from the end of the
+  // log, removed ones forgotten.
+  for (auto it = progress_.begin(); it != progress_.end();) {
+    it = IsMember(it->first) ? std::next(it) : progress_.erase(it);
+  }
+  for (const auto* list : {&config_.voters(), &config_.learners()}) {
+    for (PeerId id : *list) {
+      if (id == opts_.id || progress_.count(id)) continue;
+      Progress& p = progress_[id];
+      p.next = LastIndex() + 1;
+      p.recently_active = true;  // give it an election timeout to answer
+      SendAppends(id);
+    }
+  }
+  if (transfer_to_ != kNoPeer && !IsVoter(transfer_to_)) transfer_to_ = kNoPeer;
+  WakeLeader(now_us);
 }
 
 uint64_t Raft::TermAt(uint64_t index) const {
@@ -123,6 +177,7 @@ void Raft::SetTerm(uint64_t term) {
   DCHECK_GT(term, term_);
   term_ = term;
   vote_ = kNoPeer;
+  quiet_round_ = 0;  // rounds count per leader, and so per term
 }
 
 void Raft::BecomeFollower(uint64_t term, PeerId leader, int64_t now_us) {
@@ -136,6 +191,8 @@ void Raft::BecomeFollower(uint64_t term, PeerId leader, int64_t now_us) {
   lease_expiry_us_ = 0;
   votes_.clear();
   transfer_to_ = kNoPeer;
+  quiesced_ = false;
+  quiesce_round_ = 0;
   if (was_leader) last_leader_contact_us_ = now_us;
   ResetElectionDeadline(now_us);
 }
@@ -143,6 +200,7 @@ void Raft::BecomeFollower(uint64_t term, PeerId leader, int64_t now_us) {
 void Raft::BecomePreCandidate(int64_t now_us) {
   role_ = RaftRole::kPreCandidate;
   leader_ = kNoPeer;
+  quiesced_ = false;
   votes_.clear();
   votes_[opts_.id] = true;
   ResetElectionDeadline(now_us);
@@ -153,6 +211,7 @@ void Raft::BecomeCandidate(int64_t now_us) {
   vote_ = opts_.id;
   role_ = RaftRole::kCandidate;
   leader_ = kNoPeer;
+  quiesced_ = false;
   votes_.clear();
   votes_[opts_.id] = true;
   max_voter_lease_remaining_us_ = 0;
@@ -166,10 +225,13 @@ void Raft::BecomeLeader(int64_t now_us) {
   leader_ = opts_.id;
   votes_.clear();
   progress_.clear();
-  for (PeerId v : opts_.voters) {
-    if (v == opts_.id) continue;
-    Progress& p = progress_[v];
-    p.next = LastIndex() + 1;
+  quiesced_ = false;
+  quiesce_round_ = 0;
+  for (const auto* list : {&config_.voters(), &config_.learners()}) {
+    for (PeerId id : *list) {
+      if (id == opts_.id) continue;
+      progress_[id].next = LastIndex() + 1;
+    }
   }
   EntryPB noop;
   noop.set_term(term_);
@@ -183,14 +245,13 @@ void Raft::BecomeLeader(int64_t now_us) {
   lease_not_before_us_ = now_us + int64_t(double(max_voter_lease_remaining_us_) * scale) + 1;
   lease_expiry_us_ = 0;
   round_ = 0;
+  majority_round_ = 0;
   round_sent_us_.clear();
   check_quorum_deadline_us_ = now_us + opts_.election_timeout_min_us;
   BroadcastHeartbeats(now_us);  // opens round 1; the appends below carry it
   BroadcastAppends();
-  if (opts_.voters.size() == 1) {
-    NoteRoundAck(opts_.id, round_);
-    MaybeCommit();
-  }
+  NoteRoundAck(opts_.id, round_);  // a group of one
+  MaybeCommit();
 }
 
 void Raft::Campaign(bool pre, int64_t now_us, bool forced) {
@@ -203,7 +264,7 @@ void Raft::Campaign(bool pre, int64_t now_us, bool forced) {
     BecomeCandidate(now_us);
   }
   if (forced) max_voter_lease_remaining_us_ = std::max<int64_t>(0, owed);
-  if (votes_.size() >= Quorum()) {  // a group of one
+  if (CountVotes(true) >= Quorum()) {  // a group of one
     if (pre) {
       Campaign(false, now_us);
     } else {
@@ -211,7 +272,7 @@ void Raft::Campaign(bool pre, int64_t now_us, bool forced) {
     }
     return;
   }
-  for (PeerId v : opts_.voters) {
+  for (PeerId v : config_.voters()) {
     if (v == opts_.id) continue;
     MessagePB m;
     m.set_type(pre ? MSG_PRE_VOTE : MSG_VOTE);
@@ -227,20 +288,32 @@ void Raft::Campaign(bool pre, int64_t now_us, bool forced) {
 // Time -------------------------------------------------------------------------
 
 void Raft::Tick(int64_t now_us) {
+  if (quiesced_) return;
   if (role_ == RaftRole::kLeader) {
+    if (!IsVoter(opts_.id) && commit_ >= config_index()) {
+      // The configuration that removed this leader is committed: hand over (thesis
+      // §4.2.2); the voters elect a leader among themselves.
+      VLOG(1) << ToString() << ": removed from the group; stepping down";
+      BecomeFollower(term_, kNoPeer, now_us);
+      return;
+    }
     if (transfer_to_ != kNoPeer && now_us >= transfer_deadline_us_) {
       VLOG(1) << ToString() << ": leadership transfer to node " << transfer_to_ << " timed out";
       transfer_to_ = kNoPeer;
     }
-    if (now_us >= next_heartbeat_us_) BroadcastHeartbeats(now_us);
-    if (opts_.check_quorum && now_us >= check_quorum_deadline_us_) {
-      size_t active = 1;
+    if (now_us >= next_heartbeat_us_) BroadcastHeartbeats(now_us, /*allow_quiesce=*/true);
+    // A leader removing itself keeps leading until the change commits, even unheard:
+    // the nodes that hold the change may all be outside the new configuration, and
+    // only this leader brings its voters the entry they need to elect a successor.
+    if (opts_.check_quorum && now_us >= check_quorum_deadline_us_ && IsVoter(opts_.id)) {
+      // Voters that went quiet at this leader's word count as heard from.
+      size_t active = IsVoter(opts_.id) ? 1 : 0;
       for (auto& [id, p] : progress_) {
-        if (p.recently_active) active++;
+        if ((p.recently_active || p.quiesced) && IsVoter(id)) active++;
         p.recently_active = false;
       }
       if (active < Quorum()) {
-        VLOG(1) << ToString() << ": heard from " << active << " of " << opts_.voters.size()
+        VLOG(1) << ToString() << ": heard from " << active << " of " << config_.voters_size()
                 << " voters in an election timeout; stepping down";
         BecomeFollower(term_, kNoPeer, now_us);
         return;
@@ -249,7 +322,40 @@ void Raft::Tick(int64_t now_us) {
     }
     return;
   }
-  if (now_us >= election_deadline_us_) Campaign(opts_.pre_vote, now_us);
+  if (now_us < election_deadline_us_) return;
+  if (MayCampaign()) {
+    Campaign(opts_.pre_vote, now_us);
+  } else {
+    ResetElectionDeadline(now_us);  // learners and removed members do not campaign
+  }
+}
+
+bool Raft::MayCampaign() const {
+  if (IsVoter(opts_.id)) return true;
+  // A voter whose removal is not committed yet still campaigns (thesis §4.2.2): it may
+  // be the only one holding the change that the new configuration's voters need.
+  // Its votes come from those voters; it does not count itself.
+  const uint64_t at = config_index();
+  if (at == 0 || at <= commit_) return false;
+  const ConfigPB before = ConfigAt(at - 1);
+  return std::find(before.voters().begin(), before.voters().end(), opts_.id) !=
+         before.voters().end();
+}
+
+size_t Raft::CountVotes(bool granted) const {
+  size_t n = 0;
+  for (const auto& [id, g] : votes_) n += (g == granted && IsVoter(id));
+  return n;
+}
+
+void Raft::WakeUp(int64_t now_us) {
+  if (!quiesced_) return;
+  if (role_ == RaftRole::kLeader) {
+    WakeLeader(now_us);
+    return;
+  }
+  quiesced_ = false;
+  ResetElectionDeadline(now_us);
 }
 
 // Messages ---------------------------------------------------------------------
@@ -265,11 +371,20 @@ Status Raft::Step(const MessagePB& m, int64_t now_us) {
     return Status::InvalidArgument("raft: message to node " + std::to_string(m.to()) +
                                    " stepped into node " + std::to_string(opts_.id));
   }
-  if (!IsVoter(m.from()) || m.from() == opts_.id) {
+  if (m.from() == kNoPeer || m.from() == opts_.id) {
     return Status::InvalidArgument("raft: message from " + std::to_string(m.from()) +
-                                   ", not a peer of node " + std::to_string(opts_.id));
+                                   " stepped into node " + std::to_string(opts_.id));
   }
-  const bool sticky = role_ == RaftRole::kLeader ||
+  // Vote requests are answered whatever this node's configuration says (thesis §4.1:
+  // its configuration may be older than the candidate's). A removed replica cannot
+  // disrupt: its log falls behind, so its pre-votes fail, and stickiness holds.
+  if (quiesced_ && role_ != RaftRole::kLeader && m.from() == leader_ &&
+      (m.type() == MSG_PRE_VOTE || m.type() == MSG_VOTE)) {
+    // The leader this node went quiet for campaigns: it restarted and leads no more.
+    quiesced_ = false;
+    ResetElectionDeadline(now_us);
+  }
+  const bool sticky = role_ == RaftRole::kLeader || quiesced_ ||
                       now_us - last_leader_contact_us_ < opts_.election_timeout_min_us;
   if (m.term() > term_) {
     switch (m.type()) {
@@ -348,8 +463,14 @@ Status Raft::Step(const MessagePB& m, int64_t now_us) {
 void Raft::StepVoteRequest(const MessagePB& m, int64_t now_us) {
   const bool pre = m.type() == MSG_PRE_VOTE;
   const bool sticky =
-      !m.forced() && (role_ == RaftRole::kLeader ||
+      !m.forced() && (role_ == RaftRole::kLeader || quiesced_ ||
                       now_us - last_leader_contact_us_ < opts_.election_timeout_min_us);
+  if (role_ == RaftRole::kLeader && quiesced_) {
+    // A voter that does not hear from this leader (it restarted, or missed the quiesce
+    // heartbeat): wake up and tell it.
+    WakeLeader(now_us);
+    BroadcastHeartbeats(now_us);
+  }
   const bool can_vote =
       vote_ == m.from() || (vote_ == kNoPeer && leader_ == kNoPeer) || (pre && m.term() > term_);
   MessagePB r;
@@ -378,20 +499,20 @@ void Raft::StepVoteResponse(const MessagePB& m, int64_t now_us) {
   const bool pre = m.type() == MSG_PRE_VOTE_RESP;
   if (pre ? role_ != RaftRole::kPreCandidate : role_ != RaftRole::kCandidate) return;
   if (pre && !m.reject() && m.term() != term_ + 1) return;  // an answer to an older round
+  if (!IsVoter(m.from())) return;
   votes_[m.from()] = !m.reject();
   if (!m.reject()) {
     max_voter_lease_remaining_us_ =
         std::max<int64_t>(max_voter_lease_remaining_us_, int64_t(m.lease_remaining_us()));
   }
-  size_t granted = 0;
-  for (auto& [id, g] : votes_) granted += g;
+  const size_t granted = CountVotes(true);
   if (granted >= Quorum()) {
     if (pre) {
       Campaign(false, now_us);
     } else {
       BecomeLeader(now_us);
     }
-  } else if (votes_.size() - granted >= Quorum()) {
+  } else if (CountVotes(false) >= Quorum()) {
     BecomeFollower(term_, kNoPeer, now_us);
   }
 }
@@ -400,6 +521,10 @@ void Raft::HeardFromLeader(const MessagePB& m, int64_t now_us) {
   if (role_ != RaftRole::kFollower) BecomeFollower(term_, m.from(), now_us);
   leader_ = m.from();
   last_leader_contact_us_ = now_us;
+  // A message the leader sent before its quiesce heartbeat (the network reordered
+  // them) does not wake this node: the leader sends nothing more until it wakes, and
+  // everything it sends from then on carries a newer round.
+  if (m.round() > quiet_round_) quiesced_ = false;
   ResetElectionDeadline(now_us);
 }
 
@@ -432,6 +557,7 @@ void Raft::StepAppend(const MessagePB& m, int64_t now_us) {
     return;
   }
   AppendEntriesToLog(m);
+  UpdateConfig(now_us);
   const uint64_t match = m.index() + uint64_t(m.entries_size());
   CommitTo(std::min<uint64_t>(m.commit(), match));
   r.set_index(match);
@@ -445,12 +571,14 @@ void Raft::AppendEntriesToLog(const MessagePB& m) {
       if (TermAt(e.index()) == e.term()) continue;
       CHECK_GT(e.index(), commit_) << ToString() << ": the leader overwrites a committed entry";
       entries_.resize(e.index() - snap_index_ - 1);
+      configs_.erase(configs_.lower_bound(e.index()), configs_.end());
       truncate_from_ = std::min(truncate_from_.value_or(e.index()), e.index());
       unstable_ = std::min(unstable_, e.index());
       persisted_ = std::min(persisted_, e.index() - 1);
     }
     CHECK_EQ(e.index(), LastIndex() + 1);
     entries_.push_back(e);
+    NoteConfigEntry(e);
   }
 }
 
@@ -461,6 +589,12 @@ void Raft::StepHeartbeat(const MessagePB& m, int64_t now_us) {
   r.set_type(MSG_HEARTBEAT_RESP);
   r.set_to(m.from());
   r.set_round(m.round());
+  if (m.quiesce() && LastIndex() == m.index() && LastTerm() == m.log_term() &&
+      commit_ == LastIndex()) {
+    quiesced_ = true;  // until the leader or the driver wakes it
+    quiet_round_ = m.round();
+    r.set_quiesce(true);
+  }
   Send(std::move(r));
 }
 
@@ -470,18 +604,71 @@ void Raft::CommitTo(uint64_t index) {
 
 // Leader -----------------------------------------------------------------------
 
-void Raft::BroadcastHeartbeats(int64_t now_us) {
+void Raft::BroadcastHeartbeats(int64_t now_us, bool allow_quiesce) {
   round_++;
   round_sent_us_[round_] = now_us;
+  // Rounds whose lease would have run out by now can give none: forget them (rounds
+  // pile up while quiesced followers answer none).
+  while (!round_sent_us_.empty() && round_sent_us_.begin()->second + opts_.lease_us <= now_us) {
+    round_sent_us_.erase(round_sent_us_.begin());
+  }
   next_heartbeat_us_ = now_us + opts_.heartbeat_interval_us;
+  const bool idle = allow_quiesce && Idle();
+  if (!idle) {
+    if (quiesce_round_ != 0) WakeLeader(now_us);
+  } else if (quiesce_round_ == 0) {
+    quiesce_round_ = round_;
+  }
+  bool all_quiet = true;
   for (auto& [id, p] : progress_) {
+    if (idle && p.quiesced) continue;
+    all_quiet = false;
     MessagePB m;
     m.set_type(MSG_HEARTBEAT);
     m.set_to(id);
     m.set_commit(std::min(p.match, commit_));
     m.set_round(round_);
+    if (idle) {
+      m.set_quiesce(true);
+      m.set_index(LastIndex());
+      m.set_log_term(LastTerm());
+    }
     Send(std::move(m));
   }
+  if (idle && all_quiet) {
+    quiesced_ = true;
+    VLOG(2) << ToString() << ": quiesced";
+  }
+}
+
+bool Raft::Idle() const {
+  if (!opts_.quiesce_when_idle || role_ != RaftRole::kLeader || transfer_to_ != kNoPeer ||
+      !pending_reads_.empty() || !IsVoter(opts_.id)) {
+    return false;
+  }
+  if (persisted_ != LastIndex() || commit_ != LastIndex() || TermAt(commit_) != term_) return false;
+  for (const auto& [id, p] : progress_) {
+    if (p.state != Progress::State::kReplicate || p.match != LastIndex()) return false;
+  }
+  return true;
+}
+
+void Raft::WakeLeader(int64_t now_us) {
+  if (!quiesced_ && quiesce_round_ == 0) return;
+  quiesced_ = false;
+  quiesce_round_ = 0;
+  for (auto& [id, p] : progress_) {
+    // Quiet followers answered nothing lately; give them an election timeout to.
+    p.recently_active = p.recently_active || p.quiesced;
+    p.quiesced = false;
+  }
+  check_quorum_deadline_us_ =
+      std::max(check_quorum_deadline_us_, now_us + opts_.election_timeout_min_us);
+  next_heartbeat_us_ = std::min(next_heartbeat_us_, now_us + opts_.heartbeat_interval_us);
+  // A new round, so that followers tell what follows from what came before the
+  // quiesce heartbeat (see HeardFromLeader).
+  round_++;
+  round_sent_us_[round_] = now_us;
 }
 
 void Raft::BroadcastAppends() {
@@ -496,7 +683,7 @@ void Raft::SendAppends(PeerId to) {
     p.state = Progress::State::kSnapshot;
     p.inflight.clear();
     p.inflight_bytes = 0;
-    snapshots_.push_back({to, snap_index_, snap_term_});
+    snapshots_.push_back({to, snap_index_, snap_term_, snap_config_});
     return;
   }
   auto send_from = [&](uint64_t next, bool allow_empty) -> std::pair<uint64_t, int64_t> {
@@ -601,6 +788,9 @@ void Raft::StepHeartbeatResponse(const MessagePB& m, int64_t now_us) {
   Progress& p = it->second;
   p.recently_active = true;
   NoteRoundAck(m.from(), m.round());
+  if (m.quiesce() && quiesce_round_ != 0 && m.round() >= quiesce_round_ && p.match == LastIndex()) {
+    p.quiesced = true;
+  }
   if (p.match >= LastIndex() || p.state == Progress::State::kSnapshot) return;
   // The follower is behind. Appends may have been lost (or it restarted): in probe,
   // probe again; in replicate, make room for one more append if the window is full,
@@ -635,17 +825,25 @@ void Raft::NoteRoundAck(PeerId from, uint64_t round) {
     if (round <= p.acked_round) return;
     p.acked_round = round;
   }
-  // The newest round a majority (this node counts, with the current round) answered.
-  std::vector<uint64_t> rounds = {round_};
-  for (auto& [id, p] : progress_) rounds.push_back(p.acked_round);
+  // The newest round a majority of the voters (this node counts, with the current
+  // round, if it is one) answered.
+  std::vector<uint64_t> rounds;
+  if (IsVoter(opts_.id)) rounds.push_back(round_);
+  for (auto& [id, p] : progress_) {
+    if (IsVoter(id)) rounds.push_back(p.acked_round);
+  }
+  if (rounds.size() < Quorum()) return;
   std::sort(rounds.rbegin(), rounds.rend());
   const uint64_t majority_round = rounds[Quorum() - 1];
+  if (majority_round <= majority_round_) return;
+  majority_round_ = majority_round;
   auto sent = round_sent_us_.find(majority_round);
-  if (sent == round_sent_us_.end()) return;  // round 0, or pruned: nothing new
-  if (!lease_given_up_) {
-    lease_expiry_us_ = std::max(lease_expiry_us_, sent->second + opts_.lease_us);
+  if (sent != round_sent_us_.end()) {  // else pruned: too old to give a lease
+    if (!lease_given_up_) {
+      lease_expiry_us_ = std::max(lease_expiry_us_, sent->second + opts_.lease_us);
+    }
+    round_sent_us_.erase(round_sent_us_.begin(), sent);
   }
-  round_sent_us_.erase(round_sent_us_.begin(), sent);
   while (!pending_reads_.empty() && pending_reads_.front().round <= majority_round) {
     reads_.push_back({pending_reads_.front().request_id, pending_reads_.front().index});
     pending_reads_.pop_front();
@@ -653,8 +851,12 @@ void Raft::NoteRoundAck(PeerId from, uint64_t round) {
 }
 
 void Raft::MaybeCommit() {
-  std::vector<uint64_t> matches = {persisted_};
-  for (auto& [id, p] : progress_) matches.push_back(p.match);
+  std::vector<uint64_t> matches;
+  if (IsVoter(opts_.id)) matches.push_back(persisted_);
+  for (auto& [id, p] : progress_) {
+    if (IsVoter(id)) matches.push_back(p.match);
+  }
+  if (matches.size() < Quorum()) return;
   std::sort(matches.rbegin(), matches.rend());
   const uint64_t q = matches[Quorum() - 1];
   // Only an entry of this term is committed by counting replicas (thesis §3.6.2).
@@ -684,6 +886,7 @@ Status Raft::TransferLeadership(PeerId to, int64_t now_us) {
     return Status::InvalidArgument("cannot transfer leadership to node " + std::to_string(to) +
                                    ": not another voter of the group");
   }
+  WakeLeader(now_us);
   transfer_to_ = to;
   transfer_deadline_us_ = now_us + opts_.election_timeout_min_us;
   MaybeSendTimeoutNow(to);
@@ -704,7 +907,7 @@ void Raft::MaybeSendTimeoutNow(PeerId to) {
   Send(std::move(m));
 }
 
-Result<uint64_t> Raft::Propose(std::string data, int64_t /*now_us*/) {
+Result<uint64_t> Raft::Propose(std::string data, int64_t now_us) {
   if (role_ != RaftRole::kLeader) {
     return NotLeader();
   }
@@ -712,6 +915,7 @@ Result<uint64_t> Raft::Propose(std::string data, int64_t /*now_us*/) {
     return Status::IllegalState("transferring leadership to node " + std::to_string(transfer_to_) +
                                 "; retry on the new leader");
   }
+  WakeLeader(now_us);
   EntryPB e;
   e.set_term(term_);
   e.set_index(LastIndex() + 1);
@@ -719,7 +923,71 @@ Result<uint64_t> Raft::Propose(std::string data, int64_t /*now_us*/) {
   e.set_data(std::move(data));
   entries_.push_back(std::move(e));
   BroadcastAppends();
-  if (opts_.voters.size() == 1) MaybeCommit();
+  MaybeCommit();  // a group of one
+  return LastIndex();
+}
+
+Result<uint64_t> Raft::ProposeConfigChange(ConfigChange change, PeerId peer, int64_t now_us) {
+  if (role_ != RaftRole::kLeader) return NotLeader();
+  if (transfer_to_ != kNoPeer) {
+    return Status::IllegalState("transferring leadership to node " + std::to_string(transfer_to_) +
+                                "; retry on the new leader");
+  }
+  if (config_index() > commit_) {
+    return Status::IllegalState("the configuration change at entry " +
+                                std::to_string(config_index()) +
+                                " is not committed yet; one change at a time");
+  }
+  if (commit_ < term_start_index_) {
+    // Thesis §4.1 (and its erratum): a new leader commits an entry of its term before
+    // it changes the configuration, or two leaders' changes could both commit.
+    return Status::IllegalState("the new leader has not committed an entry of its term yet");
+  }
+  const std::string who = "node " + std::to_string(peer);
+  if (peer == kNoPeer) return Status::InvalidArgument("raft: peer id 0");
+  ConfigPB next = config_;
+  auto drop = [](google::protobuf::RepeatedField<uint64_t>* list, PeerId id) {
+    list->erase(std::remove(list->begin(), list->end(), id), list->end());
+  };
+  const bool learner = IsMember(peer) && !IsVoter(peer);
+  switch (change) {
+    case ConfigChange::kAddLearner:
+      if (IsMember(peer)) return Status::InvalidArgument(who + " is a member already");
+      next.add_learners(peer);
+      break;
+    case ConfigChange::kPromoteLearner: {
+      if (!learner) return Status::InvalidArgument(who + " is not a learner");
+      auto it = progress_.find(peer);
+      if (it == progress_.end() || it->second.match < commit_) {
+        return Status::IllegalState(
+            who + " has not caught up yet (holds " +
+            std::to_string(it == progress_.end() ? 0 : it->second.match) + " of " +
+            std::to_string(commit_) + " committed entries); promote it later");
+      }
+      drop(next.mutable_learners(), peer);
+      next.add_voters(peer);
+      break;
+    }
+    case ConfigChange::kRemovePeer:
+      if (!IsMember(peer)) return Status::InvalidArgument(who + " is not a member");
+      if (IsVoter(peer) && config_.voters_size() == 1) {
+        return Status::InvalidArgument(who + " is the last voter");
+      }
+      drop(next.mutable_voters(), peer);
+      drop(next.mutable_learners(), peer);
+      break;
+  }
+  WakeLeader(now_us);
+  EntryPB e;
+  e.set_term(term_);
+  e.set_index(LastIndex() + 1);
+  e.set_type(ENTRY_CONFIG);
+  e.set_data(next.SerializeAsString());
+  entries_.push_back(e);
+  NoteConfigEntry(e);
+  UpdateConfig(now_us);
+  BroadcastAppends();
+  MaybeCommit();
   return LastIndex();
 }
 
@@ -734,9 +1002,10 @@ Status Raft::ReadIndex(uint64_t request_id, int64_t now_us) {
     reads_.push_back({request_id, index});
     return Status::OK();
   }
+  WakeLeader(now_us);
   BroadcastHeartbeats(now_us);
   pending_reads_.push_back({request_id, index, round_});
-  if (opts_.voters.size() == 1) NoteRoundAck(opts_.id, round_);
+  NoteRoundAck(opts_.id, round_);  // a group of one
   return Status::OK();
 }
 
@@ -750,22 +1019,33 @@ Status Raft::Compact(uint64_t index) {
                                    std::to_string(persisted_));
   }
   const uint64_t term = TermAt(index);
+  snap_config_ = ConfigAt(index);
+  configs_.erase(configs_.begin(), configs_.upper_bound(index));
   entries_.erase(entries_.begin(), entries_.begin() + int64_t(index - snap_index_));
   snap_index_ = index;
   snap_term_ = term;
   return Status::OK();
 }
 
-void Raft::RestoreSnapshot(uint64_t index, uint64_t term, int64_t /*now_us*/) {
+void Raft::RestoreSnapshot(uint64_t index, uint64_t term, const ConfigPB& config,
+                           int64_t now_us) {
   if (index <= commit_) return;  // older than what this node has
+  if (role_ != RaftRole::kFollower) {
+    // The copy comes from another leader, which committed entries this node has not
+    // applied: it leads no more (if ever it did, the driver erred in copying here).
+    BecomeFollower(std::max(term_, term), kNoPeer, now_us);
+  }
+  snap_config_ = config;
   if (TermAt(index) == term) {
     // The log goes on from the snapshot's entry: keep what follows it.
+    configs_.erase(configs_.begin(), configs_.upper_bound(index));
     entries_.erase(entries_.begin(), entries_.begin() + int64_t(index - snap_index_));
     persisted_ = std::max(persisted_, index);
     unstable_ = std::max(unstable_, index + 1);
   } else {
     // Another history: nothing of it is kept, persisted or owed to the driver.
     entries_.clear();
+    configs_.clear();
     persisted_ = index;
     unstable_ = index + 1;
   }
@@ -774,6 +1054,7 @@ void Raft::RestoreSnapshot(uint64_t index, uint64_t term, int64_t /*now_us*/) {
   if (truncate_from_ && *truncate_from_ <= index) truncate_from_.reset();
   commit_ = index;
   applied_handed_ = index;
+  UpdateConfig(now_us);
 }
 
 void Raft::ReportSnapshot(PeerId peer, uint64_t index, bool ok) {

@@ -44,8 +44,28 @@
 //   it (tablet copy), the follower's driver calls RestoreSnapshot, and the leader's
 //   ReportSnapshot resumes replication after the snapshot's index.
 //
-// Not here yet: membership change and learners (the next steps; the message and state
-// formats leave room for them).
+// - Membership change one server at a time (thesis §4.1): a configuration is a log
+//   entry (ENTRY_CONFIG) and takes effect on a node as soon as it is in its log,
+//   committed or not; a leader proposes the next change only once the previous one is
+//   committed and an entry of its own term is. Learners receive the log but neither
+//   vote nor count toward a majority; a voter is added as a learner first and promoted
+//   once it holds everything committed. A leader that removes itself keeps leading
+//   (without counting itself) until the change commits, then steps down; until then
+//   it may also campaign (it may be the only node holding the change). A node answers
+//   vote requests whatever its own configuration (it may be behind the candidate's);
+//   a candidate counts only the votes of voters of its configuration.
+//
+// - Quiescence: a leader that is idle (everything committed and on every follower, no
+//   reads or transfer pending) sends one last heartbeat marked `quiesce` and then
+//   none; each follower whose log ends where the leader's does goes quiet too. A
+//   quiesced node does nothing on Tick (the driver need not tick it at all), so an
+//   idle group costs nothing. Any proposal, read or transfer wakes the leader, and any
+//   message from the leader wakes a follower. The driver must watch the leader's
+//   server itself (server-to-server heartbeats) and call WakeUp on a quiesced follower
+//   whose leader's server went silent; a quiesced follower refuses votes meanwhile,
+//   as leader stickiness does, so a restarted or cut-off peer cannot depose the idle
+//   leader (its vote request wakes the leader instead). Safety does not depend on any
+//   of this: a quiesced leader's lease runs out like any other.
 //
 // Thread-safety: none. The driver serializes every call on one instance.
 #pragma once
@@ -69,8 +89,12 @@ constexpr PeerId kNoPeer = 0;
 
 struct RaftOptions {
   PeerId id = kNoPeer;
-  // The voters of the group (this node included). Fixed until membership change lands.
+  // The group's first configuration, in effect until a configuration entry (or a
+  // snapshot's configuration) replaces it. A node outside it (a replica being added)
+  // starts as a non-member: it neither campaigns nor votes until its log says it is a
+  // voter.
   std::vector<PeerId> voters;
+  std::vector<PeerId> learners;
   // A follower that hears from no leader for a random time in [min, 2 * min) campaigns.
   int64_t election_timeout_min_us = 1'000'000;
   int64_t heartbeat_interval_us = 100'000;
@@ -87,9 +111,12 @@ struct RaftOptions {
   int64_t max_inflight_bytes = 8 << 20;
   // Entries bytes per append message (at least one entry is sent).
   int64_t max_msg_bytes = 1 << 20;
+  // Quiesce when idle (see the file comment).
+  bool quiesce_when_idle = true;
   uint64_t random_seed = 1;
 
-  // InvalidArgument unless id is a voter, voters are distinct and non-zero, the
+  // InvalidArgument unless the id is non-zero, there is a voter, members are distinct
+  // and non-zero, the
   // heartbeat is shorter than the election timeout, and
   // lease_us * (1 + max_clock_drift) < election_timeout_min_us * (1 - max_clock_drift).
   Status Validate() const;
@@ -102,15 +129,26 @@ struct RaftPersistentState {
   // snapshot_term.
   uint64_t snapshot_index = 0;
   uint64_t snapshot_term = 0;
+  // The configuration in effect at snapshot_index, if a snapshot or compaction
+  // recorded one (else RaftOptions' first configuration).
+  std::optional<ConfigPB> snapshot_config;
   std::vector<EntryPB> entries;  // contiguous from snapshot_index + 1
   uint64_t applied = 0;          // the state machine's durable applied index
 };
 
-// The leader needs the state machine at `index` (term `term`) copied to `peer`.
+// The leader needs the state machine at `index` (term `term`, configuration `config`)
+// copied to `peer`.
 struct SnapshotRequest {
   PeerId peer = kNoPeer;
   uint64_t index = 0;
   uint64_t term = 0;
+  ConfigPB config;
+};
+
+enum class ConfigChange {
+  kAddLearner,      // a new member that receives the log but does not vote
+  kPromoteLearner,  // the learner becomes a voter (it must hold everything committed)
+  kRemovePeer,      // a voter (the leader too) or a learner leaves the group
 };
 
 // A read that may be served once the state machine has applied `index`.
@@ -172,15 +210,35 @@ class Raft {
   Status TransferLeadership(PeerId to, int64_t now_us);
   PeerId transfer_target() const { return transfer_to_; }
 
+  // Proposes one membership change as a configuration entry: its index. IllegalState
+  // if not the leader, while a transfer or an earlier change is not finished, before
+  // an entry of this term is committed, or (kPromoteLearner) while the learner lacks
+  // committed entries; InvalidArgument if the change does not fit the configuration
+  // (adding a member, promoting a non-learner, removing a non-member or the last
+  // voter).
+  Result<uint64_t> ProposeConfigChange(ConfigChange change, PeerId peer, int64_t now_us);
+  // The configuration in effect here: the newest in the log, committed or not.
+  const ConfigPB& config() const { return config_; }
+  // The index of its entry (0: the first configuration or a snapshot's).
+  uint64_t config_index() const { return configs_.empty() ? 0 : configs_.rbegin()->first; }
+  bool IsVoter(PeerId id) const;
+
+  // Quiesced: idle, and Tick does nothing until something wakes the node (see the file
+  // comment). The driver calls WakeUp on a quiesced follower whose leader's server it
+  // no longer hears from: it runs its election timer again.
+  bool quiesced() const { return quiesced_; }
+  void WakeUp(int64_t now_us);
+
   // Drops the entries up to `index`, which the state machine has applied and made
   // durable (the driver drops them from its log too). InvalidArgument past what was
   // handed for applying or persisted.
   Status Compact(uint64_t index);
   // Follower: the driver installed a copy of the state machine at `index` (entry term
-  // `term`). The log is kept after `index` if it holds that entry, else dropped; the
+  // `term`, configuration `config` as the SnapshotRequest gave it). The log is kept after `index` if it holds that entry, else dropped; the
   // driver's log must match (it keeps or drops the same). A copy older than the commit
-  // index changes nothing.
-  void RestoreSnapshot(uint64_t index, uint64_t term, int64_t now_us);
+  // index changes nothing; a leader or candidate given a newer one steps down (the
+  // copy came from another leader).
+  void RestoreSnapshot(uint64_t index, uint64_t term, const ConfigPB& config, int64_t now_us);
   // Leader: the copy to `peer` at `index` finished (`ok`) or failed; replication to it
   // resumes.
   void ReportSnapshot(PeerId peer, uint64_t index, bool ok);
@@ -216,14 +274,25 @@ class Raft {
     int64_t inflight_bytes = 0;
     bool recently_active = false;  // heard from since the last check-quorum
     uint64_t acked_round = 0;      // newest round it answered
+    bool quiesced = false;         // answered this idle spell's quiesce heartbeat
   };
 
   uint64_t LastIndex() const { return snap_index_ + entries_.size(); }
   uint64_t LastTerm() const { return entries_.empty() ? snap_term_ : entries_.back().term(); }
   // REQUIRES: snap_index_ < index <= LastIndex().
   const EntryPB& Entry(uint64_t index) const { return entries_[index - snap_index_ - 1]; }
-  size_t Quorum() const { return opts_.voters.size() / 2 + 1; }
-  bool IsVoter(PeerId id) const;
+  size_t Quorum() const { return size_t(config_.voters_size()) / 2 + 1; }
+  bool IsMember(PeerId id) const;
+  // Whether this node runs elections (voters, and a voter whose removal is pending).
+  bool MayCampaign() const;
+  // Votes of voters (of the configuration) granted, or refused.
+  size_t CountVotes(bool granted) const;
+  // The configuration in effect at `index` (at or after the snapshot index).
+  ConfigPB ConfigAt(uint64_t index) const;
+  // config_ from the log (after entries are appended, truncated or compacted); a
+  // leader's followers follow it.
+  void UpdateConfig(int64_t now_us);
+  void NoteConfigEntry(const EntryPB& e);
   bool LogUpToDate(uint64_t last_term, uint64_t last_index) const;
 
   void BecomeFollower(uint64_t term, PeerId leader, int64_t now_us);
@@ -248,7 +317,8 @@ class Raft {
   void BroadcastAppends();
   // An append of no entries after p.next - 1, carrying the commit index.
   void SendEmptyAppend(PeerId to, const Progress& p);
-  void BroadcastHeartbeats(int64_t now_us);
+  // allow_quiesce: a periodic heartbeat, which quiesces followers when idle.
+  void BroadcastHeartbeats(int64_t now_us, bool allow_quiesce = false);
   void NoteRoundAck(PeerId from, uint64_t round);
   void MaybeCommit();
   void ReleaseReads();
@@ -259,6 +329,10 @@ class Raft {
   // IllegalState naming the known leader, for calls only a leader takes.
   Status NotLeader() const;
   void MaybeSendTimeoutNow(PeerId to);
+  // Leader: whether it may quiesce (see the file comment).
+  bool Idle() const;
+  // Leader: something happened; heartbeat and count followers again.
+  void WakeLeader(int64_t now_us);
 
   RaftOptions opts_;
   std::mt19937_64 rng_;
@@ -269,6 +343,9 @@ class Raft {
   uint64_t snap_index_ = 0;  // entries up to here are compacted away
   uint64_t snap_term_ = 0;
   std::vector<EntryPB> entries_;  // entries_[i] has index snap_index_ + i + 1
+  ConfigPB snap_config_;                  // in effect at snap_index_
+  std::map<uint64_t, ConfigPB> configs_;  // configuration entries in entries_, by index
+  ConfigPB config_;                       // the newest of those, or snap_config_
 
   // The driver has durable entries up to persisted_; entries from unstable_ on have
   // not been handed to it; truncate_from_ is owed in the next Ready.
@@ -290,6 +367,7 @@ class Raft {
   // Leader state.
   std::map<PeerId, Progress> progress_;
   uint64_t round_ = 0;                         // the current heartbeat round
+  uint64_t majority_round_ = 0;                // the newest round a majority answered
   std::map<uint64_t, int64_t> round_sent_us_;  // send time of each recent round
   int64_t next_heartbeat_us_ = 0;
   int64_t check_quorum_deadline_us_ = 0;
@@ -305,6 +383,10 @@ class Raft {
   PeerId transfer_to_ = kNoPeer;  // a leadership transfer in progress, to this voter
   bool lease_given_up_ = false;   // this term sent MSG_TIMEOUT_NOW: no more leases
   int64_t transfer_deadline_us_ = 0;
+
+  bool quiesced_ = false;
+  uint64_t quiesce_round_ = 0;  // leader: the first quiesce heartbeat of this idle spell
+  uint64_t quiet_round_ = 0;    // follower: the round of the heartbeat that quiesced it
 
   std::vector<MessagePB> msgs_;
   std::vector<ReadState> reads_;

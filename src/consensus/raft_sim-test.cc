@@ -1,8 +1,10 @@
 // Deterministic simulation of Raft groups (consensus/raft.h): N in-process nodes, a
 // simulated network that delays, drops, duplicates and reorders messages and
 // partitions nodes (one way or both), crash-restarts that lose whatever was not yet
-// persisted, clocks that drift within the bound the nodes are configured for, and
-// clients that write and read. Everything comes from one seed, so a failing schedule
+// persisted, clocks that drift within the bound the nodes are configured for,
+// membership changes (spare nodes added as learners, promoted, members removed),
+// leadership transfers, idle groups that quiesce (with server-to-server pings that wake
+// them when a leader's server goes silent), and clients that write and read. Everything comes from one seed, so a failing schedule
 // replays exactly:
 //
 //   build/bin/raft_sim-test --gtest_filter='RaftSim.*' --raft_sim_seed=S --raft_sim_trace
@@ -26,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -69,6 +72,10 @@ struct SimParams {
   bool transfers = false;          // leadership transfers during the faulty phase
   bool bounces = false;            // CutAndBounce() patterns
   uint64_t compact_keep = 0;       // 0: never compact; else keep this many entries
+  int spares = 0;                  // nodes outside the first configuration
+  bool config_changes = false;     // membership changes during the faulty phase
+  bool quiesce = false;            // idle groups quiesce; pings watch the servers
+  bool idle_spells = false;        // clients pause now and then, so groups go idle
   int64_t faulty_us = 2000 * kMs;  // faults happen before this
   int64_t quiet_us = 1500 * kMs;   // then this long with none, before liveness is checked
   std::string ToString() const {
@@ -76,7 +83,9 @@ struct SimParams {
     s << nodes << " nodes, drop " << drop << ", dup " << duplicate << ", delay " << min_delay_us
       << "-" << max_delay_us << " us, partitions " << partitions << ", crashes " << crashes
       << ", drift " << max_drift << ", message bytes " << max_msg_bytes << ", transfers "
-      << transfers << ", bounces " << bounces << ", compaction keeps " << compact_keep;
+      << transfers << ", bounces " << bounces << ", compaction keeps " << compact_keep
+      << ", spares " << spares << ", config changes " << config_changes << ", quiesce "
+      << quiesce << ", idle spells " << idle_spells;
     return s.str();
   }
 };
@@ -100,14 +109,18 @@ class Simulation {
     p_.bounces = u(rng_) < 0.25;
     const uint64_t keeps[] = {0, 0, 5, 20};
     p_.compact_keep = keeps[rng_() % 4];
-    for (int i = 0; i < p_.nodes; i++) {
+    p_.config_changes = u(rng_) < 0.4;
+    p_.spares = p_.config_changes ? int(rng_() % 3) : 0;
+    p_.quiesce = u(rng_) < 0.6;
+    p_.idle_spells = u(rng_) < 0.5;
+    for (int i = 0; i < p_.nodes + p_.spares; i++) {
       Node n;
       n.id = PeerId(i + 1);
       n.rate = 1 + (u(rng_) - 0.5) * p_.max_drift;
       n.offset_us = int64_t(rng_() % (1000 * kMs));
       nodes_.push_back(std::move(n));
     }
-    for (auto& n : nodes_) voters_.push_back(n.id);
+    for (int i = 0; i < p_.nodes; i++) voters_.push_back(nodes_[i].id);
     for (auto& n : nodes_) Start(n);
   }
 
@@ -119,6 +132,10 @@ class Simulation {
     if (p_.crashes) Schedule(RandomTime(p_.faulty_us), [this] { CrashOne(); });
     if (p_.transfers) Schedule(RandomTime(p_.faulty_us), [this] { Transfer(); });
     if (p_.bounces) Schedule(RandomTime(p_.faulty_us / 2), [this] { CutAndBounce(); });
+    if (p_.config_changes) Schedule(RandomTime(p_.faulty_us), [this] { ChangeConfig(); });
+    if (p_.quiesce) {
+      for (auto& n : nodes_) SchedulePings(n.id);
+    }
     const int64_t end = p_.faulty_us + p_.quiet_us;
     Schedule(p_.faulty_us, [this] { Heal(); });
     RunUntil(end, [] { return false; });
@@ -133,6 +150,8 @@ class Simulation {
   uint64_t lease_terms() const { return leases_.size(); }
   uint64_t transfers() const { return transfers_; }
   uint64_t snapshots_copied() const { return snapshots_copied_; }
+  uint64_t config_changes() const { return config_changes_; }
+  uint64_t quiesced_spells() const { return quiesced_spells_; }
 
  private:
   // Runs events up to time `end`, or until `done()`, checking after each.
@@ -164,6 +183,7 @@ class Simulation {
     uint64_t snap_index = 0;  // the durable log was compacted up to here
     uint64_t snap_term = 0;
     uint64_t snap_chain = 0;       // the hash chain's value at snap_index
+    std::optional<ConfigPB> snap_config;  // the configuration at snap_index, if recorded
     std::vector<EntryPB> log;      // log[i] has index snap_index + i + 1
     std::vector<uint64_t> chain;   // chain[i]: hash of the log up to log[i]
     std::vector<EntryPB> applied;  // the state machine (durable with its applied index)
@@ -177,6 +197,8 @@ class Simulation {
       uint64_t index;
     };
     std::vector<WaitingRead> reads;  // released by Raft, waiting for the apply
+    std::map<PeerId, int64_t> last_heard;  // local time of the last ping or message
+    bool was_quiesced = false;
   };
 
   struct Event {
@@ -225,6 +247,7 @@ class Simulation {
     o.max_clock_drift = kDrift;
     o.max_inflight_msgs = 4;
     o.max_msg_bytes = p_.max_msg_bytes;
+    o.quiesce_when_idle = p_.quiesce;
     o.random_seed = seed_ * 131 + uint64_t(n.incarnation);
     return o;
   }
@@ -242,12 +265,16 @@ class Simulation {
     st.hard_state = n.hard_state;
     st.snapshot_index = n.snap_index;
     st.snapshot_term = n.snap_term;
+    st.snapshot_config = n.snap_config;
     st.entries = n.log;
     st.applied = n.applied.size();
     n.raft = std::make_unique<Raft>(Options(n), st, Local(n));
     n.up = true;
     n.last_role = RaftRole::kFollower;
     n.reads.clear();
+    n.last_heard.clear();
+    for (auto& m : nodes_) n.last_heard[m.id] = Local(n);
+    n.was_quiesced = false;
     // Pending persistence of an earlier incarnation is gone: its events check this.
     n.incarnation++;
     n.last_persist_us = now_;
@@ -259,9 +286,46 @@ class Simulation {
     Schedule(now_ + 10 * kMs, [this, id, inc] {
       Node& n = NodeById(id);
       if (!n.up || n.incarnation != inc) return;
+      MaybeWake(n);
       n.raft->Tick(Local(n));
       Drive(n);
       ScheduleTick(n);
+    });
+  }
+
+  // The driver's side of quiescence: a quiesced follower whose leader's server has
+  // not been heard from (no ping, no message) for an election timeout is woken.
+  void MaybeWake(Node& n) {
+    const bool q = n.raft->quiesced();
+    if (q && !n.was_quiesced) quiesced_spells_++;
+    n.was_quiesced = q;
+    if (!q || n.raft->role() == RaftRole::kLeader || n.raft->leader() == kNoPeer) return;
+    if (Local(n) - n.last_heard[n.raft->leader()] > 100 * kMs) {
+      Trace("node " + std::to_string(n.id) + " wakes: no word from node " +
+            std::to_string(n.raft->leader()));
+      n.raft->WakeUp(Local(n));
+    }
+  }
+
+  // Server-to-server liveness: every node pings every other one each heartbeat
+  // interval, through the same faulty network as messages.
+  void SchedulePings(PeerId from) {
+    Schedule(now_ + 20 * kMs, [this, from] {
+      if (now_ >= p_.faulty_us + p_.quiet_us + 2000 * kMs) return;
+      SchedulePings(from);
+      if (!NodeById(from).up) return;
+      std::uniform_real_distribution<double> u(0, 1);
+      for (auto& to : nodes_) {
+        if (to.id == from || blocked_.count({from, to.id})) continue;
+        if (now_ < p_.faulty_us && u(rng_) < p_.drop) continue;
+        const int64_t delay =
+            p_.min_delay_us + int64_t(rng_() % uint64_t(p_.max_delay_us - p_.min_delay_us + 1));
+        const PeerId to_id = to.id;
+        Schedule(now_ + delay, [this, from, to_id] {
+          Node& t = NodeById(to_id);
+          if (t.up && !blocked_.count({from, to_id})) t.last_heard[from] = Local(t);
+        });
+      }
     });
   }
 
@@ -354,6 +418,12 @@ class Simulation {
     if (to <= n.snap_index) return;
     if (!n.raft->Compact(to).ok()) return;  // not yet persisted as far, in Raft's view
     const size_t drop = to - n.snap_index;
+    for (size_t i = 0; i < drop; i++) {
+      if (n.log[i].type() != ENTRY_CONFIG) continue;
+      ConfigPB c;
+      c.ParseFromString(n.log[i].data());
+      n.snap_config = c;
+    }
     n.snap_term = n.log[drop - 1].term();
     n.snap_chain = n.chain[drop - 1];
     n.log.erase(n.log.begin(), n.log.begin() + int64_t(drop));
@@ -417,8 +487,9 @@ class Simulation {
     t.snap_index = req.index;
     t.snap_term = req.term;
     t.snap_chain = chains_.at({req.index, req.term});
+    t.snap_config = req.config;
     t.applied = copy;
-    t.raft->RestoreSnapshot(req.index, req.term, Local(t));
+    t.raft->RestoreSnapshot(req.index, req.term, req.config, Local(t));
     Trace("node " + std::to_string(t.id) + " installs snapshot " + std::to_string(req.index));
     Drive(t);
   }
@@ -483,6 +554,7 @@ class Simulation {
         Node& to = NodeById(msg->to());
         if (!to.up) return;
         if (blocked_.count({msg->from(), msg->to()})) return;
+        to.last_heard[msg->from()] = Local(to);
         Trace("deliver " + std::to_string(msg->from()) + "->" + std::to_string(msg->to()) + " " +
               MessageTypePB_Name(msg->type()) + " term " + std::to_string(msg->term()) + " index " +
               std::to_string(msg->index()) + " entries " + std::to_string(msg->entries_size()) +
@@ -513,7 +585,9 @@ class Simulation {
   }
 
   void ScheduleClient() {
-    Schedule(now_ + 1 * kMs + int64_t(rng_() % (15 * kMs)), [this] {
+    // With idle spells, now and then nothing for a few hundred ms: the group quiesces.
+    const int64_t pause = p_.idle_spells && rng_() % 40 == 0 ? 200 * kMs + RandomTime(300 * kMs) : 0;
+    Schedule(now_ + 1 * kMs + int64_t(rng_() % (15 * kMs)) + pause, [this] {
       if (now_ < p_.faulty_us + p_.quiet_us) ScheduleClient();
       Node& n = PickNode();
       if (!n.up) return;
@@ -617,9 +691,14 @@ class Simulation {
 
   void Transfer() {
     Node* l = Leader();
-    if (l && nodes_.size() > 1) {
-      PeerId to = PeerId(rng_() % nodes_.size() + 1);
-      if (to == l->id) to = to % nodes_.size() + 1;
+    std::vector<PeerId> others;
+    if (l) {
+      for (PeerId v : l->raft->config().voters()) {
+        if (v != l->id) others.push_back(v);
+      }
+    }
+    if (!others.empty()) {
+      const PeerId to = others[rng_() % others.size()];
       Status s = l->raft->TransferLeadership(to, Local(*l));
       if (!s.ok()) Fail("TransferLeadership: " + s.ToString());
       transfers_++;
@@ -628,6 +707,54 @@ class Simulation {
     }
     const int64_t next = now_ + RandomTime(400 * kMs);
     if (next < p_.faulty_us) Schedule(next, [this] { Transfer(); });
+  }
+
+  // One membership change on the leader: add a spare as a learner, promote a learner,
+  // or remove a member (the leader itself too). Refusals (a change in progress, a
+  // learner not caught up) are part of the game.
+  void ChangeConfig() {
+    Node* l = Leader();
+    if (l) {
+      const ConfigPB& c = l->raft->config();
+      std::vector<PeerId> outside, learners(c.learners().begin(), c.learners().end());
+      for (auto& n : nodes_) {
+        if (!l->raft->IsVoter(n.id) &&
+            std::find(learners.begin(), learners.end(), n.id) == learners.end()) {
+          outside.push_back(n.id);
+        }
+      }
+      ConfigChange change;
+      PeerId peer;
+      const int pick = int(rng_() % 3);
+      if (pick == 0 && !outside.empty()) {
+        change = ConfigChange::kAddLearner;
+        peer = outside[rng_() % outside.size()];
+      } else if (pick == 1 && !learners.empty()) {
+        change = ConfigChange::kPromoteLearner;
+        peer = learners[rng_() % learners.size()];
+      } else {
+        change = ConfigChange::kRemovePeer;
+        std::vector<PeerId> members(c.voters().begin(), c.voters().end());
+        members.insert(members.end(), learners.begin(), learners.end());
+        peer = members[rng_() % members.size()];
+        // Keep enough voters that the group stays interesting.
+        if (l->raft->IsVoter(peer) && c.voters_size() <= std::max(1, p_.nodes / 2)) peer = kNoPeer;
+      }
+      if (peer != kNoPeer) {
+        auto r = l->raft->ProposeConfigChange(change, peer, Local(*l));
+        const char* names[] = {"add learner", "promote", "remove"};
+        Trace("config change on node " + std::to_string(l->id) + ": " + names[int(change)] + " " +
+              std::to_string(peer) + ": " + (r.ok() ? "at " + std::to_string(*r) : r.status().ToString()));
+        if (r.ok()) {
+          config_changes_++;
+        } else if (!r.status().IsIllegalState()) {
+          Fail("ProposeConfigChange: " + r.status().ToString());
+        }
+        Drive(*l);
+      }
+    }
+    const int64_t next = now_ + 20 * kMs + RandomTime(200 * kMs);
+    if (next < p_.faulty_us) Schedule(next, [this] { ChangeConfig(); });
   }
 
   void Heal() {
@@ -663,27 +790,33 @@ class Simulation {
         }
       }
       Trace("node " + std::to_string(n.id) + " leads term " + std::to_string(n.raft->term()));
+      // What it knew committed as a follower was counted by an earlier leader, in the
+      // configuration of that time; CheckCommit checks what this leader counts.
+      n.checked_commit = n.raft->commit_index();
     }
     n.last_role = role;
     n.last_term = n.raft->term();
   }
 
   // Commit safety: when a leader's commit index moves, the entry it now counts as
-  // committed is durable (in the log or a snapshot) on a majority of nodes.
+  // committed is durable (in the log or a snapshot) on a majority of the voters of its
+  // configuration.
   void CheckCommit(Node& n) {
     const uint64_t c = n.raft->commit_index();
     if (n.raft->role() != RaftRole::kLeader || c <= n.checked_commit) return;
     n.checked_commit = c;
     const uint64_t term = n.raft->TermAt(c);
     size_t durable = 0;
+    const ConfigPB& config = n.raft->config();
     for (const Node& m : nodes_) {
+      if (!n.raft->IsVoter(m.id)) continue;
       if (m.snap_index >= c) {
         durable++;
       } else if (c <= m.snap_index + m.log.size() && m.log[c - m.snap_index - 1].term() == term) {
         durable++;
       }
     }
-    if (durable < nodes_.size() / 2 + 1) {
+    if (durable < size_t(config.voters_size()) / 2 + 1) {
       Fail("commit safety: leader " + std::to_string(n.id) + " counts entry " + std::to_string(c) +
            " committed, but only " + std::to_string(durable) + " nodes hold it durably");
     }
@@ -758,12 +891,14 @@ class Simulation {
   uint64_t reads_served_ = 0;
   uint64_t transfers_ = 0;
   uint64_t snapshots_copied_ = 0;
+  uint64_t config_changes_ = 0;
+  uint64_t quiesced_spells_ = 0;
   int64_t writes_paused_until_ = 0;  // clients only read before this (CutAndBounce)
 };
 
 struct Totals {
   uint64_t writes_acked = 0, reads_served = 0, leaders = 0, lease_terms = 0, transfers = 0,
-           snapshots = 0;
+           snapshots = 0, config_changes = 0, quiesced = 0;
 };
 
 std::string RunSeed(uint64_t seed, bool trace, Totals* totals) {
@@ -775,6 +910,8 @@ std::string RunSeed(uint64_t seed, bool trace, Totals* totals) {
   totals->lease_terms += sim.lease_terms();
   totals->transfers += sim.transfers();
   totals->snapshots += sim.snapshots_copied();
+  totals->config_changes += sim.config_changes();
+  totals->quiesced += sim.quiesced_spells();
   if (!failure.empty()) {
     return "seed " + std::to_string(seed) + " (" + sim.params().ToString() + ") failed " + failure +
            "\n  replay: build/bin/raft_sim-test --gtest_filter='RaftSim.*' " +
@@ -803,11 +940,13 @@ TEST(RaftSim, RandomSchedules) {
   }
   printf(
       "%d seeded schedules in %.1f s: %lu writes acknowledged, %lu reads served, %lu terms "
-      "with a leader, %lu with a lease, %lu leadership transfers, %lu snapshots copied\n",
+      "with a leader, %lu with a lease, %lu leadership transfers, %lu snapshots copied, %lu "
+      "membership changes, %lu times a node quiesced\n",
       run, (MonoTime::Now() - start).ToSeconds(), (unsigned long)totals.writes_acked,
       (unsigned long)totals.reads_served, (unsigned long)totals.leaders,
       (unsigned long)totals.lease_terms, (unsigned long)totals.transfers,
-      (unsigned long)totals.snapshots);
+      (unsigned long)totals.snapshots, (unsigned long)totals.config_changes,
+      (unsigned long)totals.quiesced);
   // The checks are not vacuous: the schedules wrote, read, elected and leased.
   EXPECT_GT(totals.writes_acked, uint64_t(run) * 10);
   EXPECT_GT(totals.reads_served, uint64_t(run) * 5);
@@ -815,6 +954,8 @@ TEST(RaftSim, RandomSchedules) {
   EXPECT_GT(totals.lease_terms, uint64_t(run) / 2);
   EXPECT_GT(totals.transfers, uint64_t(run));
   EXPECT_GT(totals.snapshots, uint64_t(run) / 10);
+  EXPECT_GT(totals.config_changes, uint64_t(run) / 2);
+  EXPECT_GT(totals.quiesced, uint64_t(run) / 2);
 }
 
 }  // namespace

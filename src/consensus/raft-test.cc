@@ -1,0 +1,287 @@
+// Targeted tests of the Raft core (consensus/raft.h): quiescence and membership
+// change, on a network that delivers at once. The randomized schedules are in
+// raft_sim-test.cc; these pin down the contract of each call.
+#include "consensus/raft.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+namespace nyala::consensus {
+namespace {
+
+constexpr int64_t kMs = 1000;
+
+class Cluster {
+ public:
+  explicit Cluster(std::vector<PeerId> voters) : voters_(voters) {
+    for (PeerId id : voters) Add(id);
+  }
+
+  // A node outside the first configuration (a replica being added).
+  void Add(PeerId id) {
+    Node& n = nodes_[id];
+    n.up = true;
+    n.raft = std::make_unique<Raft>(Options(id), RaftPersistentState{}, now_);
+  }
+
+  RaftOptions Options(PeerId id) const {
+    RaftOptions o;
+    o.id = id;
+    o.voters = voters_;
+    o.election_timeout_min_us = 100 * kMs;
+    o.heartbeat_interval_us = 20 * kMs;
+    o.lease_us = 80 * kMs;
+    o.random_seed = 7;
+    return o;
+  }
+
+  Raft& raft(PeerId id) { return *nodes_.at(id).raft; }
+  int64_t now() const { return now_; }
+
+  // Runs every node's Ready and delivers messages until nothing moves. Returns the
+  // number of messages sent.
+  int Settle() {
+    int sent = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      std::vector<MessagePB> out;
+      for (auto& [id, n] : nodes_) {
+        if (!n.up) continue;
+        while (n.raft->HasReady()) {
+          Ready rd = n.raft->TakeReady();
+          Persist(n, rd);
+          for (const EntryPB& e : rd.committed) n.applied.push_back(e);
+          for (MessagePB& m : rd.messages) out.push_back(std::move(m));
+          n.raft->Advance(rd);
+          moved = true;
+        }
+      }
+      for (const MessagePB& m : out) {
+        sent++;
+        auto it = nodes_.find(m.to());
+        if (it == nodes_.end() || !it->second.up || cut_.count(m.from()) || cut_.count(m.to())) {
+          continue;
+        }
+        EXPECT_TRUE(it->second.raft->Step(m, now_).ok());
+        moved = true;
+      }
+    }
+    return sent;
+  }
+
+  // Advances time in ticks of `step`, settling after each; returns messages sent.
+  int Run(int64_t duration, int64_t step = 10 * kMs) {
+    int sent = 0;
+    for (int64_t t = 0; t < duration; t += step) {
+      now_ += step;
+      for (auto& [id, n] : nodes_) {
+        if (n.up) n.raft->Tick(now_);
+      }
+      sent += Settle();
+    }
+    return sent;
+  }
+
+  PeerId Leader() {
+    PeerId best = kNoPeer;
+    for (auto& [id, n] : nodes_) {
+      if (n.up && n.raft->role() == RaftRole::kLeader &&
+          (best == kNoPeer || n.raft->term() > raft(best).term())) {
+        best = id;
+      }
+    }
+    return best;
+  }
+
+  PeerId ElectOne() {
+    for (int i = 0; i < 100 && Leader() == kNoPeer; i++) Run(10 * kMs);
+    return Leader();
+  }
+
+  uint64_t Propose(const std::string& data) {
+    auto r = raft(Leader()).Propose(data, now_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    Settle();
+    return r.ok() ? *r : 0;
+  }
+
+  size_t Applied(PeerId id) const { return nodes_.at(id).applied.size(); }
+
+  // Cut a node off the network (both ways) or bring it back.
+  void Cut(PeerId id) { cut_.insert(id); }
+  void Uncut(PeerId id) { cut_.erase(id); }
+
+  // Restarts a node from what it persisted.
+  void Restart(PeerId id) {
+    Node& n = nodes_.at(id);
+    RaftPersistentState st;
+    st.hard_state = n.hard_state;
+    st.entries = n.log;
+    st.applied = n.applied.size();
+    n.raft = std::make_unique<Raft>(Options(id), st, now_);
+  }
+
+ private:
+  struct Node {
+    bool up = false;
+    std::unique_ptr<Raft> raft;
+    HardStatePB hard_state;
+    std::vector<EntryPB> log;
+    std::vector<EntryPB> applied;
+  };
+
+  static void Persist(Node& n, const Ready& rd) {
+    if (rd.truncate_from) n.log.resize(*rd.truncate_from - 1);
+    for (const EntryPB& e : rd.entries) {
+      if (e.index() <= n.log.size()) n.log.resize(e.index() - 1);
+      n.log.push_back(e);
+    }
+    if (rd.hard_state) n.hard_state = *rd.hard_state;
+  }
+
+  std::vector<PeerId> voters_;
+  std::map<PeerId, Node> nodes_;
+  std::set<PeerId> cut_;
+  int64_t now_ = 0;
+};
+
+TEST(RaftTest, IdleGroupQuiescesAndAProposalWakesIt) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Propose("a");
+  c.Run(100 * kMs);
+  for (PeerId id : {1, 2, 3}) EXPECT_TRUE(c.raft(id).quiesced()) << id;
+  // Quiet: a second of ticks sends nothing, and nobody campaigns.
+  const uint64_t term = c.raft(l).term();
+  EXPECT_EQ(c.Run(1000 * kMs), 0);
+  EXPECT_EQ(c.Leader(), l);
+  EXPECT_EQ(c.raft(l).term(), term);
+  // A proposal wakes the leader, and its appends the followers.
+  const uint64_t idx = c.Propose("b");
+  for (PeerId id : {1, 2, 3}) {
+    EXPECT_FALSE(c.raft(id).quiesced()) << id;
+    EXPECT_GE(c.Applied(id), idx) << id;
+  }
+  // A read wakes it too: with the lease long gone, it needs a heartbeat round.
+  c.Run(100 * kMs);
+  ASSERT_TRUE(c.raft(l).quiesced());
+  EXPECT_FALSE(c.raft(l).HasLease(c.now()));
+  ASSERT_TRUE(c.raft(l).ReadIndex(1, c.now()).ok());
+  EXPECT_GT(c.Settle(), 0);
+  EXPECT_TRUE(c.raft(l).HasLease(c.now()));
+}
+
+TEST(RaftTest, QuiescedFollowersElectOnlyWhenTheDriverWakesThem) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Propose("a");
+  c.Run(100 * kMs);
+  ASSERT_TRUE(c.raft(l).quiesced());
+  c.Cut(l);  // the leader's server dies; nothing tells the quiesced followers
+  c.Run(1000 * kMs);
+  std::vector<PeerId> others;
+  for (PeerId id : {1, 2, 3}) {
+    if (id != l) others.push_back(id);
+  }
+  for (PeerId id : others) EXPECT_EQ(c.raft(id).role(), RaftRole::kFollower) << id;
+  // The driver notices the silent server and wakes them: they elect a leader.
+  for (PeerId id : others) c.raft(id).WakeUp(c.now());
+  c.Run(500 * kMs);
+  const PeerId l2 = c.Leader();
+  ASSERT_NE(l2, kNoPeer);
+  EXPECT_NE(l2, l);
+  EXPECT_GT(c.raft(l2).term(), c.raft(l).term());
+}
+
+TEST(RaftTest, ARestartedFollowerWakesTheIdleLeaderInsteadOfDeposingIt) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Propose("a");
+  c.Run(100 * kMs);
+  ASSERT_TRUE(c.raft(l).quiesced());
+  const uint64_t term = c.raft(l).term();
+  const PeerId f = l % 3 + 1;
+  c.Restart(f);  // forgets it was quiesced; campaigns after an election timeout
+  c.Run(1000 * kMs);
+  EXPECT_EQ(c.Leader(), l);
+  EXPECT_EQ(c.raft(l).term(), term) << "a quiesced follower let the restarted one depose the leader";
+  EXPECT_EQ(c.raft(f).leader(), l);
+}
+
+TEST(RaftTest, MembershipChangesOneAtATime) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Propose("a");
+  c.Add(4);
+  Raft& leader = c.raft(l);
+  // A promotion of a non-member and a removal of a non-member are refused.
+  EXPECT_TRUE(leader.ProposeConfigChange(ConfigChange::kPromoteLearner, 4, c.now())
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(
+      leader.ProposeConfigChange(ConfigChange::kRemovePeer, 9, c.now()).status().IsInvalidArgument());
+  // Add 4 as a learner; before that commits, no second change.
+  c.Cut(4);
+  auto add = leader.ProposeConfigChange(ConfigChange::kAddLearner, 4, c.now());
+  ASSERT_TRUE(add.ok()) << add.status().ToString();
+  auto second = leader.ProposeConfigChange(ConfigChange::kRemovePeer, 3, c.now());
+  EXPECT_TRUE(second.status().IsIllegalState()) << second.status().ToString();
+  c.Settle();
+  EXPECT_GE(leader.commit_index(), *add);  // a learner is not needed for a majority
+  // The learner has not caught up (it is cut off): no promotion yet.
+  EXPECT_TRUE(leader.ProposeConfigChange(ConfigChange::kPromoteLearner, 4, c.now())
+                  .status()
+                  .IsIllegalState());
+  c.Uncut(4);
+  c.Run(100 * kMs);
+  EXPECT_EQ(c.Applied(4), c.Applied(l));
+  EXPECT_FALSE(c.raft(4).IsVoter(4));
+  auto promote = leader.ProposeConfigChange(ConfigChange::kPromoteLearner, 4, c.now());
+  ASSERT_TRUE(promote.ok()) << promote.status().ToString();
+  c.Settle();
+  EXPECT_TRUE(c.raft(4).IsVoter(4));
+  EXPECT_EQ(leader.config().voters_size(), 4);
+  // The leader removes itself: it steps down once that commits and the rest elect.
+  auto remove = leader.ProposeConfigChange(ConfigChange::kRemovePeer, l, c.now());
+  ASSERT_TRUE(remove.ok()) << remove.status().ToString();
+  c.Run(500 * kMs);
+  const PeerId l2 = c.Leader();
+  ASSERT_NE(l2, kNoPeer);
+  EXPECT_NE(l2, l);
+  EXPECT_FALSE(c.raft(l2).IsVoter(l));
+  EXPECT_EQ(c.raft(l).role(), RaftRole::kFollower);
+  // The group goes on without it.
+  const uint64_t idx = c.Propose("after");
+  EXPECT_GE(c.Applied(4), idx);
+}
+
+TEST(RaftTest, ALearnerDoesNotCountTowardAMajority) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Add(4);
+  c.Propose("a");
+  ASSERT_TRUE(c.raft(l).ProposeConfigChange(ConfigChange::kAddLearner, 4, c.now()).ok());
+  c.Settle();
+  // Both other voters gone: the leader and the learner are two of four members, but
+  // one of three voters, so nothing commits.
+  for (PeerId id : {1, 2, 3}) {
+    if (id != l) c.Cut(id);
+  }
+  const uint64_t before = c.raft(l).commit_index();
+  ASSERT_TRUE(c.raft(l).Propose("b", c.now()).ok());
+  c.Settle();
+  EXPECT_EQ(c.raft(l).commit_index(), before);
+  EXPECT_EQ(c.raft(4).last_index(), c.raft(l).last_index());  // it did get the entry
+}
+
+}  // namespace
+}  // namespace nyala::consensus
