@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -17,7 +18,9 @@ constexpr int64_t kMs = 1000;
 
 class Cluster {
  public:
-  explicit Cluster(std::vector<PeerId> voters) : voters_(voters) {
+  explicit Cluster(std::vector<PeerId> voters,
+                   std::function<void(RaftOptions*)> tweak = nullptr)
+      : voters_(voters), tweak_(std::move(tweak)) {
     for (PeerId id : voters) Add(id);
   }
 
@@ -36,6 +39,7 @@ class Cluster {
     o.heartbeat_interval_us = 20 * kMs;
     o.lease_us = 80 * kMs;
     o.random_seed = 7;
+    if (tweak_) tweak_(&o);
     return o;
   }
 
@@ -46,7 +50,12 @@ class Cluster {
   // number of messages sent.
   int Settle() {
     int sent = 0;
+    int rounds = 0;
     for (bool moved = true; moved;) {
+      if (++rounds > 10000) {
+        ADD_FAILURE() << "the nodes still exchange messages after 10000 rounds";
+        break;
+      }
       moved = false;
       std::vector<MessagePB> out;
       for (auto& [id, n] : nodes_) {
@@ -63,9 +72,11 @@ class Cluster {
       for (const MessagePB& m : out) {
         sent++;
         auto it = nodes_.find(m.to());
-        if (it == nodes_.end() || !it->second.up || cut_.count(m.from()) || cut_.count(m.to())) {
+        if (it == nodes_.end() || !it->second.up || cut_.count(m.from()) || cut_.count(m.to()) ||
+            cut_links_.count({m.from(), m.to()}) || (drop_ && drop_(m))) {
           continue;
         }
+        if (record_) recorded_.push_back(m);
         EXPECT_TRUE(it->second.raft->Step(m, now_).ok());
         moved = true;
       }
@@ -114,6 +125,28 @@ class Cluster {
   // Cut a node off the network (both ways) or bring it back.
   void Cut(PeerId id) { cut_.insert(id); }
   void Uncut(PeerId id) { cut_.erase(id); }
+  // Cut the link between two nodes only (both ways).
+  void CutLink(PeerId a, PeerId b) {
+    cut_links_.insert({a, b});
+    cut_links_.insert({b, a});
+  }
+  // Drops every message for which `drop` is true (nullptr: none).
+  void Drop(std::function<bool(const MessagePB&)> drop) { drop_ = std::move(drop); }
+  // Ticks until one of `ids` leads a term above `above`; returns it (or kNoPeer).
+  PeerId ElectAmong(const std::set<PeerId>& ids, uint64_t above) {
+    for (int i = 0; i < 300; i++) {
+      for (PeerId id : ids) {
+        if (raft(id).role() == RaftRole::kLeader && raft(id).term() > above) return id;
+      }
+      Run(10 * kMs);
+    }
+    return kNoPeer;
+  }
+  const std::vector<EntryPB>& applied(PeerId id) const { return nodes_.at(id).applied; }
+  void UncutLinks() { cut_links_.clear(); }
+  // Keeps a copy of every message delivered while on.
+  void Record(bool on) { record_ = on; }
+  const std::vector<MessagePB>& recorded() const { return recorded_; }
 
   // Restarts a node from what it persisted.
   void Restart(PeerId id) {
@@ -144,8 +177,13 @@ class Cluster {
   }
 
   std::vector<PeerId> voters_;
+  std::function<void(RaftOptions*)> tweak_;
+  std::function<bool(const MessagePB&)> drop_;
   std::map<PeerId, Node> nodes_;
   std::set<PeerId> cut_;
+  std::set<std::pair<PeerId, PeerId>> cut_links_;
+  bool record_ = false;
+  std::vector<MessagePB> recorded_;
   int64_t now_ = 0;
 };
 
@@ -213,6 +251,141 @@ TEST(RaftTest, ARestartedFollowerWakesTheIdleLeaderInsteadOfDeposingIt) {
   EXPECT_EQ(c.Leader(), l);
   EXPECT_EQ(c.raft(l).term(), term) << "a quiesced follower let the restarted one depose the leader";
   EXPECT_EQ(c.raft(f).leader(), l);
+}
+
+// A follower cut off from the idle leader alone (the others hear it) and woken by its
+// driver campaigns; the quiesced follower refuses it, as stickiness would.
+TEST(RaftTest, AQuiescedFollowerRefusesVotesWhileItsLeaderIsAlive) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Propose("a");
+  c.Run(100 * kMs);
+  ASSERT_TRUE(c.raft(l).quiesced());
+  const uint64_t term = c.raft(l).term();
+  const PeerId f = l % 3 + 1;
+  c.CutLink(l, f);
+  c.Run(200 * kMs);  // past the promise of stickiness: only quiescence refuses now
+  c.raft(f).WakeUp(c.now());
+  c.Run(1000 * kMs);
+  EXPECT_EQ(c.Leader(), l);
+  EXPECT_EQ(c.raft(l).term(), term) << "the woken follower deposed a leader the others hear";
+}
+
+// The network may deliver a message the leader sent before its quiesce heartbeat
+// after it: it must not wake the follower, which the leader no longer heartbeats.
+TEST(RaftTest, AReorderedOlderMessageDoesNotWakeAQuiescedFollower) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Record(true);
+  c.Propose("a");
+  c.Record(false);
+  c.Run(100 * kMs);
+  const PeerId f = l % 3 + 1;
+  ASSERT_TRUE(c.raft(f).quiesced());
+  const MessagePB* old_append = nullptr;
+  for (const MessagePB& m : c.recorded()) {
+    if (m.type() == MSG_APPEND && m.to() == f) old_append = &m;
+  }
+  ASSERT_NE(old_append, nullptr);
+  ASSERT_TRUE(c.raft(f).Step(*old_append, c.now()).ok());
+  EXPECT_TRUE(c.raft(f).quiesced());
+  c.Settle();
+  // And nothing else stirs: a second of ticks, no messages, no election.
+  EXPECT_EQ(c.Run(1000 * kMs), 0);
+  EXPECT_EQ(c.Leader(), l);
+}
+
+// The thesis's figure 8 (§3.6.2), step by step on five nodes: an entry of an older
+// term that a later leader has brought to a majority is not committed by counting, for
+// a leader of yet another term may still overwrite it. Only an entry of the leader's
+// own term is committed that way.
+TEST(RaftTest, AnOlderTermsEntryOnAMajorityIsNotCommittedByCounting) {
+  Cluster c({1, 2, 3, 4, 5}, [](RaftOptions* o) {
+    o->max_msg_bytes = 1;  // one entry per append, so appends can be told apart
+    o->quiesce_when_idle = false;
+  });
+  // (a) L leads term t2 and gets entry X onto one follower F only.
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Propose("base");
+  const uint64_t t2 = c.raft(l).term();
+  std::vector<PeerId> rest;
+  for (PeerId id = 1; id <= 5; id++) {
+    if (id != l) rest.push_back(id);
+  }
+  const PeerId f = rest[0];
+  for (size_t i = 1; i < rest.size(); i++) c.CutLink(l, rest[i]);
+  auto x = c.raft(l).Propose("X", c.now());
+  ASSERT_TRUE(x.ok());
+  c.Settle();
+  ASSERT_EQ(c.raft(f).TermAt(*x), t2);
+  // (b) L and F go down. M is elected by the other three in term t3 and appends its
+  // no-op at X's index, which reaches nobody.
+  c.Cut(l);
+  c.Cut(f);
+  c.UncutLinks();
+  c.Drop([&](const MessagePB& m) {
+    return m.type() == MSG_APPEND && m.entries_size() > 0 && m.term() > t2;
+  });
+  const PeerId m = c.ElectAmong({rest[1], rest[2], rest[3]}, t2);
+  ASSERT_NE(m, kNoPeer);
+  const uint64_t t3 = c.raft(m).term();
+  ASSERT_GT(c.raft(m).TermAt(*x), t2);  // its own no-op, at X's index
+  std::vector<PeerId> ab;
+  for (PeerId id : {rest[1], rest[2], rest[3]}) {
+    if (id != m) ab.push_back(id);
+  }
+  const PeerId a = ab[0], b = ab[1];
+  // (c) M goes down; L and F come back and one of them, L2, is elected in term t4
+  // (A and B may not campaign). L2 brings X to A, but its own no-op to nobody but the
+  // other of L and F: X is on three of five nodes, the no-op on two.
+  c.Cut(m);
+  c.Uncut(l);
+  c.Uncut(f);
+  c.Drop([&](const MessagePB& msg) {
+    if ((msg.type() == MSG_PRE_VOTE || msg.type() == MSG_VOTE) &&
+        (msg.from() == a || msg.from() == b)) {
+      return true;
+    }
+    if (msg.type() != MSG_APPEND || msg.entries_size() == 0) return false;
+    if (msg.to() == b) return true;
+    // A takes appends until it holds X (the first, carrying the no-op after where A's
+    // log ends, it rejects); after that, none with entries of the new term.
+    if (msg.to() == a) return c.raft(a).TermAt(*x) == t2 && msg.entries(0).term() != t2;
+    return false;
+  });
+  const PeerId l2 = c.ElectAmong({l, f}, t3);
+  ASSERT_NE(l2, kNoPeer);
+  c.Run(100 * kMs);
+  ASSERT_EQ(c.raft(a).TermAt(*x), t2) << "X did not reach A";
+  EXPECT_LT(c.raft(l2).commit_index(), *x)
+      << "the leader of term " << c.raft(l2).term() << " committed X, of term " << t2
+      << ", by counting the nodes that hold it";
+  // (d) Why: L and F go down, M comes back and is elected (its last term, t3, beats
+  // A's t2), and overwrites X everywhere it reaches.
+  c.Cut(l);
+  c.Cut(f);
+  c.Uncut(m);
+  c.Drop([&](const MessagePB& msg) {
+    return (msg.type() == MSG_PRE_VOTE || msg.type() == MSG_VOTE) &&
+           (msg.from() == a || msg.from() == b);
+  });
+  ASSERT_EQ(c.ElectAmong({m}, c.raft(l2).term()), m);
+  c.Propose("after");
+  EXPECT_NE(c.raft(a).TermAt(*x), t2);
+  // Whatever one node applied, no other applied differently.
+  for (PeerId i = 1; i <= 5; i++) {
+    for (PeerId j = i + 1; j <= 5; j++) {
+      const auto& ai = c.applied(i);
+      const auto& aj = c.applied(j);
+      for (size_t k = 0; k < std::min(ai.size(), aj.size()); k++) {
+        EXPECT_EQ(ai[k].term(), aj[k].term()) << "nodes " << i << " and " << j << " applied "
+                                              << "different entries at " << k + 1;
+      }
+    }
+  }
 }
 
 TEST(RaftTest, MembershipChangesOneAtATime) {
