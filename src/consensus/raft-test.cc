@@ -436,6 +436,43 @@ TEST(RaftTest, MembershipChangesOneAtATime) {
   EXPECT_GE(c.Applied(4), idx);
 }
 
+// The erratum to thesis §4.1: a leader elected in a new term must commit an entry of
+// that term before it changes the configuration. Otherwise a change an earlier leader
+// left on a minority (here: promoting learner 5) and the new leader's change (removing
+// the old leader) could both commit, under configurations with no majority in common.
+TEST(RaftTest, ANewLeaderChangesTheConfigurationOnlyAfterCommittingInItsTerm) {
+  Cluster c({1, 2, 3, 4}, [](RaftOptions* o) { o->quiesce_when_idle = false; });
+  c.Add(5);
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  ASSERT_TRUE(c.raft(l).ProposeConfigChange(ConfigChange::kAddLearner, 5, c.now()).ok());
+  c.Settle();
+  c.Run(50 * kMs);
+  // The promotion reaches learner 5 only; then the leader is gone.
+  for (PeerId id = 1; id <= 4; id++) {
+    if (id != l) c.CutLink(l, id);
+  }
+  ASSERT_TRUE(c.raft(l).ProposeConfigChange(ConfigChange::kPromoteLearner, 5, c.now()).ok());
+  c.Settle();
+  c.Cut(l);
+  c.UncutLinks();
+  // A new leader among the other three voters, whose no-op reaches nobody yet.
+  std::set<PeerId> others;
+  for (PeerId id = 1; id <= 4; id++) {
+    if (id != l) others.insert(id);
+  }
+  c.Drop([](const MessagePB& m) { return m.type() == MSG_APPEND && m.entries_size() > 0; });
+  const PeerId l2 = c.ElectAmong(others, c.raft(l).term());
+  ASSERT_NE(l2, kNoPeer);
+  auto change = c.raft(l2).ProposeConfigChange(ConfigChange::kRemovePeer, l, c.now());
+  EXPECT_TRUE(change.status().IsIllegalState()) << change.status().ToString();
+  // Once its no-op commits, the change is taken.
+  c.Drop(nullptr);
+  c.Run(50 * kMs);
+  ASSERT_GE(c.raft(l2).commit_index(), c.raft(l2).last_index());
+  EXPECT_TRUE(c.raft(l2).ProposeConfigChange(ConfigChange::kRemovePeer, l, c.now()).ok());
+}
+
 TEST(RaftTest, ALearnerDoesNotCountTowardAMajority) {
   Cluster c({1, 2, 3});
   const PeerId l = c.ElectOne();
