@@ -307,7 +307,7 @@ void Raft::Tick(int64_t now_us) {
     // only this leader brings its voters the entry they need to elect a successor.
     if (opts_.check_quorum && now_us >= check_quorum_deadline_us_ && IsVoter(opts_.id)) {
       // Voters that went quiet at this leader's word count as heard from.
-      size_t active = IsVoter(opts_.id) ? 1 : 0;
+      size_t active = 1;
       for (auto& [id, p] : progress_) {
         if ((p.recently_active || p.quiesced) && IsVoter(id)) active++;
         p.recently_active = false;
