@@ -113,6 +113,16 @@ class Cluster {
     return Leader();
   }
 
+  // Elects a leader, commits one write and lets the group go idle: the leader, once
+  // it (and so every follower, which it waits for) is quiesced; else kNoPeer.
+  PeerId ElectAndQuiesce() {
+    const PeerId l = ElectOne();
+    if (l == kNoPeer) return kNoPeer;
+    Propose("a");
+    Run(100 * kMs);
+    return raft(l).quiesced() ? l : kNoPeer;
+  }
+
   uint64_t Propose(const std::string& data) {
     auto r = raft(Leader()).Propose(data, now_);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -189,10 +199,8 @@ class Cluster {
 
 TEST(RaftTest, IdleGroupQuiescesAndAProposalWakesIt) {
   Cluster c({1, 2, 3});
-  const PeerId l = c.ElectOne();
+  const PeerId l = c.ElectAndQuiesce();
   ASSERT_NE(l, kNoPeer);
-  c.Propose("a");
-  c.Run(100 * kMs);
   for (PeerId id : {1, 2, 3}) EXPECT_TRUE(c.raft(id).quiesced()) << id;
   // Quiet: a second of ticks sends nothing, and nobody campaigns.
   const uint64_t term = c.raft(l).term();
@@ -216,11 +224,8 @@ TEST(RaftTest, IdleGroupQuiescesAndAProposalWakesIt) {
 
 TEST(RaftTest, QuiescedFollowersElectOnlyWhenTheDriverWakesThem) {
   Cluster c({1, 2, 3});
-  const PeerId l = c.ElectOne();
+  const PeerId l = c.ElectAndQuiesce();
   ASSERT_NE(l, kNoPeer);
-  c.Propose("a");
-  c.Run(100 * kMs);
-  ASSERT_TRUE(c.raft(l).quiesced());
   c.Cut(l);  // the leader's server dies; nothing tells the quiesced followers
   c.Run(1000 * kMs);
   std::vector<PeerId> others;
@@ -239,11 +244,8 @@ TEST(RaftTest, QuiescedFollowersElectOnlyWhenTheDriverWakesThem) {
 
 TEST(RaftTest, ARestartedFollowerWakesTheIdleLeaderInsteadOfDeposingIt) {
   Cluster c({1, 2, 3});
-  const PeerId l = c.ElectOne();
+  const PeerId l = c.ElectAndQuiesce();
   ASSERT_NE(l, kNoPeer);
-  c.Propose("a");
-  c.Run(100 * kMs);
-  ASSERT_TRUE(c.raft(l).quiesced());
   const uint64_t term = c.raft(l).term();
   const PeerId f = l % 3 + 1;
   c.Restart(f);  // forgets it was quiesced; campaigns after an election timeout
@@ -257,11 +259,8 @@ TEST(RaftTest, ARestartedFollowerWakesTheIdleLeaderInsteadOfDeposingIt) {
 // driver campaigns; the quiesced follower refuses it, as stickiness would.
 TEST(RaftTest, AQuiescedFollowerRefusesVotesWhileItsLeaderIsAlive) {
   Cluster c({1, 2, 3});
-  const PeerId l = c.ElectOne();
+  const PeerId l = c.ElectAndQuiesce();
   ASSERT_NE(l, kNoPeer);
-  c.Propose("a");
-  c.Run(100 * kMs);
-  ASSERT_TRUE(c.raft(l).quiesced());
   const uint64_t term = c.raft(l).term();
   const PeerId f = l % 3 + 1;
   c.CutLink(l, f);

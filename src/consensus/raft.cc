@@ -556,22 +556,24 @@ void Raft::StepAppend(const MessagePB& m, int64_t now_us) {
     Send(std::move(r));
     return;
   }
-  AppendEntriesToLog(m);
-  UpdateConfig(now_us);
+  if (AppendEntriesToLog(m)) UpdateConfig(now_us);
   const uint64_t match = m.index() + uint64_t(m.entries_size());
   CommitTo(std::min<uint64_t>(m.commit(), match));
   r.set_index(match);
   Send(std::move(r));
 }
 
-void Raft::AppendEntriesToLog(const MessagePB& m) {
+bool Raft::AppendEntriesToLog(const MessagePB& m) {
+  bool config_changed = false;
   for (const EntryPB& e : m.entries()) {
     if (e.index() <= snap_index_) continue;  // in this node's snapshot already
     if (e.index() <= LastIndex()) {
       if (TermAt(e.index()) == e.term()) continue;
       CHECK_GT(e.index(), commit_) << ToString() << ": the leader overwrites a committed entry";
       entries_.resize(e.index() - snap_index_ - 1);
-      configs_.erase(configs_.lower_bound(e.index()), configs_.end());
+      auto dropped = configs_.lower_bound(e.index());
+      config_changed |= dropped != configs_.end();
+      configs_.erase(dropped, configs_.end());
       truncate_from_ = std::min(truncate_from_.value_or(e.index()), e.index());
       unstable_ = std::min(unstable_, e.index());
       persisted_ = std::min(persisted_, e.index() - 1);
@@ -579,7 +581,9 @@ void Raft::AppendEntriesToLog(const MessagePB& m) {
     CHECK_EQ(e.index(), LastIndex() + 1);
     entries_.push_back(e);
     NoteConfigEntry(e);
+    config_changed |= e.type() == ENTRY_CONFIG;
   }
+  return config_changed;
 }
 
 void Raft::StepHeartbeat(const MessagePB& m, int64_t now_us) {

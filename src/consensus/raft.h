@@ -322,7 +322,8 @@ class Raft {
   void NoteRoundAck(PeerId from, uint64_t round);
   void MaybeCommit();
   void ReleaseReads();
-  void AppendEntriesToLog(const MessagePB& m);
+  // Whether a configuration entry was appended or truncated away.
+  bool AppendEntriesToLog(const MessagePB& m);
   // Sets the commit index (never backwards, never past what may be applied here).
   void CommitTo(uint64_t index);
   void Send(MessagePB m);
