@@ -1,0 +1,396 @@
+// consensus-bench: three replicas of Raft groups in one process, each server with its
+// own messenger, shared log (fdatasync on) and consensus runtime, over loopback RPC.
+//
+// In one run it measures, in this order:
+//   1. the disk's bare rate of append + fdatasync in --dir (the pattern of the log);
+//   2. the loopback round trip of an empty MultiUpdate call (a server heartbeat);
+//   3. commits/s and commit latency (proposal to applied on the leader) of one group
+//      at 1, 16 and 256 proposals in flight, --repetitions times each, medians;
+//   4. the process's CPU with --idle_groups idle groups on every server, once they
+//      have quiesced, and the same with quiescence off for comparison.
+// Its last two lines are the figures the targets are checked on:
+//   commits/s vs fdatasync/s at 256 in flight: R
+//   idle CPU with 1000 groups: P% of a core
+// The idle figure is the whole process: three servers, each hosting a replica of
+// every group.
+#include <fcntl.h>
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/monotime.h"
+#include "common/mutex.h"
+#include "consensus/consensus.proxy.h"
+#include "consensus/runtime.h"
+#include "rpc/messenger.h"
+#include "rpc/rpc_controller.h"
+
+DEFINE_string(dir, "", "Directory for the logs and the fdatasync probe (default: a fresh "
+                       "directory under $TMPDIR, removed at the end)");
+DEFINE_int32(payload_bytes, 100, "Bytes of data per proposal");
+DEFINE_double(seconds, 3, "Measured seconds per point (after a half-second warm-up)");
+DEFINE_int32(repetitions, 3, "Runs per point; the median is printed");
+DEFINE_int32(idle_groups, 1000, "Groups for the idle-CPU measurement");
+DEFINE_double(idle_seconds, 10, "Seconds the idle CPU is measured over");
+DEFINE_bool(compare_without_quiescence, true,
+            "Also measure the idle CPU with quiescence off (side by side)");
+
+namespace nyala::consensus {
+namespace {
+
+namespace fs = std::filesystem;
+
+template <class T>
+T CheckResult(Result<T> r) {
+  CHECK(r.ok()) << r.status().ToString();
+  return std::move(*r);
+}
+
+double ProcessCpuSeconds() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Appends 256 bytes and fdatasyncs, for `seconds`: syncs per second.
+double MeasureFdatasync(const std::string& dir, double seconds) {
+  const std::string path = dir + "/fdatasync-probe";
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  PCHECK(fd >= 0) << path;
+  std::string block(256, 'x');
+  int64_t n = 0;
+  MonoTime start = MonoTime::Now();
+  MonoTime end = start + MonoDelta::FromSeconds(seconds);
+  while (MonoTime::Now() < end) {
+    PCHECK(write(fd, block.data(), block.size()) == ssize_t(block.size()));
+    PCHECK(fdatasync(fd) == 0);
+    n++;
+  }
+  double elapsed = (MonoTime::Now() - start).ToSeconds();
+  close(fd);
+  unlink(path.c_str());
+  return n / elapsed;
+}
+
+// MeasureFdatasync in `streams` threads at once, each on a file of its own: the total
+// rate. The three replicas' logs share one disk here, which may serialize their syncs.
+double MeasureConcurrentFdatasync(const std::string& dir, int streams, double seconds) {
+  std::vector<std::thread> threads;
+  std::vector<double> rates(streams);
+  for (int i = 0; i < streams; i++) {
+    const std::string sub = dir + "/stream-" + std::to_string(i);
+    fs::create_directories(sub);
+    threads.emplace_back([&rates, i, sub, seconds] { rates[i] = MeasureFdatasync(sub, seconds); });
+  }
+  double total = 0;
+  for (int i = 0; i < streams; i++) {
+    threads[i].join();
+    total += rates[i];
+  }
+  return total;
+}
+
+class CountingStateMachine : public StateMachine {
+ public:
+  void Apply(const EntryPB&) override { applied_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> applied_{0};
+};
+
+struct Server {
+  PeerId id = kNoPeer;
+  std::shared_ptr<rpc::Messenger> messenger;
+  std::unique_ptr<ConsensusRuntime> runtime;
+  rpc::Sockaddr addr;
+  std::vector<std::unique_ptr<CountingStateMachine>> sms;
+  std::map<uint64_t, std::shared_ptr<RaftGroup>> groups;
+};
+
+class Cluster {
+ public:
+  Cluster(const std::string& dir, bool quiesce) {
+    for (PeerId id = 1; id <= 3; id++) {
+      Server& s = servers_[id];
+      s.id = id;
+      rpc::MessengerOptions mo;
+      mo.name = "server-" + std::to_string(id);
+      mo.num_reactors = 1;
+      s.messenger = CheckResult(rpc::Messenger::Create(mo));
+      CHECK(s.messenger->AddListener(rpc::Sockaddr::Loopback(0), &s.addr).ok());
+      RuntimeOptions ro;
+      ro.server_id = id;
+      ro.messenger = s.messenger;
+      ro.log = LogOptions::FromFlags(dir + "/wal-" + std::to_string(id));
+      ro.quiesce_when_idle = quiesce;
+      auto rt = ConsensusRuntime::Start(ro);
+      CHECK(rt.ok()) << rt.status().ToString();
+      s.runtime = std::move(*rt);
+    }
+    for (auto& [id, s] : servers_) {
+      for (auto& [other, o] : servers_) {
+        if (other != id) s.runtime->AddPeer(other, o.addr);
+      }
+    }
+  }
+  ~Cluster() {
+    for (auto& [id, s] : servers_) s.runtime->Shutdown();
+    for (auto& [id, s] : servers_) s.messenger->Shutdown();
+  }
+
+  void CreateGroup(uint64_t group) {
+    for (auto& [id, s] : servers_) {
+      s.sms.push_back(std::make_unique<CountingStateMachine>());
+      GroupOptions g;
+      g.group_id = group;
+      g.voters = {1, 2, 3};
+      g.state_machine = s.sms.back().get();
+      auto r = s.runtime->CreateGroup(g);
+      CHECK(r.ok()) << r.status().ToString();
+      s.groups[group] = *r;
+    }
+  }
+
+  // The group's leader once it applied an entry of its term; nullptr after 60 s.
+  std::shared_ptr<RaftGroup> WaitForLeader(uint64_t group) {
+    MonoTime deadline = MonoTime::Now() + MonoDelta::FromSeconds(60);
+    while (MonoTime::Now() < deadline) {
+      for (auto& [id, s] : servers_) {
+        GroupInfo info = s.groups[group]->info();
+        if (info.role == RaftRole::kLeader && info.applied_index >= info.commit_index &&
+            info.commit_index > 0) {
+          return s.groups[group];
+        }
+      }
+      SleepFor(MonoDelta::FromMilliseconds(10));
+    }
+    return nullptr;
+  }
+
+  bool AllQuiesced() {
+    for (auto& [id, s] : servers_) {
+      for (auto& [g, group] : s.groups) {
+        if (!group->info().quiesced) return false;
+      }
+    }
+    return true;
+  }
+
+  Server& server(PeerId id) { return servers_[id]; }
+
+ private:
+  std::map<PeerId, Server> servers_;
+};
+
+// Median microseconds of an empty MultiUpdate from a client messenger to server 1.
+double MeasureRoundTripUs(Cluster* c) {
+  rpc::MessengerOptions mo;
+  mo.name = "rtt-client";
+  mo.num_reactors = 1;
+  auto client = CheckResult(rpc::Messenger::Create(mo));
+  ConsensusServiceProxy proxy(client, c->server(1).addr);
+  std::vector<double> us;
+  for (int i = 0; i < 3000; i++) {
+    MultiUpdateRequestPB req;
+    req.set_from_server(99);  // not a peer: heard from by nobody
+    req.set_to_server(1);
+    MultiUpdateResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(5));
+    MonoTime start = MonoTime::Now();
+    CHECK(proxy.MultiUpdate(req, &resp, &rpc).ok());
+    if (i >= 500) us.push_back((MonoTime::Now() - start).ToSeconds() * 1e6);
+  }
+  client->Shutdown();
+  return Median(us);
+}
+
+struct Point {
+  double commits_per_sec = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  double fsyncs_per_sec = 0;  // the leader's log
+};
+
+// A closed loop of `in_flight` proposals on `leader` for `seconds` after a warm-up.
+Point RunLoad(RaftGroup* leader, SharedLog* leader_log, int in_flight, double seconds) {
+  struct State {
+    Mutex mu;
+    std::vector<double> latencies_us GUARDED_BY(mu);
+    std::atomic<bool> measuring{false};
+    std::atomic<bool> stop{false};
+    std::atomic<int> outstanding{0};
+    std::atomic<uint64_t> commits{0};
+    std::atomic<uint64_t> failures{0};
+  };
+  auto st = std::make_shared<State>();
+  const std::string payload(FLAGS_payload_bytes, 'p');
+  std::function<void()> issue;
+  issue = [&issue, st, leader, payload] {
+    MonoTime start = MonoTime::Now();
+    st->outstanding++;
+    leader->Propose(payload, [st, start, &issue](const Status& s, uint64_t) {
+      if (!s.ok()) {
+        st->failures++;
+      } else if (st->measuring) {
+        st->commits++;
+        MutexLock l(st->mu);
+        st->latencies_us.push_back((MonoTime::Now() - start).ToSeconds() * 1e6);
+      }
+      // The next one is out before this one counts as answered, so `issue` is in use
+      // only while `outstanding` is above zero.
+      if (!st->stop) issue();
+      st->outstanding--;
+    });
+  };
+  for (int i = 0; i < in_flight; i++) issue();
+  SleepFor(MonoDelta::FromMilliseconds(500));
+  const uint64_t fsyncs0 = leader_log->Stats().fsyncs;
+  MonoTime start = MonoTime::Now();
+  st->measuring = true;
+  SleepFor(MonoDelta::FromSeconds(seconds));
+  st->measuring = false;
+  const double elapsed = (MonoTime::Now() - start).ToSeconds();
+  const uint64_t fsyncs1 = leader_log->Stats().fsyncs;
+  st->stop = true;
+  MonoTime drain = MonoTime::Now() + MonoDelta::FromSeconds(30);
+  while (st->outstanding > 0 && MonoTime::Now() < drain) SleepFor(MonoDelta::FromMilliseconds(5));
+  CHECK_EQ(st->outstanding.load(), 0) << "proposals still unanswered 30 s after the load stopped";
+  CHECK_EQ(st->failures.load(), 0u) << "proposals failed";
+  Point p;
+  p.commits_per_sec = st->commits / elapsed;
+  p.fsyncs_per_sec = (fsyncs1 - fsyncs0) / elapsed;
+  MutexLock l(st->mu);
+  std::sort(st->latencies_us.begin(), st->latencies_us.end());
+  if (!st->latencies_us.empty()) {
+    p.p50_us = st->latencies_us[st->latencies_us.size() / 2];
+    p.p99_us = st->latencies_us[st->latencies_us.size() * 99 / 100];
+  }
+  return p;
+}
+
+// Process CPU, in % of one core, with `groups` idle groups on three servers.
+double MeasureIdleCpu(const std::string& dir, int groups, bool quiesce) {
+  Cluster c(dir, quiesce);
+  MonoTime t0 = MonoTime::Now();
+  for (int g = 1; g <= groups; g++) c.CreateGroup(g);
+  for (int g = 1; g <= groups; g++) CHECK(c.WaitForLeader(g)) << "group " << g << ": no leader";
+  if (quiesce) {
+    MonoTime deadline = MonoTime::Now() + MonoDelta::FromSeconds(60);
+    while (!c.AllQuiesced()) {
+      CHECK(MonoTime::Now() < deadline) << "groups still not quiesced after 60 s";
+      SleepFor(MonoDelta::FromMilliseconds(50));
+    }
+  }
+  printf("  %d groups elected%s in %.1f s\n", groups, quiesce ? " and quiesced" : "",
+         (MonoTime::Now() - t0).ToSeconds());
+  // Let elections' stragglers settle before measuring.
+  SleepFor(MonoDelta::FromSeconds(2));
+  const double cpu0 = ProcessCpuSeconds();
+  MonoTime start = MonoTime::Now();
+  SleepFor(MonoDelta::FromSeconds(FLAGS_idle_seconds));
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  return 100 * cpu / (MonoTime::Now() - start).ToSeconds();
+}
+
+int Run() {
+  std::string dir = FLAGS_dir;
+  bool remove_dir = false;
+  if (dir.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/consensus-bench-" + std::to_string(getpid());
+    remove_dir = true;
+  }
+  fs::create_directories(dir);
+  printf("consensus-bench: 3 replicas over loopback, logs in %s, fdatasync on, %d-byte "
+         "proposals\n", dir.c_str(), FLAGS_payload_bytes);
+
+  std::vector<double> syncs;
+  for (int i = 0; i < FLAGS_repetitions; i++) syncs.push_back(MeasureFdatasync(dir, 2));
+  const double fdatasync_per_sec = Median(syncs);
+  printf("bare append+fdatasync: %.0f/s (%.0f us each)\n", fdatasync_per_sec,
+         1e6 / fdatasync_per_sec);
+  std::vector<double> concurrent;
+  for (int i = 0; i < FLAGS_repetitions; i++) {
+    concurrent.push_back(MeasureConcurrentFdatasync(dir, 3, 2));
+  }
+  printf("append+fdatasync in 3 files at once (one per replica log): %.0f/s in total\n",
+         Median(concurrent));
+
+  double rtt_us;
+  std::map<int, Point> points;
+  {
+    Cluster c(dir + "/load", true);
+    rtt_us = MeasureRoundTripUs(&c);
+    printf("loopback round trip (empty MultiUpdate): %.1f us\n", rtt_us);
+    c.CreateGroup(1);
+    std::shared_ptr<RaftGroup> leader = c.WaitForLeader(1);
+    CHECK(leader) << "no leader elected";
+    SharedLog* log = nullptr;
+    for (PeerId id = 1; id <= 3; id++) {
+      if (c.server(id).groups[1] == leader) log = c.server(id).runtime->log();
+    }
+    printf("%-10s %12s %10s %10s %14s\n", "in flight", "commits/s", "p50 us", "p99 us",
+           "leader syncs/s");
+    for (int in_flight : {1, 16, 256}) {
+      std::vector<Point> runs;
+      for (int r = 0; r < FLAGS_repetitions; r++) {
+        runs.push_back(RunLoad(leader.get(), log, in_flight, FLAGS_seconds));
+      }
+      // The run of median throughput, whole.
+      std::sort(runs.begin(), runs.end(),
+                [](const Point& a, const Point& b) { return a.commits_per_sec < b.commits_per_sec; });
+      Point p = runs[runs.size() / 2];
+      points[in_flight] = p;
+      printf("%-10d %12.0f %10.0f %10.0f %14.0f\n", in_flight, p.commits_per_sec, p.p50_us,
+             p.p99_us, p.fsyncs_per_sec);
+    }
+  }
+  const double fsync_us = 1e6 / fdatasync_per_sec;
+  printf("p50 at 1 in flight: %.0f us = %.2f x (one fdatasync + one round trip = %.0f us)\n",
+         points[1].p50_us, points[1].p50_us / (fsync_us + rtt_us), fsync_us + rtt_us);
+
+  double idle_off = -1;
+  if (FLAGS_compare_without_quiescence) {
+    idle_off = MeasureIdleCpu(dir + "/idle-off", FLAGS_idle_groups, false);
+    printf("idle CPU with %d groups, quiescence off: %.1f%% of a core\n", FLAGS_idle_groups,
+           idle_off);
+  }
+  const double idle = MeasureIdleCpu(dir + "/idle", FLAGS_idle_groups, true);
+  if (remove_dir) fs::remove_all(dir);
+  printf("commits/s vs fdatasync/s at 256 in flight: %.1f\n",
+         points[256].commits_per_sec / fdatasync_per_sec);
+  printf("idle CPU with %d groups: %.2f%% of a core\n", FLAGS_idle_groups, idle);
+  return 0;
+}
+
+}  // namespace
+}  // namespace nyala::consensus
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "Raft commit throughput and latency, three replicas in one process over loopback with "
+      "the real shared log and fdatasync; see bench/README.md");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_minloglevel = 1;
+  return nyala::consensus::Run();
+}

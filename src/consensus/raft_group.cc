@@ -1,0 +1,295 @@
+#include "consensus/raft_group.h"
+
+#include <glog/logging.h>
+
+#include <utility>
+
+#include "common/monotime.h"
+#include "consensus/log.h"
+#include "consensus/runtime.h"
+
+namespace nyala::consensus {
+
+namespace {
+
+HardState ToLogHardState(const HardStatePB& hs) {
+  HardState out;
+  out.term = hs.term();
+  out.commit_index = hs.commit();
+  if (hs.vote() != kNoPeer) out.voted_for = std::to_string(hs.vote());
+  return out;
+}
+
+Status StoppedStatus() {
+  return Status::ServiceUnavailable("the consensus runtime is shutting down",
+                                    "the outcome of calls in flight is unknown");
+}
+
+}  // namespace
+
+RaftGroup::RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog* log,
+                     const GroupOptions& opts, std::unique_ptr<Raft> raft)
+    : id_(opts.group_id),
+      runtime_(runtime),
+      worker_(worker),
+      log_(log),
+      sm_(opts.state_machine),
+      raft_(std::move(raft)),
+      applied_(opts.applied) {
+  last_role_ = raft_->role();
+  last_term_ = raft_->term();
+  PublishInfo();
+}
+
+RaftGroup::~RaftGroup() = default;
+
+void RaftGroup::Propose(std::string data, Callback done) {
+  auto self = shared_from_this();
+  auto task = [self, data = std::move(data), done]() mutable {
+    if (!self->failed_.ok()) return done(self->failed_, 0);
+    Result<uint64_t> index = self->raft_->Propose(std::move(data), GetMonoTimeMicros());
+    if (!index.ok()) return done(index.status(), 0);
+    self->proposals_[*index] = PendingProposal{self->raft_->term(), std::move(done)};
+    self->runtime_->Touch(self->worker_, self.get());
+  };
+  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus(), 0);
+}
+
+void RaftGroup::ChangeConfig(ConfigChange change, PeerId peer, Callback done) {
+  auto self = shared_from_this();
+  auto task = [self, change, peer, done]() mutable {
+    if (!self->failed_.ok()) return done(self->failed_, 0);
+    Result<uint64_t> index = self->raft_->ProposeConfigChange(change, peer, GetMonoTimeMicros());
+    if (!index.ok()) return done(index.status(), 0);
+    self->proposals_[*index] = PendingProposal{self->raft_->term(), std::move(done)};
+    self->runtime_->Touch(self->worker_, self.get());
+  };
+  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus(), 0);
+}
+
+void RaftGroup::Read(std::function<void(const Status&)> done) {
+  auto self = shared_from_this();
+  auto task = [self, done]() mutable {
+    if (!self->failed_.ok()) return done(self->failed_);
+    const uint64_t id = self->next_read_id_++;
+    Status s = self->raft_->ReadIndex(id, GetMonoTimeMicros());
+    if (!s.ok()) return done(s);
+    self->reads_[id] = PendingRead{0, std::move(done)};
+    self->runtime_->Touch(self->worker_, self.get());
+  };
+  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus());
+}
+
+void RaftGroup::TransferLeadership(PeerId to, std::function<void(const Status&)> done) {
+  auto self = shared_from_this();
+  auto task = [self, to, done]() {
+    if (!self->failed_.ok()) return done(self->failed_);
+    done(self->raft_->TransferLeadership(to, GetMonoTimeMicros()));
+    self->runtime_->Touch(self->worker_, self.get());
+  };
+  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus());
+}
+
+GroupInfo RaftGroup::info() const {
+  MutexLock l(info_mu_);
+  return info_;
+}
+
+// --- Worker thread -------------------------------------------------------------
+
+void RaftGroup::Step(const MessagePB& m, int64_t now_us) {
+  if (!failed_.ok()) return;
+  Status s = raft_->Step(m, now_us);
+  if (!s.ok()) {
+    LOG_EVERY_N(WARNING, 100) << "consensus group " << id_ << ": message from server " << m.from()
+                              << " refused: " << s.ToString();
+  }
+}
+
+void RaftGroup::Tick(int64_t now_us) {
+  if (failed_.ok()) raft_->Tick(now_us);
+}
+
+void RaftGroup::WakeUp(int64_t now_us) {
+  if (failed_.ok()) raft_->WakeUp(now_us);
+}
+
+void RaftGroup::Process() {
+  if (!failed_.ok()) return;
+  while (failed_.ok() && raft_->HasReady()) HandleReady(raft_->TakeReady());
+  NoteRole();
+  PublishInfo();
+}
+
+void RaftGroup::HandleReady(Ready rd) {
+  std::vector<LogRecord> records;
+  records.reserve(rd.entries.size() + 2);
+  if (rd.truncate_from) records.push_back(LogRecord::MakeTruncate(id_, *rd.truncate_from));
+  for (const EntryPB& e : rd.entries) {
+    records.push_back(LogRecord::MakeEntry(id_, e.term(), e.index(), e.SerializeAsString()));
+  }
+  // The term and vote must be durable before anything is sent; the commit index need
+  // not be (a restarted node learns it again), so a change of it alone waits for the
+  // next records instead of costing an fdatasync of its own.
+  if (rd.hard_state) unlogged_hs_ = *rd.hard_state;
+  if (unlogged_hs_) {
+    const bool vote_changed = unlogged_hs_->term() != logged_hs_.term() ||
+                              unlogged_hs_->vote() != logged_hs_.vote();
+    if (vote_changed || !records.empty()) {
+      records.push_back(LogRecord::MakeHardState(id_, ToLogHardState(*unlogged_hs_)));
+      logged_hs_ = *unlogged_hs_;
+      unlogged_hs_.reset();
+    }
+  }
+  for (const SnapshotRequest& s : rd.snapshots) {
+    // Tablet copy arrives with replicated tablets; until then the follower stays behind.
+    LOG_EVERY_N(WARNING, 100) << "consensus group " << id_ << ": server " << s.peer
+                              << " needs a copy of the state at index " << s.index
+                              << ", which this runtime cannot send yet";
+  }
+  ApplyCommitted(rd.committed);
+  for (const ReadState& r : rd.reads) {
+    auto it = reads_.find(r.request_id);
+    if (it != reads_.end()) it->second.index = r.index;
+  }
+  ReleaseReads();
+
+  // With nothing of this group waiting for the disk, the messages go now. Otherwise a
+  // leader's appends and heartbeats go now (they promise nothing about its own log:
+  // its entries count toward commitment only once Advance says they are durable), and
+  // the rest once this Ready's records, and every earlier one's, are durable.
+  const bool wait = !records.empty() || !persisting_.empty();
+  std::vector<MessagePB> now_msgs;
+  if (!wait) {
+    now_msgs.swap(rd.messages);
+  } else {
+    std::vector<MessagePB> later;
+    for (MessagePB& m : rd.messages) {
+      const bool early = m.type() == MSG_APPEND || m.type() == MSG_HEARTBEAT;
+      (early ? now_msgs : later).push_back(std::move(m));
+    }
+    rd.messages.swap(later);
+  }
+  if (!now_msgs.empty()) runtime_->Send(id_, &now_msgs);
+  if (!wait) {
+    raft_->Advance(rd);
+    return;
+  }
+  rd.committed.clear();
+  rd.reads.clear();
+  rd.snapshots.clear();
+  const bool has_records = !records.empty();
+  persisting_.push_back(InFlightReady{!has_records, std::move(rd)});
+  if (has_records) {
+    auto self = shared_from_this();
+    log_->AppendAsync(std::move(records), [self](const Status& s) {
+      // The log's writer thread: back to the group's worker. A stopped runtime failed
+      // the group's callbacks already.
+      self->runtime_->Post(self->worker_, [self, s] {
+        self->OnPersisted(s);
+        self->runtime_->Touch(self->worker_, self.get());
+      });
+    });
+  }
+}
+
+void RaftGroup::OnPersisted(const Status& s) {
+  if (!failed_.ok()) return;
+  if (!s.ok()) return Fail(s);
+  for (InFlightReady& f : persisting_) {
+    if (!f.durable) {
+      f.durable = true;  // the log finishes a group's appends in submission order
+      break;
+    }
+  }
+  while (!persisting_.empty() && persisting_.front().durable) {
+    InFlightReady f = std::move(persisting_.front());
+    persisting_.pop_front();
+    if (!f.ready.messages.empty()) runtime_->Send(id_, &f.ready.messages);
+    raft_->Advance(f.ready);
+  }
+}
+
+void RaftGroup::ApplyCommitted(const std::vector<EntryPB>& committed) {
+  for (const EntryPB& e : committed) {
+    if (e.index() <= applied_) continue;  // applied and durable before a restart
+    if (sm_ != nullptr) sm_->Apply(e);
+    applied_ = e.index();
+    auto it = proposals_.find(e.index());
+    if (it == proposals_.end()) continue;
+    Callback done = std::move(it->second.done);
+    const bool ours = it->second.term == e.term();
+    proposals_.erase(it);
+    if (ours) {
+      done(Status::OK(), e.index());
+    } else {
+      done(Status::Aborted("the entry was replaced by another leader's at index " +
+                           std::to_string(e.index()) + " and not applied"),
+           e.index());
+    }
+  }
+}
+
+void RaftGroup::ReleaseReads() {
+  for (auto it = reads_.begin(); it != reads_.end();) {
+    if (it->second.index != 0 && it->second.index <= applied_) {
+      auto done = std::move(it->second.done);
+      it = reads_.erase(it);
+      done(Status::OK());
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RaftGroup::NoteRole() {
+  const RaftRole role = raft_->role();
+  const uint64_t term = raft_->term();
+  if (last_role_ == RaftRole::kLeader && (role != RaftRole::kLeader || term != last_term_)) {
+    // Raft dropped the reads it had not answered; those it answered stay safe.
+    for (auto it = reads_.begin(); it != reads_.end();) {
+      if (it->second.index == 0) {
+        auto done = std::move(it->second.done);
+        it = reads_.erase(it);
+        done(Status::IllegalState("lost leadership before the read was confirmed",
+                                  "retry on the new leader"));
+      } else {
+        ++it;
+      }
+    }
+  }
+  last_role_ = role;
+  last_term_ = term;
+}
+
+void RaftGroup::Fail(const Status& s) {
+  LOG(ERROR) << "consensus group " << id_ << " failed and stops: " << s.ToString();
+  failed_ = s;
+  FailPending(Status::ServiceUnavailable("consensus group " + std::to_string(id_) + " failed",
+                                         s.ToString()));
+  PublishInfo();
+}
+
+void RaftGroup::FailPending(const Status& s) {
+  auto proposals = std::move(proposals_);
+  proposals_.clear();
+  auto reads = std::move(reads_);
+  reads_.clear();
+  for (auto& [index, p] : proposals) p.done(s, index);
+  for (auto& [id, r] : reads) r.done(s);
+}
+
+void RaftGroup::PublishInfo() {
+  MutexLock l(info_mu_);
+  info_.role = raft_->role();
+  info_.term = raft_->term();
+  info_.leader = raft_->leader();
+  info_.commit_index = raft_->commit_index();
+  info_.applied_index = applied_;
+  info_.last_index = raft_->last_index();
+  info_.quiesced = raft_->quiesced();
+  info_.config = raft_->config();
+  info_.status = failed_;
+}
+
+}  // namespace nyala::consensus

@@ -1,0 +1,173 @@
+// RaftGroup: one consensus group (one tablet's replicas) on this server, driven by the
+// multi-group runtime (consensus/runtime.h): the Raft core of raft.h, its records in
+// the server's shared log, its messages on the runtime's batched transport, and the
+// state machine it applies committed entries to.
+//
+// A group's Raft instance and state machine are touched only by the one runtime
+// worker thread the group is assigned to; every call below posts a task to that
+// worker and returns at once. Callbacks run on that worker thread: they must not
+// block, and may call this group (or any other) again.
+//
+// Durability: the driver persists each Ready's entries, truncation and hard state in
+// the shared log and sends the Ready's messages only once they are durable (a
+// leader's appends and heartbeats excepted: they promise nothing about the leader's
+// own log, and going out before its fdatasync overlaps the leader's sync with the
+// followers'). Committed entries are durable when they are applied.
+//
+// Thread-safety: every public method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/result.h"
+#include "common/status.h"
+#include "common/thread_annotations.h"
+#include "consensus/raft.h"
+
+namespace nyala::consensus {
+
+class ConsensusRuntime;
+class SharedLog;
+struct RuntimeWorker;
+
+// What a group applies committed entries to (a tablet). Called on the group's worker
+// thread, in log order, every committed entry once per incarnation of the group:
+// ENTRY_NORMAL entries carry the state machine's commands; ENTRY_NOOP and
+// ENTRY_CONFIG entries carry none but advance the applied index too. After a restart
+// the entries above GroupOptions::applied are applied again.
+class StateMachine {
+ public:
+  virtual ~StateMachine() = default;
+  virtual void Apply(const EntryPB& entry) = 0;
+};
+
+struct GroupOptions {
+  uint64_t group_id = 0;
+  // The group's first configuration (a new replica's, or one created with the table);
+  // what the log holds overrides it.
+  std::vector<PeerId> voters;
+  std::vector<PeerId> learners;
+  StateMachine* state_machine = nullptr;  // must outlive the group
+  // The state machine's durable applied index and the configuration in effect there,
+  // as it recorded them (0 and none for a new replica).
+  uint64_t applied = 0;
+  std::optional<ConfigPB> applied_config;
+};
+
+// A snapshot of a group's state, for tests, heartbeats and web pages.
+struct GroupInfo {
+  RaftRole role = RaftRole::kFollower;
+  uint64_t term = 0;
+  PeerId leader = kNoPeer;
+  uint64_t commit_index = 0;
+  uint64_t applied_index = 0;
+  uint64_t last_index = 0;
+  bool quiesced = false;
+  ConfigPB config;
+  Status status;  // not OK once the group failed (its log failed, or was damaged)
+};
+
+class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
+ public:
+  // `index` is the entry's index when it was appended (0 if it never was).
+  using Callback = std::function<void(const Status& s, uint64_t index)>;
+
+  ~RaftGroup();
+  RaftGroup(const RaftGroup&) = delete;
+  RaftGroup& operator=(const RaftGroup&) = delete;
+
+  uint64_t id() const { return id_; }
+
+  // Replicates `data` as a log entry. `done` runs once the entry is committed and
+  // applied on this server (OK); at once with IllegalState when this server is not
+  // the leader (the message names the leader when it is known); with Aborted when
+  // another leader's entry took its index (it was not applied); with
+  // ServiceUnavailable when the group stops or fails first (the outcome is unknown:
+  // the entry may still commit).
+  void Propose(std::string data, Callback done);
+  // A linearizable read: `done` runs with OK once this server's state machine holds
+  // every entry committed before the call (under the leader's lease at once, else
+  // after a heartbeat round), or with IllegalState when this server is not the
+  // leader or loses leadership first.
+  void Read(std::function<void(const Status&)> done);
+  // One membership change (Raft::ProposeConfigChange); `done` as for Propose.
+  void ChangeConfig(ConfigChange change, PeerId peer, Callback done);
+  // Raft::TransferLeadership; `done` gets its status (not the transfer's outcome).
+  void TransferLeadership(PeerId to, std::function<void(const Status&)> done);
+
+  GroupInfo info() const EXCLUDES(info_mu_);
+
+ private:
+  friend class ConsensusRuntime;
+  struct PendingProposal {
+    uint64_t term;
+    Callback done;
+  };
+  struct PendingRead {
+    uint64_t index = 0;  // 0: Raft has not answered yet
+    std::function<void(const Status&)> done;
+  };
+  // A Ready waiting for its records to be durable, with the messages it may send then.
+  struct InFlightReady {
+    bool durable = false;
+    Ready ready;
+  };
+
+  RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog* log,
+            const GroupOptions& opts, std::unique_ptr<Raft> raft);
+
+  // --- Worker thread only.
+  void Step(const MessagePB& m, int64_t now_us);
+  void Tick(int64_t now_us);
+  void WakeUp(int64_t now_us);
+  // Takes and handles every Ready the core has.
+  void Process();
+  void HandleReady(Ready rd);
+  // The oldest of this group's log appends finished.
+  void OnPersisted(const Status& s);
+  void ApplyCommitted(const std::vector<EntryPB>& committed);
+  void ReleaseReads();
+  // Leadership lost or term changed: pending reads fail (Raft dropped them).
+  void NoteRole();
+  void Fail(const Status& s);
+  // Fails every pending callback with `s` (the group stops).
+  void FailPending(const Status& s);
+  void PublishInfo();
+  bool quiesced() const { return raft_->quiesced(); }
+  RaftRole role() const { return raft_->role(); }
+  PeerId leader() const { return raft_->leader(); }
+
+  const uint64_t id_;
+  ConsensusRuntime* const runtime_;
+  RuntimeWorker* const worker_;
+  SharedLog* const log_;
+  StateMachine* const sm_;
+
+  // Worker thread only.
+  std::unique_ptr<Raft> raft_;
+  Status failed_;
+  uint64_t applied_ = 0;
+  std::map<uint64_t, PendingProposal> proposals_;  // by index
+  uint64_t next_read_id_ = 1;
+  std::map<uint64_t, PendingRead> reads_;  // by request id
+  std::deque<InFlightReady> persisting_;
+  HardStatePB logged_hs_;                   // the newest hard state handed to the log
+  std::optional<HardStatePB> unlogged_hs_;  // a newer one differing only in commit
+  RaftRole last_role_ = RaftRole::kFollower;
+  uint64_t last_term_ = 0;
+  bool awake_ = false;  // in the worker's set of groups it ticks
+  bool dirty_ = false;  // in the worker's list of groups to Process
+
+  mutable Mutex info_mu_;
+  GroupInfo info_ GUARDED_BY(info_mu_);
+};
+
+}  // namespace nyala::consensus

@@ -1,0 +1,433 @@
+// The multi-group runtime (consensus/runtime.h) over real loopback RPC and real
+// shared logs with fdatasync: three servers in one process, each with its own
+// messenger, log directory and runtime.
+#include "consensus/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/monotime.h"
+#include "common/mutex.h"
+#include "common/test_util.h"
+#include "consensus/consensus.proxy.h"
+#include "rpc/messenger.h"
+#include "rpc/rpc_controller.h"
+
+namespace nyala::consensus {
+namespace {
+
+constexpr MonoDelta kWait = MonoDelta::FromSeconds(30);
+
+// Records every entry it applies.
+class RecordingStateMachine : public StateMachine {
+ public:
+  void Apply(const EntryPB& e) override {
+    MutexLock l(mu_);
+    EXPECT_EQ(e.index(), last_index_ + 1) << "applied out of order";
+    last_index_ = e.index();
+    if (e.type() == ENTRY_NORMAL) data_.push_back(e.data());
+  }
+  std::vector<std::string> data() const {
+    MutexLock l(mu_);
+    return data_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  uint64_t last_index_ GUARDED_BY(mu_) = 0;
+  std::vector<std::string> data_ GUARDED_BY(mu_);
+};
+
+class RuntimeTest : public NyalaTest {
+ protected:
+  struct Server {
+    PeerId id = kNoPeer;
+    std::string dir;
+    std::shared_ptr<rpc::Messenger> messenger;
+    std::unique_ptr<ConsensusRuntime> runtime;
+    rpc::Sockaddr addr;
+    std::map<uint64_t, std::unique_ptr<RecordingStateMachine>> sms;
+    std::map<uint64_t, std::shared_ptr<RaftGroup>> groups;
+  };
+
+  void SetUp() override {
+    NyalaTest::SetUp();
+    for (PeerId id : {1, 2, 3}) {
+      servers_[id].id = id;
+      servers_[id].dir = test_dir() + "/wal-" + std::to_string(id);
+      ASSERT_NO_FATAL_FAILURE(StartServer(id));
+    }
+    Connect();
+  }
+  void TearDown() override {
+    for (auto& [id, s] : servers_) StopServer(id);
+    NyalaTest::TearDown();
+  }
+
+  void StartServer(PeerId id) {
+    Server& s = servers_[id];
+    rpc::MessengerOptions mo;
+    mo.name = "server-" + std::to_string(id);
+    mo.num_reactors = 1;
+    auto m = rpc::Messenger::Create(mo);
+    ASSERT_OK(m.status());
+    s.messenger = *m;
+    ASSERT_OK(s.messenger->AddListener(rpc::Sockaddr::Loopback(0), &s.addr));
+    RuntimeOptions ro;
+    ro.server_id = id;
+    ro.messenger = s.messenger;
+    ro.log.dir = s.dir;
+    ro.num_threads = 2;
+    ro.heartbeat_interval_us = 20'000;
+    ro.election_timeout_min_us = 200'000;
+    auto rt = ConsensusRuntime::Start(ro);
+    ASSERT_OK(rt.status());
+    s.runtime = std::move(*rt);
+  }
+  void StopServer(PeerId id) {
+    Server& s = servers_[id];
+    if (s.runtime) s.runtime->Shutdown();
+    if (s.messenger) s.messenger->Shutdown();
+    s.groups.clear();
+    s.runtime.reset();
+    s.messenger.reset();
+  }
+  // Every server learns every other's address.
+  void Connect() {
+    for (auto& [id, s] : servers_) {
+      if (!s.runtime) continue;
+      for (auto& [other, o] : servers_) {
+        if (other != id && o.runtime) s.runtime->AddPeer(other, o.addr);
+      }
+    }
+  }
+  void CreateGroup(uint64_t group, std::vector<PeerId> on = {1, 2, 3}) {
+    for (PeerId id : on) {
+      Server& s = servers_[id];
+      auto& sm = s.sms[group];
+      if (!sm) sm = std::make_unique<RecordingStateMachine>();
+      GroupOptions g;
+      g.group_id = group;
+      g.voters = {1, 2, 3};
+      g.state_machine = sm.get();
+      auto r = s.runtime->CreateGroup(g);
+      ASSERT_OK(r.status());
+      s.groups[group] = *r;
+    }
+  }
+  // Waits until the live servers agree on one leader of `group` and it holds its
+  // lease (it committed an entry of its term).
+  PeerId WaitForLeader(uint64_t group) {
+    PeerId leader = kNoPeer;
+    AssertEventually(kWait, [&] {
+      leader = kNoPeer;
+      for (auto& [id, s] : servers_) {
+        if (!s.runtime) continue;
+        GroupInfo info = s.groups.at(group)->info();
+        if (info.role == RaftRole::kLeader) {
+          ASSERT_EQ(leader, kNoPeer) << "two leaders";
+          leader = id;
+        }
+      }
+      ASSERT_NE(leader, kNoPeer);
+      GroupInfo li = servers_[leader].groups.at(group)->info();
+      ASSERT_GT(li.applied_index, 0u);
+      for (auto& [id, s] : servers_) {
+        if (s.runtime) {
+          ASSERT_EQ(s.groups.at(group)->info().leader, leader);
+        }
+      }
+    });
+    return leader;
+  }
+  // Proposes `data` on `leader` and waits for its outcome.
+  Status ProposeAndWait(PeerId leader, uint64_t group, std::string data) {
+    Mutex mu;
+    CondVar cv;
+    bool done = false;
+    Status result;
+    servers_[leader].groups.at(group)->Propose(std::move(data), [&](const Status& s, uint64_t) {
+      MutexLock l(mu);
+      result = s;
+      done = true;
+      cv.notify_all();
+    });
+    UniqueLock l(mu);
+    bool finished = cv.wait_for(l, std::chrono::seconds(30), [&]() NO_THREAD_SAFETY_ANALYSIS {
+      return done;
+    });
+    if (!finished) return Status::TimedOut("no outcome within 30 s");
+    return result;
+  }
+  // Proposes `n` entries at once on the leader, waiting for all outcomes.
+  void ProposeMany(PeerId leader, uint64_t group, int n, const std::string& prefix) {
+    std::atomic<int> ok{0}, failed{0};
+    for (int i = 0; i < n; i++) {
+      servers_[leader].groups.at(group)->Propose(prefix + std::to_string(i),
+                                                 [&](const Status& s, uint64_t) {
+                                                   (s.ok() ? ok : failed)++;
+                                                 });
+    }
+    AssertEventually(kWait, [&] { ASSERT_EQ(ok + failed, n); });
+    ASSERT_EQ(failed.load(), 0);
+  }
+  void WaitForSameData(uint64_t group, size_t n) {
+    AssertEventually(kWait, [&] {
+      std::vector<std::string> first;
+      bool have_first = false;
+      for (auto& [id, s] : servers_) {
+        if (!s.runtime) continue;
+        auto d = s.sms.at(group)->data();
+        ASSERT_EQ(d.size(), n) << "server " << id;
+        if (!have_first) {
+          first = d;
+          have_first = true;
+        }
+        ASSERT_EQ(d, first) << "server " << id << " applied other entries";
+      }
+    });
+  }
+
+  std::map<PeerId, Server> servers_;
+};
+
+TEST_F(RuntimeTest, ReplicatesAndAppliesInOrderOnEveryServer) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(7));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(7));
+  ASSERT_OK(ProposeAndWait(leader, 7, "first"));
+  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 7, 200, "e"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(7, 201));
+  EXPECT_EQ(servers_[leader].sms.at(7)->data().front(), "first");
+  // Durable: every server's log holds the entries.
+  for (auto& [id, s] : servers_) {
+    EXPECT_GE(s.runtime->log()->GetGroupState(7).last_index, 202u) << "server " << id;
+  }
+}
+
+TEST_F(RuntimeTest, AFollowerRefusesProposalsNamingTheLeader) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(3));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(3));
+  PeerId follower = leader == 1 ? 2 : 1;
+  Status s = ProposeAndWait(follower, 3, "x");
+  ASSERT_TRUE(s.IsIllegalState()) << s.ToString();
+  EXPECT_NE(s.ToString().find(std::to_string(leader)), std::string::npos) << s.ToString();
+}
+
+TEST_F(RuntimeTest, MessagesOfManyGroupsShareCalls) {
+  constexpr int kGroups = 40;
+  for (int g = 1; g <= kGroups; g++) ASSERT_NO_FATAL_FAILURE(CreateGroup(g));
+  std::map<uint64_t, PeerId> leaders;
+  for (int g = 1; g <= kGroups; g++) ASSERT_NO_FATAL_FAILURE(leaders[g] = WaitForLeader(g));
+  std::atomic<int> ok{0}, failed{0};
+  for (int round = 0; round < 5; round++) {
+    for (int g = 1; g <= kGroups; g++) {
+      servers_[leaders[g]].groups.at(g)->Propose("v", [&](const Status& s, uint64_t) {
+        (s.ok() ? ok : failed)++;
+      });
+    }
+  }
+  AssertEventually(kWait, [&] { ASSERT_EQ(ok + failed, 5 * kGroups); });
+  ASSERT_EQ(failed.load(), 0);
+  uint64_t calls = 0, messages = 0;
+  for (auto& [id, s] : servers_) {
+    RuntimeStats st = s.runtime->Stats();
+    calls += st.calls_sent - st.server_heartbeats;
+    messages += st.messages_sent;
+  }
+  // Without batching every message would be a call of its own.
+  EXPECT_LT(calls * 2, messages) << calls << " calls carried " << messages << " messages";
+}
+
+TEST_F(RuntimeTest, IdleGroupsStopTickingAndWakeForAProposal) {
+  constexpr int kGroups = 30;
+  for (int g = 1; g <= kGroups; g++) ASSERT_NO_FATAL_FAILURE(CreateGroup(g));
+  std::map<uint64_t, PeerId> leaders;
+  for (int g = 1; g <= kGroups; g++) ASSERT_NO_FATAL_FAILURE(leaders[g] = WaitForLeader(g));
+  ASSERT_EVENTUALLY(kWait, [&] {
+    for (auto& [id, s] : servers_) {
+      for (auto& [g, group] : s.groups) ASSERT_TRUE(group->info().quiesced) << id << "/" << g;
+    }
+  });
+  auto totals = [&] {
+    RuntimeStats t;
+    for (auto& [id, s] : servers_) {
+      RuntimeStats st = s.runtime->Stats();
+      t.group_ticks += st.group_ticks;
+      t.messages_sent += st.messages_sent;
+      t.server_heartbeats += st.server_heartbeats;
+    }
+    return t;
+  };
+  RuntimeStats before = totals();
+  // Over five minimum election timeouts (the only way to see that nothing happens is to
+  // let time pass): no group ticks or sends, yet the servers keep heartbeating, and no
+  // follower woke to campaign.
+  SleepFor(MonoDelta::FromMilliseconds(1000));
+  RuntimeStats after = totals();
+  EXPECT_EQ(after.group_ticks, before.group_ticks);
+  EXPECT_EQ(after.messages_sent, before.messages_sent);
+  EXPECT_GT(after.server_heartbeats, before.server_heartbeats);
+  for (int g = 1; g <= kGroups; g++) {
+    for (auto& [id, s] : servers_) {
+      GroupInfo info = s.groups.at(g)->info();
+      EXPECT_TRUE(info.quiesced);
+      EXPECT_EQ(info.leader, leaders[g]);
+    }
+  }
+  ASSERT_OK(ProposeAndWait(leaders[5], 5, "wake"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(5, 1));
+}
+
+TEST_F(RuntimeTest, QuiescedFollowersElectANewLeaderWhenTheLeaderServerDies) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(9));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(9));
+  ASSERT_OK(ProposeAndWait(leader, 9, "before"));
+  ASSERT_EVENTUALLY(kWait, [&] {
+    for (auto& [id, s] : servers_) ASSERT_TRUE(s.groups.at(9)->info().quiesced);
+  });
+  StopServer(leader);
+  PeerId next = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(next = WaitForLeader(9));
+  ASSERT_NE(next, leader);
+  uint64_t wakeups = 0;
+  for (auto& [id, s] : servers_) {
+    if (s.runtime) wakeups += s.runtime->Stats().wakeups;
+  }
+  EXPECT_GT(wakeups, 0u) << "the followers should have been woken by the server liveness check";
+  ASSERT_OK(ProposeAndWait(next, 9, "after"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(9, 2));
+}
+
+TEST_F(RuntimeTest, RestartReplaysTheLogIntoTheStateMachine) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(4));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(4));
+  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 4, 50, "r"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(4, 50));
+  std::vector<std::string> expected = servers_[leader].sms.at(4)->data();
+  uint64_t term = servers_[leader].groups.at(4)->info().term;
+  for (PeerId id : {1, 2, 3}) StopServer(id);
+  for (PeerId id : {1, 2, 3}) {
+    servers_[id].sms.clear();  // a state machine that applied nothing durably
+    ASSERT_NO_FATAL_FAILURE(StartServer(id));
+  }
+  Connect();
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(4));
+  PeerId again = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(again = WaitForLeader(4));
+  EXPECT_GT(servers_[again].groups.at(4)->info().term, term);
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(4, 50));
+  EXPECT_EQ(servers_[again].sms.at(4)->data(), expected);
+  ASSERT_OK(ProposeAndWait(again, 4, "after restart"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(4, 51));
+}
+
+TEST_F(RuntimeTest, ALinearizableReadWaitsForTheLeadersApply) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(2));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(2));
+  ASSERT_OK(ProposeAndWait(leader, 2, "w"));
+  std::atomic<int> reads{0};
+  Status follower_status;
+  PeerId follower = leader == 1 ? 2 : 1;
+  Mutex mu;
+  servers_[leader].groups.at(2)->Read([&](const Status& s) {
+    EXPECT_OK(s);
+    // Everything committed before the read is applied here.
+    EXPECT_EQ(servers_[leader].sms.at(2)->data().size(), 1u);
+    reads++;
+  });
+  servers_[follower].groups.at(2)->Read([&](const Status& s) {
+    MutexLock l(mu);
+    follower_status = s;
+    reads++;
+  });
+  ASSERT_EVENTUALLY(kWait, [&] { ASSERT_EQ(reads.load(), 2); });
+  MutexLock l(mu);
+  EXPECT_TRUE(follower_status.IsIllegalState()) << follower_status.ToString();
+}
+
+TEST_F(RuntimeTest, BadCallsGetClearErrorsAndTheServerKeepsServing) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(6));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(6));
+  auto client = rpc::Messenger::Create(rpc::MessengerOptions{});
+  ASSERT_OK(client.status());
+  ConsensusServiceProxy proxy(*client, servers_[1].addr);
+  {
+    MultiUpdateRequestPB req;
+    req.set_from_server(2);
+    req.set_to_server(5);  // server 1 listens there
+    MultiUpdateResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    Status s = proxy.MultiUpdate(req, &resp, &rpc);
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  }
+  {
+    MultiUpdateRequestPB req;
+    req.set_from_server(2);
+    req.set_to_server(1);
+    GroupMessagePB* gm = req.add_messages();
+    gm->set_group(12345);
+    gm->mutable_message()->set_type(MSG_HEARTBEAT);
+    gm->mutable_message()->set_from(2);
+    gm->mutable_message()->set_to(1);
+    MultiUpdateResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    ASSERT_OK(proxy.MultiUpdate(req, &resp, &rpc));
+    ASSERT_EQ(resp.unknown_groups_size(), 1);
+    EXPECT_EQ(resp.unknown_groups(0), 12345u);
+  }
+  {
+    // Messages of a known group that claim another sender or receiver than the call's
+    // are dropped and counted.
+    const uint64_t dropped = servers_[1].runtime->Stats().messages_dropped;
+    MultiUpdateRequestPB req;
+    req.set_from_server(2);
+    req.set_to_server(1);
+    for (auto [from, to] : {std::pair<PeerId, PeerId>{2, 3}, {3, 1}}) {
+      GroupMessagePB* gm = req.add_messages();
+      gm->set_group(6);
+      gm->mutable_message()->set_type(MSG_HEARTBEAT);
+      gm->mutable_message()->set_from(from);
+      gm->mutable_message()->set_to(to);
+      gm->mutable_message()->set_term(1000);  // would depose the leader if stepped
+    }
+    MultiUpdateResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    ASSERT_OK(proxy.MultiUpdate(req, &resp, &rpc));
+    EXPECT_EQ(servers_[1].runtime->Stats().messages_dropped, dropped + 2);
+    EXPECT_LT(servers_[1].groups.at(6)->info().term, 1000u);
+  }
+  (*client)->Shutdown();
+  ASSERT_OK(ProposeAndWait(leader, 6, "still serving"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(6, 1));
+}
+
+TEST_F(RuntimeTest, CreatingAGroupTwiceIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(8));
+  GroupOptions g;
+  g.group_id = 8;
+  g.voters = {1, 2, 3};
+  auto r = servers_[1].runtime->CreateGroup(g);
+  EXPECT_TRUE(r.status().IsAlreadyPresent()) << r.status().ToString();
+  g.group_id = 10;
+  g.voters = {};
+  r = servers_[1].runtime->CreateGroup(g);
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+}
+
+}  // namespace
+}  // namespace nyala::consensus

@@ -1,0 +1,590 @@
+#include "consensus/runtime.h"
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+
+#include "common/monotime.h"
+#include "consensus/consensus.proxy.h"
+#include "consensus/consensus.service.h"
+#include "rpc/messenger.h"
+#include "rpc/rpc_context.h"
+#include "rpc/rpc_controller.h"
+
+DEFINE_int32(consensus_num_threads, 2,
+             "Worker threads that drive every Raft consensus group of the server (a fixed "
+             "pool: groups are spread over them by id, none has a thread of its own)");
+DEFINE_int32(raft_heartbeat_interval_ms, 100,
+             "How often a Raft leader that is not idle heartbeats its followers. Idle groups "
+             "send none (they quiesce); servers then heartbeat each other every quarter of "
+             "--raft_election_timeout_ms, in one call per pair of servers");
+DEFINE_int32(raft_election_timeout_ms, 1000,
+             "Minimum Raft election timeout: a follower that hears from no leader for a random "
+             "time between this and twice this campaigns. The leader lease is 80% of it");
+DEFINE_int32(consensus_max_calls_in_flight, 2,
+             "Unanswered MultiUpdate calls allowed per destination server; Raft messages "
+             "produced meanwhile travel together in the next call");
+DEFINE_int32(consensus_max_queued_messages, 100000,
+             "Raft messages queued for one destination server beyond which new ones are "
+             "dropped (Raft resends; the count is in the runtime's messages_dropped)");
+
+namespace nyala::consensus {
+
+using rpc::RpcContext;
+using rpc::RpcController;
+
+// One worker thread and the groups it drives.
+struct RuntimeWorker {
+  int index = 0;
+  Mutex mu;
+  CondVar cv;
+  std::vector<std::function<void()>> tasks GUARDED_BY(mu);
+  bool stop GUARDED_BY(mu) = false;
+  bool stopped GUARDED_BY(mu) = false;  // takes no more tasks
+  std::thread thread;
+
+  // Worker thread only.
+  std::vector<std::shared_ptr<RaftGroup>> groups;
+  std::vector<RaftGroup*> dirty;
+  std::unordered_set<RaftGroup*> awake;
+  int64_t next_tick_us = 0;
+  int64_t next_liveness_us = 0;
+  int64_t next_server_heartbeat_us = 0;
+};
+
+// What the service object reaches the runtime through: cleared by Shutdown, since the
+// messenger keeps the service registered as long as it lives.
+struct ServiceTarget {
+  RwMutex mu;
+  ConsensusRuntime* runtime GUARDED_BY(mu) = nullptr;
+};
+
+struct ConsensusRuntime::Peer {
+  explicit Peer(PeerId id) : id(id) {}
+  const PeerId id;
+  Mutex mu;
+  std::unique_ptr<ConsensusServiceProxy> proxy GUARDED_BY(mu);
+  MultiUpdateRequestPB queued GUARDED_BY(mu);
+  int in_flight GUARDED_BY(mu) = 0;
+  int64_t last_send_us GUARDED_BY(mu) = INT64_MIN / 2;
+  bool reachable GUARDED_BY(mu) = true;  // for logging the changes only
+  std::atomic<int64_t> last_heard_us{INT64_MIN / 2};
+};
+
+struct ConsensusRuntime::Call {
+  MultiUpdateRequestPB req;
+  MultiUpdateResponsePB resp;
+  RpcController rpc;
+};
+
+class ConsensusServiceImpl : public ConsensusServiceIf {
+ public:
+  explicit ConsensusServiceImpl(std::shared_ptr<ServiceTarget> target)
+      : target_(std::move(target)) {}
+
+  void MultiUpdate(const MultiUpdateRequestPB* req, MultiUpdateResponsePB* resp,
+                   RpcContext* ctx) override {
+    SharedLock l(target_->mu);
+    ConsensusRuntime* rt = target_->runtime;
+    if (rt == nullptr) {
+      return ctx->RespondFailure(Status::ServiceUnavailable("the consensus runtime is stopped"));
+    }
+    if (req->to_server() != rt->server_id()) {
+      LOG_EVERY_N(WARNING, 100) << "MultiUpdate for server " << req->to_server() << " from "
+                                << ctx->remote_address().ToString() << " reached server "
+                                << rt->server_id();
+      return ctx->RespondFailure(Status::InvalidArgument(
+          "this is consensus server " + std::to_string(rt->server_id()),
+          "not " + std::to_string(req->to_server()) + ": the sender's address book is stale"));
+    }
+    rt->HandleMultiUpdate(*req, resp);
+    ctx->RespondSuccess();
+  }
+
+ private:
+  const std::shared_ptr<ServiceTarget> target_;
+};
+
+ConsensusRuntime::ConsensusRuntime(RuntimeOptions opts) : opts_(std::move(opts)) {}
+
+Result<std::unique_ptr<ConsensusRuntime>> ConsensusRuntime::Start(RuntimeOptions options,
+                                                                  RecoveryReport* report) {
+  if (options.server_id == kNoPeer) return Status::InvalidArgument("server_id must not be 0");
+  if (!options.messenger) return Status::InvalidArgument("no messenger");
+  if (options.num_threads < 0) options.num_threads = FLAGS_consensus_num_threads;
+  if (options.num_threads < 1) {
+    return Status::InvalidArgument("--consensus_num_threads must be at least 1");
+  }
+  if (options.heartbeat_interval_us < 0) {
+    options.heartbeat_interval_us = int64_t{FLAGS_raft_heartbeat_interval_ms} * 1000;
+  }
+  if (options.election_timeout_min_us < 0) {
+    options.election_timeout_min_us = int64_t{FLAGS_raft_election_timeout_ms} * 1000;
+  }
+  if (options.lease_us < 0) options.lease_us = options.election_timeout_min_us * 8 / 10;
+  RaftOptions check;
+  check.id = options.server_id;
+  check.voters = {options.server_id};
+  check.heartbeat_interval_us = options.heartbeat_interval_us;
+  check.election_timeout_min_us = options.election_timeout_min_us;
+  check.lease_us = options.lease_us;
+  RETURN_NOT_OK_PREPEND(check.Validate(), "consensus timing (--raft_*)");
+
+  std::unique_ptr<ConsensusRuntime> rt(new ConsensusRuntime(std::move(options)));
+  rt->tick_interval_us_ = std::max<int64_t>(rt->opts_.heartbeat_interval_us / 4, 1000);
+  rt->server_heartbeat_interval_us_ = rt->opts_.election_timeout_min_us / 4;
+  ASSIGN_OR_RETURN(rt->log_, SharedLog::Open(rt->opts_.log, report));
+  rt->service_target_ = std::make_shared<ServiceTarget>();
+  {
+    ExclusiveLock l(rt->service_target_->mu);
+    rt->service_target_->runtime = rt.get();
+  }
+  // MultiUpdate runs on the reactor: the pool's one thread only answers calls of
+  // unknown methods.
+  RETURN_NOT_OK(rt->opts_.messenger->RegisterService(
+      std::make_unique<ConsensusServiceImpl>(rt->service_target_), 1, 100));
+  const int64_t now = GetMonoTimeMicros();
+  for (int i = 0; i < rt->opts_.num_threads; i++) {
+    auto w = std::make_unique<RuntimeWorker>();
+    w->index = i;
+    w->next_tick_us = now;
+    w->next_liveness_us = now + rt->server_heartbeat_interval_us_;
+    w->next_server_heartbeat_us = now;
+    rt->workers_.push_back(std::move(w));
+  }
+  for (auto& w : rt->workers_) {
+    RuntimeWorker* wp = w.get();
+    ConsensusRuntime* self = rt.get();
+    w->thread = std::thread([self, wp] { self->RunWorker(wp); });
+  }
+  return rt;
+}
+
+ConsensusRuntime::~ConsensusRuntime() { Shutdown(); }
+
+void ConsensusRuntime::Shutdown() {
+  if (stopping_.exchange(true)) return;
+  if (service_target_) {
+    ExclusiveLock l(service_target_->mu);
+    service_target_->runtime = nullptr;
+  }
+  for (auto& w : workers_) {
+    {
+      MutexLock l(w->mu);
+      w->stop = true;
+    }
+    w->cv.notify_all();
+  }
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+  // The workers are gone: this thread is the only one touching the groups now.
+  std::vector<std::shared_ptr<RaftGroup>> groups;
+  {
+    SharedLock l(groups_mu_);
+    for (auto& [id, g] : groups_) groups.push_back(g);
+  }
+  for (auto& g : groups) {
+    g->FailPending(Status::ServiceUnavailable("the consensus runtime is shutting down",
+                                              "the outcome is unknown"));
+  }
+  {
+    UniqueLock l(calls_mu_);
+    calls_cv_.wait(l, [this]() NO_THREAD_SAFETY_ANALYSIS { return calls_in_flight_ == 0; });
+  }
+  // Finishes the batch being written; appends still queued fail, and their callbacks
+  // find the workers stopped.
+  log_.reset();
+}
+
+void ConsensusRuntime::AddPeer(PeerId id, const rpc::Sockaddr& addr) {
+  std::shared_ptr<Peer> p;
+  {
+    ExclusiveLock l(peers_mu_);
+    auto& slot = peers_[id];
+    if (!slot) slot = std::make_shared<Peer>(id);
+    p = slot;
+  }
+  MutexLock l(p->mu);
+  p->proxy = std::make_unique<ConsensusServiceProxy>(opts_.messenger, addr);
+}
+
+std::shared_ptr<ConsensusRuntime::Peer> ConsensusRuntime::FindPeer(PeerId id) const {
+  SharedLock l(peers_mu_);
+  auto it = peers_.find(id);
+  return it == peers_.end() ? nullptr : it->second;
+}
+
+int64_t ConsensusRuntime::LastHeardUs(PeerId id) const {
+  auto p = FindPeer(id);
+  return p ? p->last_heard_us.load(std::memory_order_relaxed) : INT64_MIN / 2;
+}
+
+RaftOptions ConsensusRuntime::GroupRaftOptions(const GroupOptions& g) const {
+  RaftOptions o;
+  o.id = opts_.server_id;
+  o.voters = g.voters;
+  o.learners = g.learners;
+  o.election_timeout_min_us = opts_.election_timeout_min_us;
+  o.heartbeat_interval_us = opts_.heartbeat_interval_us;
+  o.lease_us = opts_.lease_us;
+  o.quiesce_when_idle = opts_.quiesce_when_idle;
+  // Distinct election timeouts per group and server (they need not be reproducible).
+  o.random_seed = (g.group_id * 0x9e3779b97f4a7c15ULL) ^ (opts_.server_id << 32) ^
+                  uint64_t(GetMonoTimeMicros());
+  return o;
+}
+
+Result<RaftPersistentState> ConsensusRuntime::LoadState(const GroupOptions& g) {
+  RaftPersistentState st;
+  st.applied = g.applied;
+  st.snapshot_config = g.applied_config;
+  GroupState gs = log_->GetGroupState(g.group_id);
+  if (!gs.exists) return st;
+  RETURN_NOT_OK(gs.status);
+  if (gs.hard_state) {
+    st.hard_state.set_term(gs.hard_state->term);
+    st.hard_state.set_commit(gs.hard_state->commit_index);
+    if (!gs.hard_state->voted_for.empty()) {
+      st.hard_state.set_vote(std::stoull(gs.hard_state->voted_for));
+    }
+  }
+  if (gs.snapshot) {
+    st.snapshot_index = gs.snapshot->index;
+    st.snapshot_term = gs.snapshot->term;
+  }
+  if (st.applied < st.snapshot_index) {
+    return Status::IllegalState(
+        "consensus group " + std::to_string(g.group_id) + ": its state machine applied only up to " +
+            std::to_string(st.applied),
+        "but the log starts after " + std::to_string(st.snapshot_index));
+  }
+  for (uint64_t i = gs.first_index; i <= gs.last_index;) {
+    std::vector<LogEntry> out;
+    RETURN_NOT_OK(log_->ReadEntries(g.group_id, i, 8 << 20, &out));
+    if (out.empty()) break;
+    for (LogEntry& e : out) {
+      EntryPB pb;
+      if (!pb.ParseFromString(e.data) || pb.index() != e.index || pb.term() != e.term) {
+        return Status::Corruption("consensus group " + std::to_string(g.group_id),
+                                  "log entry " + std::to_string(e.index) + " does not parse");
+      }
+      st.entries.push_back(std::move(pb));
+      i = e.index + 1;
+    }
+  }
+  // The commit index is logged lazily (raft_group.cc): what was applied was committed.
+  const uint64_t last = st.snapshot_index + st.entries.size();
+  st.hard_state.set_commit(std::min(std::max(st.hard_state.commit(), st.applied), last));
+  return st;
+}
+
+Result<std::shared_ptr<RaftGroup>> ConsensusRuntime::CreateGroup(const GroupOptions& options) {
+  if (stopping_) return Status::ServiceUnavailable("the consensus runtime is shutting down");
+  const std::string name = "consensus group " + std::to_string(options.group_id);
+  if (options.group_id == 0) return Status::InvalidArgument("group id must not be 0");
+  if (GetGroup(options.group_id)) return Status::AlreadyPresent(name, "is running already");
+  ASSIGN_OR_RETURN(RaftPersistentState state, LoadState(options));
+  RaftOptions ro = GroupRaftOptions(options);
+  RETURN_NOT_OK_PREPEND(ro.Validate(), name);
+  auto raft = std::make_unique<Raft>(std::move(ro), state, GetMonoTimeMicros());
+  RuntimeWorker* w = workers_[options.group_id % workers_.size()].get();
+  std::shared_ptr<RaftGroup> group(new RaftGroup(this, w, log_.get(), options, std::move(raft)));
+  {
+    ExclusiveLock l(groups_mu_);
+    if (!groups_.emplace(options.group_id, group).second) {
+      return Status::AlreadyPresent(name, "is running already");
+    }
+  }
+  Post(w, [this, w, group] {
+    w->groups.push_back(group);
+    Touch(w, group.get());
+  });
+  return group;
+}
+
+std::shared_ptr<RaftGroup> ConsensusRuntime::GetGroup(uint64_t id) const {
+  SharedLock l(groups_mu_);
+  auto it = groups_.find(id);
+  return it == groups_.end() ? nullptr : it->second;
+}
+
+std::vector<uint64_t> ConsensusRuntime::GroupIds() const {
+  std::vector<uint64_t> ids;
+  {
+    SharedLock l(groups_mu_);
+    for (auto& [id, g] : groups_) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+RuntimeStats ConsensusRuntime::Stats() const {
+  RuntimeStats s;
+  s.calls_sent = counters_.calls_sent;
+  s.messages_sent = counters_.messages_sent;
+  s.server_heartbeats = counters_.server_heartbeats;
+  s.messages_received = counters_.messages_received;
+  s.messages_dropped = counters_.messages_dropped;
+  s.group_ticks = counters_.group_ticks;
+  s.wakeups = counters_.wakeups;
+  return s;
+}
+
+// --- Workers -------------------------------------------------------------------
+
+bool ConsensusRuntime::Post(RuntimeWorker* w, std::function<void()> task) {
+  bool was_empty;
+  {
+    MutexLock l(w->mu);
+    if (w->stopped) return false;
+    was_empty = w->tasks.empty();
+    w->tasks.push_back(std::move(task));
+  }
+  if (was_empty) w->cv.notify_one();
+  return true;
+}
+
+void ConsensusRuntime::Touch(RuntimeWorker* w, RaftGroup* g) {
+  if (g->dirty_) return;
+  g->dirty_ = true;
+  w->dirty.push_back(g);
+}
+
+void ConsensusRuntime::RunWorker(RuntimeWorker* w) {
+  const std::string name = "raft-worker-" + std::to_string(w->index);
+  pthread_setname_np(pthread_self(), name.c_str());
+  std::vector<std::function<void()>> batch;
+  for (bool last = false; !last;) {
+    {
+      UniqueLock l(w->mu);
+      for (;;) {
+        if (!w->tasks.empty()) break;
+        if (w->stop) break;
+        int64_t deadline = w->next_liveness_us;
+        if (!w->awake.empty()) deadline = std::min(deadline, w->next_tick_us);
+        if (w->index == 0) deadline = std::min(deadline, w->next_server_heartbeat_us);
+        const int64_t wait_us = deadline - GetMonoTimeMicros();
+        if (wait_us <= 0) break;
+        w->cv.wait_for(l, std::chrono::microseconds(wait_us));
+      }
+      if (w->stop) {
+        // Runs what was queued before the stop, then takes nothing more.
+        w->stopped = true;
+        last = true;
+      }
+      batch.swap(w->tasks);
+    }
+    for (auto& task : batch) task();
+    batch.clear();
+    const int64_t now = GetMonoTimeMicros();
+    if (!last) RunTimers(w, now);
+    // Handling a Ready may touch other groups of this worker (a callback proposing).
+    for (size_t i = 0; i < w->dirty.size(); i++) {
+      RaftGroup* g = w->dirty[i];
+      g->dirty_ = false;
+      g->Process();
+      if (g->failed_.ok() && !g->quiesced()) {
+        w->awake.insert(g);
+      } else {
+        w->awake.erase(g);
+      }
+    }
+    w->dirty.clear();
+  }
+}
+
+void ConsensusRuntime::RunTimers(RuntimeWorker* w, int64_t now) {
+  if (now >= w->next_tick_us) {
+    for (RaftGroup* g : w->awake) {
+      g->Tick(now);
+      Touch(w, g);
+    }
+    counters_.group_ticks.fetch_add(w->awake.size(), std::memory_order_relaxed);
+    w->next_tick_us = now + tick_interval_us_;
+  }
+  if (now >= w->next_liveness_us) {
+    // A quiesced follower keeps quiet while its leader's server is heard from.
+    for (auto& g : w->groups) {
+      if (!g->quiesced() || g->role() == RaftRole::kLeader) continue;
+      const PeerId leader = g->leader();
+      if (leader != kNoPeer && LastHeardUs(leader) > now - opts_.election_timeout_min_us) continue;
+      VLOG(1) << "consensus group " << g->id() << ": leader server " << leader
+              << " is silent; waking up";
+      g->WakeUp(now);
+      Touch(w, g.get());
+      counters_.wakeups.fetch_add(1, std::memory_order_relaxed);
+    }
+    w->next_liveness_us = now + server_heartbeat_interval_us_;
+  }
+  if (w->index == 0 && now >= w->next_server_heartbeat_us) {
+    SendServerHeartbeats(now);
+    w->next_server_heartbeat_us = now + server_heartbeat_interval_us_;
+  }
+}
+
+// --- Transport -----------------------------------------------------------------
+
+void ConsensusRuntime::Send(uint64_t group, std::vector<MessagePB>* msgs) {
+  if (stopping_) return;
+  std::shared_ptr<Peer> p;
+  for (MessagePB& m : *msgs) {
+    if (!p || p->id != m.to()) p = FindPeer(m.to());
+    if (!p) {
+      counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_N(WARNING, 1000) << "consensus group " << group << ": no address for server "
+                                 << m.to() << "; message dropped";
+      continue;
+    }
+    {
+      MutexLock l(p->mu);
+      if (p->queued.messages_size() >= FLAGS_consensus_max_queued_messages) {
+        counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      GroupMessagePB* gm = p->queued.add_messages();
+      gm->set_group(group);
+      gm->mutable_message()->Swap(&m);
+    }
+    // Sending at once keeps latency low; while calls are out, messages gather.
+    MaybeSend(p);
+  }
+  msgs->clear();
+}
+
+void ConsensusRuntime::MaybeSend(const std::shared_ptr<Peer>& p, bool heartbeat) {
+  if (stopping_) return;
+  auto call = std::make_unique<Call>();
+  std::optional<ConsensusServiceProxy> proxy;
+  {
+    MutexLock l(p->mu);
+    if (!p->proxy) return;
+    if (heartbeat) {
+      if (p->in_flight > 0 || p->queued.messages_size() > 0) return;
+    } else if (p->in_flight >= FLAGS_consensus_max_calls_in_flight ||
+               p->queued.messages_size() == 0) {
+      return;
+    }
+    call->req.Swap(&p->queued);
+    p->in_flight++;
+    p->last_send_us = GetMonoTimeMicros();
+    proxy.emplace(*p->proxy);
+  }
+  call->req.set_from_server(opts_.server_id);
+  call->req.set_to_server(p->id);
+  counters_.calls_sent.fetch_add(1, std::memory_order_relaxed);
+  counters_.messages_sent.fetch_add(call->req.messages_size(), std::memory_order_relaxed);
+  if (heartbeat) counters_.server_heartbeats.fetch_add(1, std::memory_order_relaxed);
+  {
+    MutexLock l(calls_mu_);
+    calls_in_flight_++;
+  }
+  call->rpc.set_timeout(MonoDelta::FromMicroseconds(opts_.election_timeout_min_us));
+  Call* c = call.release();
+  proxy->MultiUpdateAsync(c->req, &c->resp, &c->rpc,
+                          [this, p, c] { OnCallDone(p, std::unique_ptr<Call>(c)); });
+}
+
+void ConsensusRuntime::OnCallDone(const std::shared_ptr<Peer>& p, std::unique_ptr<Call> call) {
+  const Status& s = call->rpc.status();
+  if (s.ok()) {
+    p->last_heard_us.store(GetMonoTimeMicros(), std::memory_order_relaxed);
+    if (call->resp.unknown_groups_size() > 0) {
+      VLOG(1) << "server " << p->id << " hosts none of " << call->resp.unknown_groups_size()
+              << " groups it was sent messages for";
+    }
+  } else {
+    counters_.messages_dropped.fetch_add(call->req.messages_size(), std::memory_order_relaxed);
+  }
+  bool changed;
+  {
+    MutexLock l(p->mu);
+    p->in_flight--;
+    changed = p->reachable != s.ok();
+    p->reachable = s.ok();
+  }
+  if (changed && s.ok()) {
+    LOG(INFO) << "consensus server " << p->id << " is reachable again";
+  } else if (changed) {
+    LOG(WARNING) << "consensus server " << p->id << " unreachable: " << s.ToString()
+                 << " (Raft messages to it are dropped until it answers)";
+  }
+  MaybeSend(p);
+  {
+    MutexLock l(calls_mu_);
+    calls_in_flight_--;
+  }
+  calls_cv_.notify_all();
+}
+
+void ConsensusRuntime::SendServerHeartbeats(int64_t now_us) {
+  std::vector<std::shared_ptr<Peer>> peers;
+  {
+    SharedLock l(peers_mu_);
+    for (auto& [id, p] : peers_) peers.push_back(p);
+  }
+  for (auto& p : peers) {
+    {
+      MutexLock l(p->mu);
+      if (now_us - p->last_send_us < server_heartbeat_interval_us_) continue;
+    }
+    MaybeSend(p, /*heartbeat=*/true);
+  }
+}
+
+void ConsensusRuntime::HandleMultiUpdate(const MultiUpdateRequestPB& req,
+                                         MultiUpdateResponsePB* resp) {
+  resp->set_server(opts_.server_id);
+  if (auto p = FindPeer(req.from_server())) {
+    p->last_heard_us.store(GetMonoTimeMicros(), std::memory_order_relaxed);
+  }
+  if (req.messages_size() == 0) return;
+  counters_.messages_received.fetch_add(req.messages_size(), std::memory_order_relaxed);
+  // One task per worker with every message for its groups, in request order.
+  std::vector<std::vector<std::pair<std::shared_ptr<RaftGroup>, const MessagePB*>>> per_worker(
+      workers_.size());
+  {
+    SharedLock l(groups_mu_);
+    for (const GroupMessagePB& gm : req.messages()) {
+      if (gm.message().from() != req.from_server() || gm.message().to() != opts_.server_id) {
+        counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+        LOG_EVERY_N(WARNING, 100) << "MultiUpdate from server " << req.from_server()
+                                  << " carries a message from " << gm.message().from() << " to "
+                                  << gm.message().to() << "; dropped";
+        continue;
+      }
+      auto it = groups_.find(gm.group());
+      if (it == groups_.end()) {
+        counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+        if (resp->unknown_groups_size() == 0 ||
+            resp->unknown_groups(resp->unknown_groups_size() - 1) != gm.group()) {
+          resp->add_unknown_groups(gm.group());
+        }
+        continue;
+      }
+      per_worker[gm.group() % workers_.size()].emplace_back(it->second, &gm.message());
+    }
+  }
+  for (size_t i = 0; i < per_worker.size(); i++) {
+    if (per_worker[i].empty()) continue;
+    // The messages are copied: the request belongs to the RPC layer.
+    std::vector<std::pair<std::shared_ptr<RaftGroup>, MessagePB>> batch;
+    batch.reserve(per_worker[i].size());
+    for (auto& [g, m] : per_worker[i]) batch.emplace_back(std::move(g), *m);
+    RuntimeWorker* w = workers_[i].get();
+    Post(w, [this, w, batch = std::move(batch)] {
+      const int64_t now = GetMonoTimeMicros();
+      for (auto& [g, m] : batch) {
+        g->Step(m, now);
+        Touch(w, g.get());
+      }
+    });
+  }
+}
+
+}  // namespace nyala::consensus

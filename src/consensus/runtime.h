@@ -1,0 +1,177 @@
+// ConsensusRuntime: drives every Raft group (RaftGroup, raft_group.h) of one server
+// with a fixed pool of worker threads, over one shared log (log.h) and one batched
+// transport (ConsensusService.MultiUpdate, consensus.proto).
+//
+// Threads:
+//  - N worker threads (--consensus_num_threads). Each group belongs to one worker
+//    (by group id), which alone touches its Raft instance and state machine: no lock
+//    per group, and no thread per group. A worker runs the tasks posted to it
+//    (inbound messages, proposals, log completions), ticks its awake groups every
+//    --raft_heartbeat_interval_ms / 4, and then handles every Ready the touched
+//    groups have.
+//  - The log's writer thread writes and fdatasyncs; its completions are posted back
+//    to the group's worker.
+//  - Reactor threads of the messenger run the MultiUpdate handler, which only hands
+//    each message to its group's worker, and the completions of outbound calls.
+//
+// Transport: the messages every group has for one destination server go into that
+// server's outbox; an outbox sends them as one MultiUpdate call, with at most
+// --consensus_max_calls_in_flight calls unanswered per destination, so messages
+// produced while calls are out travel together in the next one. A call carries Raft
+// messages only: their answers come back in later calls the other way. A failed call
+// loses its messages, which Raft resends.
+//
+// Idle groups cost nothing: a quiesced group (raft.h) is not ticked and sends
+// nothing. Liveness between servers replaces its heartbeats: every outbox that sent
+// nothing for a server heartbeat interval (a quarter of the minimum election
+// timeout) sends an empty MultiUpdate, and a worker wakes each quiesced follower
+// whose leader's server it has not heard from for a minimum election timeout.
+//
+// Peers are identified by server ids (PeerId): Raft's peer ids are the servers'.
+//
+// Thread-safety: every public method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/result.h"
+#include "common/rw_mutex.h"
+#include "common/status.h"
+#include "common/thread_annotations.h"
+#include "consensus/log.h"
+#include "consensus/raft_group.h"
+#include "rpc/sockaddr.h"
+
+namespace nyala::rpc {
+class Messenger;
+}
+
+namespace nyala::consensus {
+
+class MultiUpdateRequestPB;
+class MultiUpdateResponsePB;
+struct ServiceTarget;
+
+struct RuntimeOptions {
+  PeerId server_id = kNoPeer;
+  // The server's messenger: the runtime registers ConsensusService on it and sends
+  // through it. Shut it down only after the runtime.
+  std::shared_ptr<rpc::Messenger> messenger;
+  LogOptions log;
+  int num_threads = -1;  // -1: --consensus_num_threads
+  // Raft timing; -1: from --raft_heartbeat_interval_ms and --raft_election_timeout_ms
+  // (the lease is 80% of the minimum election timeout).
+  int64_t heartbeat_interval_us = -1;
+  int64_t election_timeout_min_us = -1;
+  int64_t lease_us = -1;
+  // Quiesce idle groups (raft.h); tests and benchmarks compare with it off.
+  bool quiesce_when_idle = true;
+};
+
+struct RuntimeStats {
+  uint64_t calls_sent = 0;       // MultiUpdate calls, server heartbeats included
+  uint64_t messages_sent = 0;    // Raft messages in them
+  uint64_t server_heartbeats = 0;
+  uint64_t messages_received = 0;
+  uint64_t messages_dropped = 0;  // unknown group, full outbox, or failed call
+  uint64_t group_ticks = 0;       // Raft::Tick calls, over every group
+  uint64_t wakeups = 0;           // quiesced followers woken for a silent leader server
+};
+
+class ConsensusRuntime {
+ public:
+  // Opens the shared log in options.log.dir (recovering it: `report`, if given, says
+  // what was found), registers the service and starts the workers.
+  static Result<std::unique_ptr<ConsensusRuntime>> Start(RuntimeOptions options,
+                                                         RecoveryReport* report = nullptr);
+  // Shutdown() first, if not done.
+  ~ConsensusRuntime();
+  ConsensusRuntime(const ConsensusRuntime&) = delete;
+  ConsensusRuntime& operator=(const ConsensusRuntime&) = delete;
+
+  // Where server `id` listens (a new address replaces the old one).
+  void AddPeer(PeerId id, const rpc::Sockaddr& addr) EXCLUDES(peers_mu_);
+
+  // Creates the group, or opens it again from what the log holds of it (its hard
+  // state and entries): AlreadyPresent if it runs already; the log's Corruption if
+  // the log found the group damaged; InvalidArgument for bad options.
+  Result<std::shared_ptr<RaftGroup>> CreateGroup(const GroupOptions& options)
+      EXCLUDES(groups_mu_);
+  std::shared_ptr<RaftGroup> GetGroup(uint64_t id) const EXCLUDES(groups_mu_);
+  std::vector<uint64_t> GroupIds() const EXCLUDES(groups_mu_);
+
+  // Stops the workers, fails what groups still have pending (ServiceUnavailable), and
+  // waits for the calls in flight. Inbound calls are refused from here on.
+  // Idempotent.
+  void Shutdown() EXCLUDES(peers_mu_);
+
+  PeerId server_id() const { return opts_.server_id; }
+  SharedLog* log() const { return log_.get(); }
+  RuntimeStats Stats() const;
+
+ private:
+  friend class RaftGroup;
+  friend class ConsensusServiceImpl;
+  struct Peer;
+
+  explicit ConsensusRuntime(RuntimeOptions opts);
+  RaftOptions GroupRaftOptions(const GroupOptions& g) const;
+  Result<RaftPersistentState> LoadState(const GroupOptions& g);
+
+  // Worker thread: queues `msgs` of `group` for their destinations and sends.
+  void Send(uint64_t group, std::vector<MessagePB>* msgs) EXCLUDES(peers_mu_);
+  std::shared_ptr<Peer> FindPeer(PeerId id) const EXCLUDES(peers_mu_);
+  // Sends the peer's queued messages if fewer calls than the limit are out; with
+  // `heartbeat`, an empty call if nothing is queued or out.
+  void MaybeSend(const std::shared_ptr<Peer>& p, bool heartbeat = false);
+  struct Call;
+  void OnCallDone(const std::shared_ptr<Peer>& p, std::unique_ptr<Call> call);
+  // Worker 0: empty calls to peers that were sent nothing lately.
+  void SendServerHeartbeats(int64_t now_us) EXCLUDES(peers_mu_);
+  // When server `id` was last heard from (a call from it, or an answer), or INT64_MIN.
+  int64_t LastHeardUs(PeerId id) const;
+
+  // Reactor thread: the MultiUpdate handler.
+  void HandleMultiUpdate(const MultiUpdateRequestPB& req, MultiUpdateResponsePB* resp)
+      EXCLUDES(groups_mu_);
+
+  // Queues `task` on worker `w`: false (and dropped) once the worker stopped.
+  bool Post(RuntimeWorker* w, std::function<void()> task);
+  // Worker thread: `g` has work (its Ready is handled before the worker sleeps).
+  void Touch(RuntimeWorker* w, RaftGroup* g);
+  void RunWorker(RuntimeWorker* w);
+  // Worker thread: ticks, liveness checks and server heartbeats that are due.
+  void RunTimers(RuntimeWorker* w, int64_t now_us);
+
+  const RuntimeOptions opts_;
+  int64_t tick_interval_us_ = 0;
+  int64_t server_heartbeat_interval_us_ = 0;
+  std::unique_ptr<SharedLog> log_;
+  std::shared_ptr<ServiceTarget> service_target_;
+  std::vector<std::unique_ptr<RuntimeWorker>> workers_;
+  std::atomic<bool> stopping_{false};
+
+  mutable RwMutex groups_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<RaftGroup>> groups_ GUARDED_BY(groups_mu_);
+
+  mutable RwMutex peers_mu_;
+  std::unordered_map<PeerId, std::shared_ptr<Peer>> peers_ GUARDED_BY(peers_mu_);
+  Mutex calls_mu_;
+  CondVar calls_cv_;
+  int calls_in_flight_ GUARDED_BY(calls_mu_) = 0;
+
+  struct Counters {
+    std::atomic<uint64_t> calls_sent{0}, messages_sent{0}, server_heartbeats{0},
+        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0};
+  };
+  mutable Counters counters_;
+};
+
+}  // namespace nyala::consensus
