@@ -1,12 +1,18 @@
 #include "consensus/raft_group.h"
 
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "common/monotime.h"
 #include "consensus/log.h"
 #include "consensus/runtime.h"
+
+DEFINE_int32(raft_retained_entries, 10000,
+             "Entries a Raft group keeps in memory below the index its state machine reported "
+             "durable, for followers that lag behind");
 
 namespace nyala::consensus {
 
@@ -88,6 +94,20 @@ void RaftGroup::TransferLeadership(PeerId to, std::function<void(const Status&)>
     self->runtime_->Touch(self->worker_, self.get());
   };
   if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus());
+}
+
+void RaftGroup::ReportDurable(uint64_t index) {
+  auto self = shared_from_this();
+  runtime_->Post(worker_, [self, index] {
+    if (!self->failed_.ok()) return;
+    const uint64_t durable = std::min(index, self->applied_);
+    self->log_->SetDurableIndex(self->id_, durable);
+    const uint64_t retained = uint64_t(std::max(FLAGS_raft_retained_entries, 0));
+    if (durable > retained && durable - retained > self->raft_->snapshot_index()) {
+      Status s = self->raft_->Compact(durable - retained);
+      LOG_IF(WARNING, !s.ok()) << "consensus group " << self->id_ << ": " << s.ToString();
+    }
+  });
 }
 
 GroupInfo RaftGroup::info() const {

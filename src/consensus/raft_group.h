@@ -43,10 +43,18 @@ struct RuntimeWorker;
 // ENTRY_NORMAL entries carry the state machine's commands; ENTRY_NOOP and
 // ENTRY_CONFIG entries carry none but advance the applied index too. After a restart
 // the entries above GroupOptions::applied are applied again.
+//
+// The state machine reports, with RaftGroup::ReportDurable, up to which index its
+// applied state is durable: the log then lets go of the records below it. If it must
+// survive a restart from there, it keeps the configuration in effect at that index
+// too (the last ENTRY_CONFIG applied), for GroupOptions::applied_config.
 class StateMachine {
  public:
   virtual ~StateMachine() = default;
   virtual void Apply(const EntryPB& entry) = 0;
+  // The group's records keep old log segments alive (more than
+  // --log_max_old_segments): make the applied state durable and ReportDurable it.
+  virtual void FlushRequested() {}
 };
 
 struct GroupOptions {
@@ -102,6 +110,12 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   void ChangeConfig(ConfigChange change, PeerId peer, Callback done);
   // Raft::TransferLeadership; `done` gets its status (not the transfer's outcome).
   void TransferLeadership(PeerId to, std::function<void(const Status&)> done);
+
+  // The state machine's applied state is durable up to `index` (capped at what was
+  // applied): the log may drop the group's records at or below it, and the in-memory
+  // log keeps at most --raft_retained_entries of the entries below it, for followers
+  // that lag (one further behind would need a copy of the state).
+  void ReportDurable(uint64_t index);
 
   GroupInfo info() const EXCLUDES(info_mu_);
 

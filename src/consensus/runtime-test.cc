@@ -3,6 +3,7 @@
 // messenger, log directory and runtime.
 #include "consensus/runtime.h"
 
+#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -19,6 +20,8 @@
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 
+DECLARE_int32(log_max_old_segments);
+
 namespace nyala::consensus {
 namespace {
 
@@ -33,10 +36,32 @@ class RecordingStateMachine : public StateMachine {
     last_index_ = e.index();
     if (e.type() == ENTRY_NORMAL) data_.push_back(e.data());
   }
+  // Counts the requests; with flush_when_asked, reports everything applied durable.
+  void FlushRequested() override {
+    flush_requests++;
+    if (!flush_when_asked) return;
+    uint64_t index;
+    {
+      MutexLock l(mu_);
+      index = last_index_;
+    }
+    reported = index;
+    if (auto g = group.lock()) g->ReportDurable(index);
+  }
   std::vector<std::string> data() const {
     MutexLock l(mu_);
     return data_;
   }
+  // A state machine restored at `index` (its state was durable there).
+  void SkipTo(uint64_t index) {
+    MutexLock l(mu_);
+    last_index_ = index;
+  }
+
+  std::atomic<int> flush_requests{0};
+  std::atomic<bool> flush_when_asked{false};
+  std::atomic<uint64_t> reported{0};  // the index last reported durable
+  std::weak_ptr<RaftGroup> group;
 
  private:
   mutable Mutex mu_;
@@ -83,6 +108,7 @@ class RuntimeTest : public NyalaTest {
     ro.server_id = id;
     ro.messenger = s.messenger;
     ro.log.dir = s.dir;
+    ro.log.segment_size_bytes = segment_size_;
     ro.num_threads = 2;
     ro.heartbeat_interval_us = 20'000;
     ro.election_timeout_min_us = 200'000;
@@ -119,6 +145,7 @@ class RuntimeTest : public NyalaTest {
       auto r = s.runtime->CreateGroup(g);
       ASSERT_OK(r.status());
       s.groups[group] = *r;
+      sm->group = *r;
     }
   }
   // Waits until the live servers agree on one leader of `group` and it holds its
@@ -195,6 +222,7 @@ class RuntimeTest : public NyalaTest {
   }
 
   std::map<PeerId, Server> servers_;
+  uint64_t segment_size_ = uint64_t{64} << 20;
 };
 
 TEST_F(RuntimeTest, ReplicatesAndAppliesInOrderOnEveryServer) {
@@ -414,6 +442,75 @@ TEST_F(RuntimeTest, BadCallsGetClearErrorsAndTheServerKeepsServing) {
   (*client)->Shutdown();
   ASSERT_OK(ProposeAndWait(leader, 6, "still serving"));
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(6, 1));
+}
+
+// Groups whose state machines do not report durable state keep old log segments
+// alive and are asked to flush; once they do, the segments go.
+TEST_F(RuntimeTest, GroupsThatPinOldSegmentsAreAskedToFlush) {
+  gflags::FlagSaver saver;
+  FLAGS_log_max_old_segments = 2;
+  for (PeerId id : {1, 2, 3}) StopServer(id);
+  segment_size_ = 8 << 10;
+  for (PeerId id : {1, 2, 3}) ASSERT_NO_FATAL_FAILURE(StartServer(id));
+  Connect();
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(5));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(5));
+  // In rounds, so that the log writes (and rolls segments) many times.
+  for (int round = 0; round < 20; round++) {
+    ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 5, 20, std::string(200, 'x')));
+  }
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(5, 400));
+  // Nothing reported durable: more segments than allowed stay, and the state machines
+  // are asked (every second) to flush.
+  ASSERT_EVENTUALLY(kWait, [&] {
+    for (auto& [id, s] : servers_) ASSERT_GT(s.sms.at(5)->flush_requests.load(), 0) << id;
+  });
+  for (auto& [id, s] : servers_) {
+    EXPECT_GT(s.runtime->log()->Stats().segments_live, 3u) << "server " << id;
+    s.sms.at(5)->flush_when_asked = true;  // read by the worker at its next request
+  }
+  ASSERT_EVENTUALLY(kWait, [&] {
+    for (auto& [id, s] : servers_) {
+      ASSERT_LE(s.runtime->log()->Stats().segments_live, 3u) << "server " << id;
+    }
+  });
+  ASSERT_OK(ProposeAndWait(leader, 5, "after"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(5, 401));
+
+  // After a restart the log starts after the durable point: a state machine that
+  // claims less is refused; one at its durable index gets the rest replayed.
+  std::map<PeerId, uint64_t> durable;
+  for (auto& [id, s] : servers_) durable[id] = s.sms.at(5)->reported;
+  for (PeerId id : {1, 2, 3}) StopServer(id);
+  for (PeerId id : {1, 2, 3}) ASSERT_NO_FATAL_FAILURE(StartServer(id));
+  Connect();
+  for (auto& [id, s] : servers_) {
+    ASSERT_GT(durable[id], 0u);
+    GroupOptions g;
+    g.group_id = 5;
+    g.voters = {1, 2, 3};
+    auto r = s.runtime->CreateGroup(g);
+    ASSERT_TRUE(r.status().IsIllegalState()) << r.status().ToString();
+    s.sms[5] = std::make_unique<RecordingStateMachine>();
+    s.sms[5]->SkipTo(durable[id]);
+    g.state_machine = s.sms[5].get();
+    g.applied = durable[id];
+    r = s.runtime->CreateGroup(g);
+    ASSERT_OK(r.status());
+    s.groups[5] = *r;
+  }
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(5));
+  ASSERT_OK(ProposeAndWait(leader, 5, "after restart"));
+  AssertEventually(kWait, [&] {
+    for (auto& [id, s] : servers_) {
+      auto d = s.sms.at(5)->data();
+      ASSERT_FALSE(d.empty());
+      ASSERT_EQ(d.back(), "after restart") << "server " << id;
+      // Only what came after the durable point was applied again.
+      ASSERT_LE(d.size(), 401 - durable[id] + 1 + 1) << "server " << id;
+    }
+  });
 }
 
 TEST_F(RuntimeTest, CreatingAGroupTwiceIsRefused) {

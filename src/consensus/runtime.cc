@@ -29,6 +29,9 @@ DEFINE_int32(raft_election_timeout_ms, 1000,
 DEFINE_int32(consensus_max_calls_in_flight, 2,
              "Unanswered MultiUpdate calls allowed per destination server; Raft messages "
              "produced meanwhile travel together in the next call");
+DEFINE_int32(log_max_old_segments, 8,
+             "Old consensus log segments kept for groups whose applied state is not durable "
+             "yet; past this many, the groups that keep them are asked to flush");
 DEFINE_int32(consensus_max_queued_messages, 100000,
              "Raft messages queued for one destination server beyond which new ones are "
              "dropped (Raft resends; the count is in the runtime's messages_dropped)");
@@ -55,7 +58,11 @@ struct RuntimeWorker {
   int64_t next_tick_us = 0;
   int64_t next_liveness_us = 0;
   int64_t next_server_heartbeat_us = 0;
+  int64_t next_pin_check_us = 0;
 };
+
+// How often worker 0 asks the log which groups pin old segments.
+constexpr int64_t kPinCheckIntervalUs = 1'000'000;
 
 // What the service object reaches the runtime through: cleared by Shutdown, since the
 // messenger keeps the service registered as long as it lives.
@@ -333,6 +340,7 @@ RuntimeStats ConsensusRuntime::Stats() const {
   s.messages_dropped = counters_.messages_dropped;
   s.group_ticks = counters_.group_ticks;
   s.wakeups = counters_.wakeups;
+  s.flush_requests = counters_.flush_requests;
   return s;
 }
 
@@ -425,6 +433,19 @@ void ConsensusRuntime::RunTimers(RuntimeWorker* w, int64_t now) {
   if (w->index == 0 && now >= w->next_server_heartbeat_us) {
     SendServerHeartbeats(now);
     w->next_server_heartbeat_us = now + server_heartbeat_interval_us_;
+  }
+  if (w->index == 0 && now >= w->next_pin_check_us) {
+    AskPinningGroupsToFlush();
+    w->next_pin_check_us = now + kPinCheckIntervalUs;
+  }
+}
+
+void ConsensusRuntime::AskPinningGroupsToFlush() {
+  for (uint64_t id : log_->GroupsPinning(size_t(std::max(FLAGS_log_max_old_segments, 0)))) {
+    std::shared_ptr<RaftGroup> g = GetGroup(id);
+    if (!g || g->sm_ == nullptr) continue;
+    counters_.flush_requests.fetch_add(1, std::memory_order_relaxed);
+    Post(g->worker_, [g] { g->sm_->FlushRequested(); });
   }
 }
 

@@ -21,6 +21,10 @@
 // messages only: their answers come back in later calls the other way. A failed call
 // loses its messages, which Raft resends.
 //
+// Log space: a group's records stay in the log until its state machine reports its
+// applied state durable (RaftGroup::ReportDurable); once some groups keep more than
+// --log_max_old_segments old segments alive, their state machines are asked to flush.
+//
 // Idle groups cost nothing: a quiesced group (raft.h) is not ticked and sends
 // nothing. Liveness between servers replaces its heartbeats: every outbox that sent
 // nothing for a server heartbeat interval (a quarter of the minimum election
@@ -83,6 +87,7 @@ struct RuntimeStats {
   uint64_t messages_dropped = 0;  // unknown group, full outbox, or failed call
   uint64_t group_ticks = 0;       // Raft::Tick calls, over every group
   uint64_t wakeups = 0;           // quiesced followers woken for a silent leader server
+  uint64_t flush_requests = 0;    // StateMachine::FlushRequested calls
 };
 
 class ConsensusRuntime {
@@ -135,6 +140,9 @@ class ConsensusRuntime {
   void OnCallDone(const std::shared_ptr<Peer>& p, std::unique_ptr<Call> call);
   // Worker 0: empty calls to peers that were sent nothing lately.
   void SendServerHeartbeats(int64_t now_us) EXCLUDES(peers_mu_);
+  // Worker 0: asks the state machines of groups that pin too many old log segments to
+  // flush (--log_max_old_segments).
+  void AskPinningGroupsToFlush();
   // When server `id` was last heard from (a call from it, or an answer), or INT64_MIN.
   int64_t LastHeardUs(PeerId id) const;
 
@@ -169,7 +177,7 @@ class ConsensusRuntime {
 
   struct Counters {
     std::atomic<uint64_t> calls_sent{0}, messages_sent{0}, server_heartbeats{0},
-        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0};
+        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0}, flush_requests{0};
   };
   mutable Counters counters_;
 };
