@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the scripts and the CLI, run as a user would: start-cluster,
 # create a table from JSON, insert a CSV with a bad line, count, scan with predicates
-# in every format, get, ksck healthy, kill a tablet server, ksck reports it,
+# in every format, get, values that start with '-' (keys and table names, with and
+# without `--`), ksck healthy, kill a tablet server, ksck reports it,
 # stop-cluster leaves no process. Also checks the web UI escapes user data and that
 # /metrics_prometheus is well-formed. Ports are picked at run time.
 #
@@ -26,6 +27,11 @@ check() {  # check <description> <command...>: the command must succeed
   if "$@"; then echo "ok: $what"; else fail "$what"; fi
 }
 contains() { grep -qF -- "$2" <<<"$1"; }
+same() {  # same <expected> <actual>: equal, or both printed
+  [ "$1" = "$2" ] && return 0
+  printf 'expected: %s\n     got: %s\n' "$1" "$2" >&2
+  return 1
+}
 
 # A base port whose neighbours are free: try random ones below the ephemeral range
 # (32768 and up), where port-0 binds and outgoing connections of other tests land.
@@ -103,6 +109,32 @@ out=$("$NYALA" table scan "$M" people --predicates='["AND", ["IN", "id", [1, 2]]
 check "IN and NULL predicates" test "$(tail -n +2 <<<"$out")" = '2,"bo, jr",'
 out=$("$NYALA" table get "$M" people 150 1 --format=csv)
 check "get by key" test "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')" = "1,ann,31;150,eve,22;"
+
+# Values that start with '-' stay positional, with or without a '--' before them, in
+# every verb that takes them: key values (negative numbers, strings like -dash) and
+# table names; flags still work before, between and after them.
+check "table create of a table named -neg" "$NYALA" table create "$M" '{"name": "-neg",
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "s", "type": "STRING", "key": true},
+              {"name": "v", "type": "STRING"}]}'
+printf 'k,s,v\n-5,-dash,a\n5,dash,b\n-1,--x,c\n-7,-format,d\n' >"$WORK/neg.csv"
+check "table insert into -neg (table name after --)" "$NYALA" table insert "$M" --file="$WORK/neg.csv" -- -neg
+check "table count of -neg" same 4 "$("$NYALA" table count "$M" -neg 2>&1)"
+out=$("$NYALA" table get "$M" -neg -5 -dash --format=csv 2>&1) || true
+check "get of the key -5 -dash" same "-5,-dash,a" "$(tail -n +2 <<<"$out")"
+out=$("$NYALA" table get "$M" -neg --format csv -5 -dash 2>&1) || true
+check "get with '--format csv' before the keys" same "-5,-dash,a" "$(tail -n +2 <<<"$out")"
+out=$("$NYALA" table get --format=csv "$M" -- -neg -5 -dash 2>&1) || true
+check "get -- -neg -5 -dash" same "-5,-dash,a" "$(tail -n +2 <<<"$out")"
+out=$("$NYALA" table get "$M" -neg --format=csv -- -1 --x -7 -format 5 dash 2>&1) || true
+check "get after --, of --x and of a key that spells a flag" \
+  same "-1,--x,c;-7,-format,d;5,dash,b;" "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')"
+out=$("$NYALA" table scan "$M" -neg --format=csv --predicates='["<", "k", -4]' 2>&1) || true
+check "scan of -neg with a negative number in the predicate" \
+  same "-5,-dash,a;-7,-format,d;" "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')"
+check "describe -neg" bash -c '"$0" table describe "$1" -neg >/dev/null' "$NYALA" "$M"
+out=$("$NYALA" table get "$M" -neg -5 -dash --formt=csv 2>&1) && fail "a mistyped --flag was accepted"
+check "a mistyped --flag is an error naming it" contains "$out" "unknown flag --formt"
+check "table delete -neg" "$NYALA" table delete "$M" -- -neg
 
 # The web UI escapes table names.
 "$NYALA" table create "$M" '{"name": "<script>alert(1)</script>", "columns": [{"name": "k", "type": "INT64", "key": true}]}' >/dev/null

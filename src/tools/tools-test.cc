@@ -1,15 +1,20 @@
-// Unit tests of the CLI's parsing and output: values, table specs, predicates' JSON,
-// CSV/JSONL row input and the three output formats.
+// Unit tests of the CLI's parsing and output: the command line, values, table specs,
+// predicates' JSON, CSV/JSONL row input and the three output formats.
+#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 
 #include "common/test_util.h"
+#include "tools/command_line.h"
 #include "tools/output.h"
 #include "tools/row_input.h"
 #include "tools/table_spec.h"
 #include "tools/value_parse.h"
+
+DEFINE_bool(command_line_test_bool, false, "For CommandLineTest.LooksUpTheGflagsRegistry.");
+DEFINE_int32(command_line_test_int, 0, "For CommandLineTest.LooksUpTheGflagsRegistry.");
 
 namespace nyala::tools {
 namespace {
@@ -175,6 +180,89 @@ TEST(OutputTest, Formats) {
             "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
   EXPECT_EQ(out.Render(OutputFormat::kTable), " id | name\n----+-----\n 1  | a,b\n 22 | c\n");
   EXPECT_FALSE(ParseOutputFormat("xml").ok());
+}
+
+// A flag table for SplitCommandLine: "format" and "timeout_ms" take values, "verbose" is
+// a boolean.
+FlagKind FakeFlags(const std::string& name) {
+  if (name == "format" || name == "timeout_ms") return FlagKind::kValue;
+  if (name == "verbose" || name == "noverbose") return FlagKind::kBool;
+  return FlagKind::kUnknown;
+}
+
+std::vector<std::string> Positional(const std::vector<std::string>& words) {
+  auto cl = SplitCommandLine(words, FakeFlags);
+  EXPECT_OK(cl.status());
+  return cl.ok() ? cl->positional : std::vector<std::string>{"<error>"};
+}
+
+TEST(CommandLineTest, NegativeNumbersAndDashStringsStayPositional) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Positional({"table", "get", "M", "t", "-5"}), (V{"table", "get", "M", "t", "-5"}));
+  EXPECT_EQ(Positional({"table", "get", "M", "t", "-5", "-1.5e3", "-dash", "-", "-.5"}),
+            (V{"table", "get", "M", "t", "-5", "-1.5e3", "-dash", "-", "-.5"}));
+  // gflags would take each of these for a flag and fail: "unknown command line flag".
+  EXPECT_EQ(Positional({"table", "count", "M", "-t"}), (V{"table", "count", "M", "-t"}));
+}
+
+TEST(CommandLineTest, DoubleDashKeepsTheOrder) {
+  using V = std::vector<std::string>;
+  // gflags' remove_flags moves what follows `--` ahead of the words before it.
+  EXPECT_EQ(Positional({"table", "get", "M", "t", "--", "-5"}), (V{"table", "get", "M", "t", "-5"}));
+  // After `--` even flag names and `--help` are values.
+  auto cl = SplitCommandLine({"table", "get", "--format=csv", "M", "--", "t", "--format=json",
+                              "--x", "--help", "--", "-verbose"},
+                             FakeFlags);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional,
+            (V{"table", "get", "M", "t", "--format=json", "--x", "--help", "--", "-verbose"}));
+  EXPECT_EQ(cl->flags, (V{"--format=csv"}));
+  EXPECT_FALSE(cl->help);
+}
+
+TEST(CommandLineTest, FlagsAnywhereInEveryForm) {
+  using V = std::vector<std::string>;
+  auto cl = SplitCommandLine({"--timeout_ms", "100", "table", "get", "M", "-format", "csv", "t",
+                              "-5", "--verbose", "-noverbose", "--format=json", "-9"},
+                             FakeFlags);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional, (V{"table", "get", "M", "t", "-5", "-9"}));
+  EXPECT_EQ(cl->flags, (V{"--timeout_ms=100", "--format=csv", "--verbose", "--noverbose",
+                          "--format=json"}));
+  // A boolean does not take the next word; a value flag at the end is left for gflags
+  // to report as missing its value.
+  cl = SplitCommandLine({"t", "--verbose", "-5", "--format"}, FakeFlags);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional, (V{"t", "-5"}));
+  EXPECT_EQ(cl->flags, (V{"--verbose", "--format"}));
+}
+
+TEST(CommandLineTest, Help) {
+  for (const char* h : {"--help", "-help", "-h"}) {
+    auto cl = SplitCommandLine({"table", h, "get"}, FakeFlags);
+    ASSERT_OK(cl.status());
+    EXPECT_TRUE(cl->help) << h;
+    EXPECT_EQ(cl->positional, (std::vector<std::string>{"table", "get"}));
+  }
+}
+
+TEST(CommandLineTest, UnknownDoubleDashFlagIsAnError) {
+  auto cl = SplitCommandLine({"table", "scan", "M", "t", "--formt=csv"}, FakeFlags);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_TRUE(cl.status().IsInvalidArgument());
+  EXPECT_NE(cl.status().message().find("unknown flag --formt;"), std::string::npos)
+      << cl.status().ToString();
+  EXPECT_NE(cl.status().message().find("-- --formt=csv"), std::string::npos)
+      << cl.status().ToString();
+}
+
+TEST(CommandLineTest, LooksUpTheGflagsRegistry) {
+  EXPECT_EQ(LookUpGflag("command_line_test_bool"), FlagKind::kBool);
+  EXPECT_EQ(LookUpGflag("nocommand_line_test_bool"), FlagKind::kBool);
+  EXPECT_EQ(LookUpGflag("command_line_test_int"), FlagKind::kValue);
+  EXPECT_EQ(LookUpGflag("nocommand_line_test_int"), FlagKind::kUnknown);
+  EXPECT_EQ(LookUpGflag("5"), FlagKind::kUnknown);
+  EXPECT_EQ(LookUpGflag("dash"), FlagKind::kUnknown);
 }
 
 }  // namespace
