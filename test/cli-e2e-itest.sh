@@ -16,6 +16,7 @@ DATA="$WORK/cluster"
 failures=0
 
 cleanup() {
+  [ -d "$WORK/pids.saved" ] && rm -rf "$DATA/pids" && mv "$WORK/pids.saved" "$DATA/pids"
   "$ROOT/scripts/stop-cluster.sh" --data "$DATA" --grace 5 >/dev/null 2>&1 || true
   if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "kept $WORK for inspection"; fi
 }
@@ -72,6 +73,41 @@ if out=$("$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-por
   fail "second start-cluster on the same data dir succeeded"
 else
   check "second start is refused with a clear message" contains "$out" "already running"
+fi
+
+# With pids/ gone the cluster is still found, by the locks its daemons hold on their data
+# dirs, and refused before anything under the data dir is touched: master.info and
+# every log file stay as they were (the logs may only have grown).
+mv "$DATA/pids" "$WORK/pids.saved"
+cp "$DATA/master.info" "$WORK/master.info.before"
+mkdir "$WORK/logs.before"
+(cd "$DATA/logs" && find . -type f -exec cp --parents {} "$WORK/logs.before/" \;)
+links_before=$(cd "$DATA/logs" && find . -type l -printf '%p -> %l\n' | sort)
+if out=$("$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE" 2>&1); then
+  fail "a start over a running cluster whose pids/ is gone succeeded"
+else
+  check "a start with pids/ gone is refused, naming the running daemon" \
+    contains "$out" "already running on $DATA/: master (pid"
+fi
+check "the refused start left master.info as it was" cmp -s "$WORK/master.info.before" "$DATA/master.info"
+logs_intact=1
+while IFS= read -r f; do
+  if ! cmp -s -n "$(stat -c %s "$WORK/logs.before/$f")" "$WORK/logs.before/$f" "$DATA/logs/$f"; then
+    echo "log $f was truncated or changed" >&2
+    logs_intact=0
+  fi
+done < <(cd "$WORK/logs.before" && find . -type f)
+check "the refused start left every log file intact" test "$logs_intact" -eq 1
+check "the refused start left the log symlinks pointing at the running daemons' logs" \
+  test "$(cd "$DATA/logs" && find . -type l -printf '%p -> %l\n' | sort)" = "$links_before"
+check "the refused start created no pids/" test ! -e "$DATA/pids"
+rm -rf "$DATA/pids" && mv "$WORK/pids.saved" "$DATA/pids"
+# Another data dir on the ports of the running cluster is refused too.
+if out=$("$ROOT/scripts/start-cluster.sh" --tservers 1 --data "$WORK/other" --base-port "$BASE" 2>&1); then
+  fail "a start on ports in use succeeded"
+  "$ROOT/scripts/stop-cluster.sh" --data "$WORK/other" --grace 5 || true
+else
+  check "a start on ports in use is refused, naming the port" contains "$out" "port $BASE on 127.0.0.1 is already in use"
 fi
 check "cluster-status shows 4 running daemons" \
   test "$("$ROOT/scripts/cluster-status.sh" --data "$DATA" | grep -c running)" -eq 4
