@@ -121,6 +121,24 @@ cat >"$WORK/spec.json" <<'JSON'
  "range_partition": {"columns": ["id"], "splits": [[100]]}}
 JSON
 check "table create from a JSON file" "$NYALA" table create "$M" "$WORK/spec.json"
+# Help text is for someone with the binary, not the source tree: no verb's --help points
+# at a source file, and the example spec in `table create --help` creates its table.
+help_src=""
+while read -r noun verb; do
+  if "$NYALA" "$noun" "$verb" --help | grep -qE 'src/|\.h\b'; then help_src="$help_src $noun/$verb"; fi
+done < <("$NYALA" --help | awk '/^Nouns:/ {on = 1; next} on && NF == 0 {exit} on && NF >= 2 {for (i = 2; i <= NF; i++) if ($i != "|") print $1, $i}')
+check "no --help names a source file (found in:${help_src:- none})" test -z "$help_src"
+readme_spec=$(awk '/^## Table specs/ {sec = 1} sec && /^```text/ {on = 1; next} on && /^```/ {exit} on' "$ROOT/README.md")
+help_spec=$("$NYALA" table create --help | awk '/^The table spec is/ {on = 1} on && /^Flags:/ {exit} on')
+check "README's table spec section is the text of 'table create --help'" same "$help_spec" "$readme_spec"
+"$NYALA" table create --help | awk '/For example:$/ {on = 1; next} on && /^Fields/ {exit} on' >"$WORK/example.json"
+check "the example spec in 'table create --help' creates a table" "$NYALA" table create "$M" "$WORK/example.json"
+printf 'host,ts\nh1,1700000000000001\n' >"$WORK/example.csv"
+check "a row inside the example's range bounds is written" "$NYALA" table insert "$M" metrics --file="$WORK/example.csv"
+check "the example table counts 1 row" same 1 "$("$NYALA" table count "$M" metrics 2>&1)"
+check "the example table's row got the column default" \
+  same "h1,1700000000000001,0" "$("$NYALA" table scan "$M" metrics --format=csv 2>&1 | tail -n +2)"
+"$NYALA" table delete "$M" metrics >/dev/null
 out=$("$NYALA" table create "$M" '{"name": "bad", "columns": [{"name": "k", "type": "INT46", "key": true}]}' 2>&1) && fail "bad spec accepted"
 check "a bad spec names the offending field" contains "$out" "columns[0].type"
 # Until tablets are replicated, the master refuses more than one replica.

@@ -41,6 +41,7 @@ void PrintNounHelp(const std::string& noun) {
 void PrintActionHelp(const Action& a) {
   printf("Usage: nyala %s %s %s [--flags]\n\n%s\n", a.noun.c_str(), a.verb.c_str(),
          a.args_usage.c_str(), a.summary.c_str());
+  if (!a.details.empty()) printf("\n%s\n", a.details.c_str());
   std::vector<std::string> flags = a.flags;
   flags.push_back("timeout_ms");
   printf("\nFlags:\n");

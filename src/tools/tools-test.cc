@@ -121,6 +121,38 @@ TEST(TableSpecTest, ErrorsNameTheField) {
   }
 }
 
+// `nyala table create --help` documents the spec itself, not a source file: its example
+// parses, and it names every field and type the parser takes.
+TEST(TableSpecTest, HelpDocumentsEveryFieldAndItsExampleParses) {
+  const std::string help = kTableSpecHelp;
+  const size_t begin = help.find("For example:\n\n");
+  const size_t end = help.find("\n\nFields");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  auto spec = ParseTableSpec(json::parse(help.substr(begin + 14, end - begin - 14)));
+  ASSERT_OK(spec.status());
+  EXPECT_EQ(spec->name, "metrics");
+  EXPECT_EQ(spec->schema.num_key_columns(), 2);
+  EXPECT_EQ(spec->splits.size(), 1u);
+  EXPECT_EQ(spec->bounds.size(), 1u);
+  for (const char* field :
+       {"name", "columns", "type", "key", "nullable", "default", "hash_partitions", "buckets",
+        "seed", "range_partition", "splits", "bounds", "lower", "upper", "num_replicas"}) {
+    // Described in the field list ("  name  ...") or, for lower and upper, in the text.
+    EXPECT_TRUE(help.find(std::string("  ") + field + " ") != std::string::npos ||
+                help.find(std::string("{\"") + field + "\": [values]") != std::string::npos ||
+                help.find(std::string("\"") + field + "\": [values]") != std::string::npos)
+        << field;
+  }
+  for (const char* type : {"BOOL", "INT8", "INT16", "INT32", "INT64", "FLOAT", "DOUBLE", "STRING",
+                           "BINARY", "UNIXTIME_MICROS", "TIMESTAMP"}) {
+    EXPECT_NE(help.find(type), std::string::npos) << type;
+    EXPECT_TRUE(ParseTypeName(type).ok()) << type;
+  }
+  EXPECT_EQ(help.find("src/"), std::string::npos);
+  EXPECT_EQ(help.find(".h"), std::string::npos);
+}
+
 TEST(RowInputTest, CsvWithErrorsByLine) {
   auto schema =
       Schema::Create({ColumnSchema("k", DataType::kInt64), ColumnSchema("s", DataType::kString),
@@ -208,7 +240,8 @@ TEST(CommandLineTest, NegativeNumbersAndDashStringsStayPositional) {
 TEST(CommandLineTest, DoubleDashKeepsTheOrder) {
   using V = std::vector<std::string>;
   // gflags' remove_flags moves what follows `--` ahead of the words before it.
-  EXPECT_EQ(Positional({"table", "get", "M", "t", "--", "-5"}), (V{"table", "get", "M", "t", "-5"}));
+  EXPECT_EQ(Positional({"table", "get", "M", "t", "--", "-5"}),
+            (V{"table", "get", "M", "t", "-5"}));
   // After `--` even flag names and `--help` are values.
   auto cl = SplitCommandLine({"table", "get", "--format=csv", "M", "--", "t", "--format=json",
                               "--x", "--help", "--", "-verbose"},
@@ -227,8 +260,8 @@ TEST(CommandLineTest, FlagsAnywhereInEveryForm) {
                              FakeFlags);
   ASSERT_OK(cl.status());
   EXPECT_EQ(cl->positional, (V{"table", "get", "M", "t", "-5", "-9"}));
-  EXPECT_EQ(cl->flags, (V{"--timeout_ms=100", "--format=csv", "--verbose", "--noverbose",
-                          "--format=json"}));
+  EXPECT_EQ(cl->flags,
+            (V{"--timeout_ms=100", "--format=csv", "--verbose", "--noverbose", "--format=json"}));
   // A boolean does not take the next word; a value flag at the end is left for gflags
   // to report as missing its value.
   cl = SplitCommandLine({"t", "--verbose", "-5", "--format"}, FakeFlags);
