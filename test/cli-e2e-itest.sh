@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# End-to-end test of the scripts and the CLI, run as a user would: start-cluster,
-# create a table from JSON, insert a CSV with a bad line, count, scan with predicates
-# in every format, get, values that start with '-' (keys and table names, with and
-# without `--`), ksck healthy, kill a tablet server, ksck reports it,
-# stop-cluster leaves no process. Also checks the web UI escapes user data and that
-# /metrics_prometheus is well-formed. Ports are picked at run time.
+# End-to-end test of the scripts and the CLI, run as a user would: a wrong master
+# address reported at once on a terminal, start-cluster, a second start refused (also
+# with pids/ gone, leaving master.info and the logs intact, and on ports in use), no
+# --help pointing at source files, the example spec of `table create --help`, create a
+# table from JSON, insert a CSV with a bad line, count, scan with predicates in every
+# format, get, values that start with '-' (keys and table names, with and without
+# `--`), ksck healthy, kill a tablet server, ksck reports it, stop-cluster leaves no
+# process. Also checks the web UI escapes user data and that /metrics_prometheus is
+# well-formed. Ports are picked at run time.
 #
 #   test/cli-e2e-itest.sh <bin dir>
 set -euo pipefail
@@ -62,6 +65,36 @@ if out=$("$NYALA_BIN_DIR/nyala-master" --flagfile="$WORK/bad.gflags" --fs_data_d
 else
   check "an unknown flagfile flag is named with its file" \
     contains "$out" "unknown flag --no_such_flag in flagfile $WORK/bad.gflags (line 2)"
+fi
+
+# A wrong master address: on a terminal (a pty from script(1)) the CLI says within a
+# second what it waits for, then fails with exit code 1 at --timeout_ms; without a
+# terminal it says nothing extra.
+CLOSED=""
+for _ in $(seq 1 50); do
+  p=$((10000 + RANDOM % 20000))
+  if port_free "$p"; then CLOSED=$p; break; fi
+done
+if [ -n "$CLOSED" ] && command -v script >/dev/null; then
+  start_ns=$(date +%s%N)
+  first_ms=""
+  tty_out=""
+  while IFS= read -r line; do
+    [ -n "$first_ms" ] || first_ms=$((($(date +%s%N) - start_ns) / 1000000))
+    tty_out+="${line%$'\r'}"$'\n'
+  done < <(
+    st=0
+    script -qec "'$NYALA' table list 127.0.0.1:$CLOSED --timeout_ms=3000" /dev/null 2>&1 || st=$?
+    echo "exit=$st"
+  )
+  check "on a terminal, a refused master is named with the retry and the timeout" contains "$tty_out" \
+    "master 127.0.0.1:$CLOSED: connection refused, retrying until the 3 s timeout; --timeout_ms to change"
+  check "... within a second (first line after ${first_ms:-?} ms)" test "${first_ms:-9999}" -lt 1000
+  check "... and the command still fails with exit code 1" contains "$tty_out" "exit=1"
+  out=$("$NYALA" table list "127.0.0.1:$CLOSED" --timeout_ms=500 2>&1) && fail "table list of a closed port exited 0"
+  if contains "$out" "retrying until"; then fail "without a terminal the retry note is printed"; fi
+else
+  echo "skipped: the wrong-master-address check (no free port or no script(1))"
 fi
 
 export NYALA_MASTER_FLAGS="--tserver_unresponsive_timeout_ms=3000"

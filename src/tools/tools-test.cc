@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "common/test_util.h"
 #include "tools/command_line.h"
+#include "tools/master_probe.h"
 #include "tools/output.h"
 #include "tools/row_input.h"
 #include "tools/table_spec.h"
@@ -296,6 +301,57 @@ TEST(CommandLineTest, LooksUpTheGflagsRegistry) {
   EXPECT_EQ(LookUpGflag("nocommand_line_test_int"), FlagKind::kUnknown);
   EXPECT_EQ(LookUpGflag("5"), FlagKind::kUnknown);
   EXPECT_EQ(LookUpGflag("dash"), FlagKind::kUnknown);
+}
+
+// A socket bound to a loopback port picked by the kernel; listening or not (a port
+// that is bound but not listening refuses connections).
+int LoopbackSocket(bool listening, uint16_t* port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  if (listening) {
+    EXPECT_EQ(listen(fd, 4), 0);
+  }
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+TEST(MasterProbeTest, RefusedAndListening) {
+  uint16_t up_port, down_port;
+  int up = LoopbackSocket(true, &up_port);
+  int down = LoopbackSocket(false, &down_port);
+  const std::string up_addr = "127.0.0.1:" + std::to_string(up_port);
+  const std::string down_addr = "127.0.0.1:" + std::to_string(down_port);
+  auto probe = ProbeMasters(down_addr, kProbeTimeoutMs);
+  ASSERT_OK(probe.status());
+  ASSERT_EQ(probe->size(), 1u);
+  EXPECT_EQ((*probe)[0].address, down_addr);
+  EXPECT_EQ((*probe)[0].status.message(), "connection refused");
+  EXPECT_EQ(UnreachableMastersNote(*probe, 30000),
+            "master " + down_addr +
+                ": connection refused, retrying until the 30 s timeout; --timeout_ms to change");
+  // One master that answers: nothing to say.
+  probe = ProbeMasters(down_addr + "," + up_addr, kProbeTimeoutMs);
+  ASSERT_OK(probe.status());
+  ASSERT_EQ(probe->size(), 2u);
+  EXPECT_OK((*probe)[1].status);
+  EXPECT_EQ(UnreachableMastersNote(*probe, 30000), "");
+  EXPECT_FALSE(ProbeMasters("127.0.0.1:notaport", kProbeTimeoutMs).ok());
+  close(up);
+  close(down);
+}
+
+TEST(MasterProbeTest, NoteNamesEveryMasterAndTheTimeout) {
+  std::vector<ProbeOutcome> outcomes = {{"a:7051", Status::NetworkError("connection refused")},
+                                        {"b:7051", Status::TimedOut("no answer within 0.7 s")}};
+  EXPECT_EQ(UnreachableMastersNote(outcomes, 1500),
+            "master a:7051: connection refused; master b:7051: no answer within 0.7 s, retrying "
+            "until the 1.5 s timeout; --timeout_ms to change");
+  EXPECT_EQ(UnreachableMastersNote({}, 1500), "");
 }
 
 }  // namespace
