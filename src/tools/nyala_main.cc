@@ -28,7 +28,10 @@ void PrintTopHelp() {
     for (const auto& verb : verbs) v += (v.empty() ? "" : " | ") + verb;
     printf("  %-9s %s\n", noun.c_str(), v.c_str());
   }
-  printf("\nRun 'nyala <noun> --help' or 'nyala <noun> <verb> --help' for more.\n");
+  printf(
+      "\nFlags may come anywhere. A word that starts with '-' is a value (a key such as -5\n"
+      "or -dash, a table name) unless it names a flag; every word after '--' is a value.\n"
+      "\nRun 'nyala <noun> --help' or 'nyala <noun> <verb> --help' for more.\n");
 }
 
 void PrintNounHelp(const std::string& noun) {
