@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Shows the daemons of the cluster in --data DIR (started by start-cluster.sh):
-# name, PID, whether it runs, its RPC address and web UI.
-#
-#   scripts/cluster-status.sh [--data DIR]
+# Shows the daemons of a cluster started by start-cluster.sh; see usage() below.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
+usage() {
+  cat <<'USAGE'
+Usage: scripts/cluster-status.sh [--data DIR]
+
+Shows the daemons of the cluster that scripts/start-cluster.sh started from DIR
+(default: ./nyala-cluster, or $NYALA_CLUSTER_DIR): name, PID, whether it runs, its RPC
+address and web UI. Exits 0 when at least one of them runs, 1 otherwise.
+USAGE
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --data) DATA=$2; shift 2 ;;
     --data=*) DATA=${1#*=}; shift ;;
-    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "cluster-status: unknown argument $1" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "cluster-status: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 if [ ! -d "$DATA/pids" ]; then

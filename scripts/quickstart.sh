@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
-# The main job: install dependencies, build the daemons and the CLI, start a local
-# cluster (one master, three tablet servers) from conf/, create a demo table, load
-# rows, run a few gets and a filtered scan through the CLI, and leave the cluster
-# running for you to explore (web UI at http://127.0.0.1:8051/).
-#
-#   scripts/quickstart.sh [--rows N] [--data DIR]
+# Builds Nyala, starts a local cluster and shows it working; see usage() below.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 ROWS=100000
 DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
+BASE_PORT=7051
+usage() {
+  cat <<'USAGE'
+Usage: scripts/quickstart.sh [--rows N] [--data DIR] [--base-port P]
+
+Installs dependencies, builds the daemons and the CLI into build/ (or $BUILD_DIR),
+starts a local cluster (one master, three tablet servers) from conf/, creates a demo
+table, loads N rows (default 100000), runs a few gets and a filtered scan through the
+CLI, and leaves the cluster running for you to explore.
+
+  --data DIR      the cluster's data and logs (default: ./nyala-cluster, or
+                  $NYALA_CLUSTER_DIR); a cluster already running there is reused
+  --base-port P   master RPC port P (default 7051), master web UI P+1000, tablet
+                  server i on P+10+i and P+1010+i; use it when Kudu's ports are taken
+
+Stop the cluster with scripts/stop-cluster.sh --data DIR.
+USAGE
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --rows) ROWS=$2; shift 2 ;;
     --rows=*) ROWS=${1#*=}; shift ;;
     --data) DATA=$2; shift 2 ;;
     --data=*) DATA=${1#*=}; shift ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "quickstart: unknown argument $1" >&2; exit 2 ;;
+    --base-port) BASE_PORT=$2; shift 2 ;;
+    --base-port=*) BASE_PORT=${1#*=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "quickstart: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
+
+case "$BASE_PORT" in ''|*[!0-9]*) echo "quickstart: --base-port takes a number" >&2; exit 2 ;; esac
+case "$ROWS" in ''|*[!0-9]*) echo "quickstart: --rows takes a number" >&2; exit 2 ;; esac
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -32,12 +50,12 @@ cmake --build "$BUILD_DIR" -j2 --target nyala-master nyala-tserver nyala
 export NYALA_BIN_DIR="$ROOT/$BUILD_DIR/bin"
 NYALA="$NYALA_BIN_DIR/nyala"
 
-step "Starting a local cluster (scripts/start-cluster.sh --data $DATA)"
+step "Starting a local cluster (scripts/start-cluster.sh --data $DATA --base-port $BASE_PORT)"
 if scripts/cluster-status.sh --data "$DATA" >/dev/null 2>&1; then
   echo "A cluster is already running from $DATA; using it."
   MASTER=$(cat "$DATA/master_addresses")
 else
-  scripts/start-cluster.sh --data "$DATA"
+  scripts/start-cluster.sh --data "$DATA" --base-port "$BASE_PORT"
   MASTER=$(cat "$DATA/master_addresses")
 fi
 

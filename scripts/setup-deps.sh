@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Installs every Debian package Nyala needs to build, test and benchmark.
-# Idempotent: runs `apt-get update` only when a package is missing, and prints
-# nothing when everything is already installed.
-#
-#   scripts/setup-deps.sh [--bench]
-#
-# --bench also installs what the comparison benchmarks run against (PostgreSQL 15 for
-# bench/ycsb-vs-postgres.sh). Not needed to build or test; without it nothing of it is
-# installed or checked.
+# Installs the Debian packages Nyala needs; see usage() below.
 set -euo pipefail
+usage() {
+  cat <<'USAGE'
+Usage: scripts/setup-deps.sh [--bench]
+
+Installs every Debian package Nyala needs to build and test (as root; uses apt-get).
+Idempotent: runs apt-get update only when a package is missing, and prints nothing
+when everything is already installed. Chromium, for the web UI browser test, is
+installed when it can be; without it that test is skipped.
+
+  --bench  also install what the comparison benchmarks run against (PostgreSQL 15
+           for bench/ycsb-vs-postgres.sh). Not needed to build or test.
+USAGE
+}
 
 WITH_BENCH=0
 for arg in "$@"; do
   case "$arg" in
     --bench) WITH_BENCH=1 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup-deps: unknown argument $arg" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "setup-deps: unknown argument $arg" >&2; usage >&2; exit 2 ;;
   esac
 done
 

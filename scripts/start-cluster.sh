@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Starts a local Nyala cluster on loopback: one master and N tablet servers, each
-# launched from conf/*.gflags with its own data and log directory under --data.
-# Waits until every tablet server has registered with the master, then prints the
-# addresses and web UI URLs. PIDs are recorded in <data>/pids for stop-cluster.sh.
-#
-#   scripts/start-cluster.sh [--tservers N] [--data DIR] [--base-port P]
-#
-# Ports: master RPC P (default 7051) and web P+1000; tablet server i (0-based) RPC
-# P+10+i and web P+1010+i. Extra daemon flags: $NYALA_MASTER_FLAGS, $NYALA_TSERVER_FLAGS
-# (space-separated), e.g. NYALA_MASTER_FLAGS=--tserver_unresponsive_timeout_ms=5000.
+# Starts a local Nyala cluster on loopback; see usage() below.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TSERVERS=3
 DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
 BASE_PORT=7051
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() {
+  cat <<'USAGE'
+Usage: scripts/start-cluster.sh [--tservers N] [--data DIR] [--base-port P]
+
+Starts a local Nyala cluster on loopback: one master and N tablet servers (default 3),
+each launched from conf/*.gflags with its own data and log directory under DIR
+(default: ./nyala-cluster, or $NYALA_CLUSTER_DIR). Waits until every tablet server has
+registered with the master, then prints the addresses and web UI URLs. PIDs are
+recorded in DIR/pids for scripts/stop-cluster.sh.
+
+Refuses to start, before touching any file, when a daemon of a cluster in DIR is still
+running (by the PIDs in DIR/pids, and by the data-dir locks the daemons hold, so also
+when DIR/pids is gone), or when one of the ports is in use.
+
+Ports: master RPC P (default 7051) and web P+1000; tablet server i (0-based) RPC
+P+10+i and web P+1010+i.
+
+Environment:
+  NYALA_BIN_DIR        where nyala-master, nyala-tserver and nyala are (default: build/bin)
+  NYALA_MASTER_FLAGS   extra master flags, space-separated,
+                       e.g. --tserver_unresponsive_timeout_ms=5000
+  NYALA_TSERVER_FLAGS  extra tablet server flags, space-separated
+USAGE
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --tservers) TSERVERS=$2; shift 2 ;;
@@ -35,10 +49,17 @@ for b in nyala-master nyala-tserver nyala; do
     exit 1
   fi
 done
-mkdir -p "$DATA/pids" "$DATA/logs"
+case "$BASE_PORT" in ''|*[!0-9]*) echo "start-cluster: --base-port takes a number" >&2; exit 2 ;; esac
+if [ $((BASE_PORT + 1010 + TSERVERS)) -gt 65535 ]; then
+  echo "start-cluster: --base-port $BASE_PORT is too high for $TSERVERS tablet servers" >&2
+  exit 2
+fi
+mkdir -p "$DATA"
 DATA=$(cd "$DATA" && pwd)
 
-# Refuse to start over a running cluster.
+# Refuse to start over a running cluster, before changing anything under $DATA: a
+# second start used to remove the live daemons' .info files and truncate their logs
+# before the daemons' own data-dir lock stopped it.
 for pidfile in "$DATA"/pids/*.pid; do
   [ -e "$pidfile" ] || continue
   pid=$(cat "$pidfile")
@@ -47,8 +68,52 @@ for pidfile in "$DATA"/pids/*.pid; do
     echo "Stop it first: scripts/stop-cluster.sh --data $DATA" >&2
     exit 1
   fi
-  rm -f "$pidfile"
 done
+# Each daemon holds an exclusive flock on <data dir>/LOCK while it runs (fs_manager.cc)
+# and writes "pid N" into it; a lock we cannot take means a live daemon, whatever
+# pids/ says.
+lock_held() {  # lock_held <lock file>: true when a process holds it
+  if command -v flock >/dev/null 2>&1; then
+    ! flock -n "$1" true 2>/dev/null
+  else  # no flock(1): trust the pid written in the file
+    local pid
+    pid=$(sed -n 's/^pid \([0-9][0-9]*\).*/\1/p' "$1" 2>/dev/null)
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  fi
+}
+holders=()
+holder_pids=()
+for lock in "$DATA"/*/LOCK; do
+  [ -e "$lock" ] || continue
+  if lock_held "$lock"; then
+    holder=$(head -c 64 "$lock" 2>/dev/null || true)
+    holders+=("$(basename "$(dirname "$lock")") (${holder:-pid unknown})")
+    case "$holder" in "pid "*) holder_pids+=("${holder#pid }") ;; esac
+  fi
+done
+if [ ${#holders[@]} -gt 0 ]; then
+  echo "start-cluster: nyala daemons are already running on $DATA/: ${holders[*]}," \
+    "each holding its data dir's LOCK." >&2
+  if [ -d "$DATA/pids" ]; then
+    echo "Stop them first: scripts/stop-cluster.sh --data $DATA" >&2
+  else
+    echo "$DATA/pids is missing, so scripts/stop-cluster.sh cannot find them; stop them" \
+      "by PID: kill ${holder_pids[*]}" >&2
+  fi
+  exit 1
+fi
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+ports=("$BASE_PORT" $((BASE_PORT + 1000)))
+for i in $(seq 0 $((TSERVERS - 1))); do ports+=($((BASE_PORT + 10 + i)) $((BASE_PORT + 1010 + i))); done
+for p in "${ports[@]}"; do
+  if port_in_use "$p"; then
+    echo "start-cluster: port $p on 127.0.0.1 is already in use (another cluster or program);" \
+      "pick other ports with --base-port" >&2
+    exit 1
+  fi
+done
+mkdir -p "$DATA/pids" "$DATA/logs"
+rm -f "$DATA"/pids/*.pid
 
 started=()
 cleanup_on_failure() {

@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Stops the cluster started by start-cluster.sh from --data DIR: exactly the PIDs it
-# recorded, with SIGTERM, then SIGKILL for any still running after the grace period.
-#
-#   scripts/stop-cluster.sh [--data DIR] [--grace SECONDS]
+# Stops the cluster started by start-cluster.sh; see usage() below.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
 GRACE=15
+usage() {
+  cat <<'USAGE'
+Usage: scripts/stop-cluster.sh [--data DIR] [--grace SECONDS]
+
+Stops the cluster that scripts/start-cluster.sh started from DIR (default:
+./nyala-cluster, or $NYALA_CLUSTER_DIR): exactly the PIDs it recorded in DIR/pids,
+with SIGTERM, then SIGKILL for any still running after SECONDS (default 15).
+USAGE
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --data) DATA=$2; shift 2 ;;
     --data=*) DATA=${1#*=}; shift ;;
     --grace) GRACE=$2; shift 2 ;;
     --grace=*) GRACE=${1#*=}; shift ;;
-    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "stop-cluster: unknown argument $1" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "stop-cluster: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 if [ ! -d "$DATA/pids" ]; then

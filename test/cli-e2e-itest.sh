@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# End-to-end test of the scripts and the CLI, run as a user would: start-cluster,
-# create a table from JSON, insert a CSV with a bad line, count, scan with predicates
-# in every format, get, ksck healthy, kill a tablet server, ksck reports it,
-# stop-cluster leaves no process. Also checks the web UI escapes user data and that
-# /metrics_prometheus is well-formed. Ports are picked at run time.
+# End-to-end test of the scripts and the CLI, run as a user would: a wrong master
+# address reported at once on a terminal, start-cluster, a second start refused (also
+# with pids/ gone, leaving master.info and the logs intact, and on ports in use), no
+# --help pointing at source files, the example spec of `table create --help`, create a
+# table from JSON, insert a CSV with a bad line, count, scan with predicates in every
+# format, get, values that start with '-' (keys and table names, with and without
+# `--`), ksck healthy, kill a tablet server, ksck reports it, stop-cluster leaves no
+# process. Also checks the web UI escapes user data and that /metrics_prometheus is
+# well-formed. Ports are picked at run time.
 #
 #   test/cli-e2e-itest.sh <bin dir>
 set -euo pipefail
@@ -15,6 +19,7 @@ DATA="$WORK/cluster"
 failures=0
 
 cleanup() {
+  [ -d "$WORK/pids.saved" ] && rm -rf "$DATA/pids" && mv "$WORK/pids.saved" "$DATA/pids"
   "$ROOT/scripts/stop-cluster.sh" --data "$DATA" --grace 5 >/dev/null 2>&1 || true
   if [ "$failures" -eq 0 ]; then rm -rf "$WORK"; else echo "kept $WORK for inspection"; fi
 }
@@ -26,6 +31,11 @@ check() {  # check <description> <command...>: the command must succeed
   if "$@"; then echo "ok: $what"; else fail "$what"; fi
 }
 contains() { grep -qF -- "$2" <<<"$1"; }
+same() {  # same <expected> <actual>: equal, or both printed
+  [ "$1" = "$2" ] && return 0
+  printf 'expected: %s\n     got: %s\n' "$1" "$2" >&2
+  return 1
+}
 
 # A base port whose neighbours are free: try random ones below the ephemeral range
 # (32768 and up), where port-0 binds and outgoing connections of other tests land.
@@ -57,6 +67,36 @@ else
     contains "$out" "unknown flag --no_such_flag in flagfile $WORK/bad.gflags (line 2)"
 fi
 
+# A wrong master address: on a terminal (a pty from script(1)) the CLI says within a
+# second what it waits for, then fails with exit code 1 at --timeout_ms; without a
+# terminal it says nothing extra.
+CLOSED=""
+for _ in $(seq 1 50); do
+  p=$((10000 + RANDOM % 20000))
+  if port_free "$p"; then CLOSED=$p; break; fi
+done
+if [ -n "$CLOSED" ] && command -v script >/dev/null; then
+  start_ns=$(date +%s%N)
+  first_ms=""
+  tty_out=""
+  while IFS= read -r line; do
+    [ -n "$first_ms" ] || first_ms=$((($(date +%s%N) - start_ns) / 1000000))
+    tty_out+="${line%$'\r'}"$'\n'
+  done < <(
+    st=0
+    script -qec "'$NYALA' table list 127.0.0.1:$CLOSED --timeout_ms=3000" /dev/null 2>&1 || st=$?
+    echo "exit=$st"
+  )
+  check "on a terminal, a refused master is named with the retry and the timeout" contains "$tty_out" \
+    "master 127.0.0.1:$CLOSED: connection refused, retrying until the 3 s timeout; --timeout_ms to change"
+  check "... within a second (first line after ${first_ms:-?} ms)" test "${first_ms:-9999}" -lt 1000
+  check "... and the command still fails with exit code 1" contains "$tty_out" "exit=1"
+  out=$("$NYALA" table list "127.0.0.1:$CLOSED" --timeout_ms=500 2>&1) && fail "table list of a closed port exited 0"
+  if contains "$out" "retrying until"; then fail "without a terminal the retry note is printed"; fi
+else
+  echo "skipped: the wrong-master-address check (no free port or no script(1))"
+fi
+
 export NYALA_MASTER_FLAGS="--tserver_unresponsive_timeout_ms=3000"
 export NYALA_TSERVER_FLAGS="--heartbeat_interval_ms=300"
 "$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE"
@@ -66,6 +106,41 @@ if out=$("$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-por
   fail "second start-cluster on the same data dir succeeded"
 else
   check "second start is refused with a clear message" contains "$out" "already running"
+fi
+
+# With pids/ gone the cluster is still found, by the locks its daemons hold on their data
+# dirs, and refused before anything under the data dir is touched: master.info and
+# every log file stay as they were (the logs may only have grown).
+mv "$DATA/pids" "$WORK/pids.saved"
+cp "$DATA/master.info" "$WORK/master.info.before"
+mkdir "$WORK/logs.before"
+(cd "$DATA/logs" && find . -type f -exec cp --parents {} "$WORK/logs.before/" \;)
+links_before=$(cd "$DATA/logs" && find . -type l -printf '%p -> %l\n' | sort)
+if out=$("$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE" 2>&1); then
+  fail "a start over a running cluster whose pids/ is gone succeeded"
+else
+  check "a start with pids/ gone is refused, naming the running daemon" \
+    contains "$out" "already running on $DATA/: master (pid"
+fi
+check "the refused start left master.info as it was" cmp -s "$WORK/master.info.before" "$DATA/master.info"
+logs_intact=1
+while IFS= read -r f; do
+  if ! cmp -s -n "$(stat -c %s "$WORK/logs.before/$f")" "$WORK/logs.before/$f" "$DATA/logs/$f"; then
+    echo "log $f was truncated or changed" >&2
+    logs_intact=0
+  fi
+done < <(cd "$WORK/logs.before" && find . -type f)
+check "the refused start left every log file intact" test "$logs_intact" -eq 1
+check "the refused start left the log symlinks pointing at the running daemons' logs" \
+  test "$(cd "$DATA/logs" && find . -type l -printf '%p -> %l\n' | sort)" = "$links_before"
+check "the refused start created no pids/" test ! -e "$DATA/pids"
+rm -rf "$DATA/pids" && mv "$WORK/pids.saved" "$DATA/pids"
+# Another data dir on the ports of the running cluster is refused too.
+if out=$("$ROOT/scripts/start-cluster.sh" --tservers 1 --data "$WORK/other" --base-port "$BASE" 2>&1); then
+  fail "a start on ports in use succeeded"
+  "$ROOT/scripts/stop-cluster.sh" --data "$WORK/other" --grace 5 || true
+else
+  check "a start on ports in use is refused, naming the port" contains "$out" "port $BASE on 127.0.0.1 is already in use"
 fi
 check "cluster-status shows 4 running daemons" \
   test "$("$ROOT/scripts/cluster-status.sh" --data "$DATA" | grep -c running)" -eq 4
@@ -79,6 +154,24 @@ cat >"$WORK/spec.json" <<'JSON'
  "range_partition": {"columns": ["id"], "splits": [[100]]}}
 JSON
 check "table create from a JSON file" "$NYALA" table create "$M" "$WORK/spec.json"
+# Help text is for someone with the binary, not the source tree: no verb's --help points
+# at a source file, and the example spec in `table create --help` creates its table.
+help_src=""
+while read -r noun verb; do
+  if "$NYALA" "$noun" "$verb" --help | grep -qE 'src/|\.h\b'; then help_src="$help_src $noun/$verb"; fi
+done < <("$NYALA" --help | awk '/^Nouns:/ {on = 1; next} on && NF == 0 {exit} on && NF >= 2 {for (i = 2; i <= NF; i++) if ($i != "|") print $1, $i}')
+check "no --help names a source file (found in:${help_src:- none})" test -z "$help_src"
+readme_spec=$(awk '/^## Table specs/ {sec = 1} sec && /^```text/ {on = 1; next} on && /^```/ {exit} on' "$ROOT/README.md")
+help_spec=$("$NYALA" table create --help | awk '/^The table spec is/ {on = 1} on && /^Flags:/ {exit} on')
+check "README's table spec section is the text of 'table create --help'" same "$help_spec" "$readme_spec"
+"$NYALA" table create --help | awk '/For example:$/ {on = 1; next} on && /^Fields/ {exit} on' >"$WORK/example.json"
+check "the example spec in 'table create --help' creates a table" "$NYALA" table create "$M" "$WORK/example.json"
+printf 'host,ts\nh1,1700000000000001\n' >"$WORK/example.csv"
+check "a row inside the example's range bounds is written" "$NYALA" table insert "$M" metrics --file="$WORK/example.csv"
+check "the example table counts 1 row" same 1 "$("$NYALA" table count "$M" metrics 2>&1)"
+check "the example table's row got the column default" \
+  same "h1,1700000000000001,0" "$("$NYALA" table scan "$M" metrics --format=csv 2>&1 | tail -n +2)"
+"$NYALA" table delete "$M" metrics >/dev/null
 out=$("$NYALA" table create "$M" '{"name": "bad", "columns": [{"name": "k", "type": "INT46", "key": true}]}' 2>&1) && fail "bad spec accepted"
 check "a bad spec names the offending field" contains "$out" "columns[0].type"
 # Until tablets are replicated, the master refuses more than one replica.
@@ -103,6 +196,32 @@ out=$("$NYALA" table scan "$M" people --predicates='["AND", ["IN", "id", [1, 2]]
 check "IN and NULL predicates" test "$(tail -n +2 <<<"$out")" = '2,"bo, jr",'
 out=$("$NYALA" table get "$M" people 150 1 --format=csv)
 check "get by key" test "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')" = "1,ann,31;150,eve,22;"
+
+# Values that start with '-' stay positional, with or without a '--' before them, in
+# every verb that takes them: key values (negative numbers, strings like -dash) and
+# table names; flags still work before, between and after them.
+check "table create of a table named -neg" "$NYALA" table create "$M" '{"name": "-neg",
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "s", "type": "STRING", "key": true},
+              {"name": "v", "type": "STRING"}]}'
+printf 'k,s,v\n-5,-dash,a\n5,dash,b\n-1,--x,c\n-7,-format,d\n' >"$WORK/neg.csv"
+check "table insert into -neg (table name after --)" "$NYALA" table insert "$M" --file="$WORK/neg.csv" -- -neg
+check "table count of -neg" same 4 "$("$NYALA" table count "$M" -neg 2>&1)"
+out=$("$NYALA" table get "$M" -neg -5 -dash --format=csv 2>&1) || true
+check "get of the key -5 -dash" same "-5,-dash,a" "$(tail -n +2 <<<"$out")"
+out=$("$NYALA" table get "$M" -neg --format csv -5 -dash 2>&1) || true
+check "get with '--format csv' before the keys" same "-5,-dash,a" "$(tail -n +2 <<<"$out")"
+out=$("$NYALA" table get --format=csv "$M" -- -neg -5 -dash 2>&1) || true
+check "get -- -neg -5 -dash" same "-5,-dash,a" "$(tail -n +2 <<<"$out")"
+out=$("$NYALA" table get "$M" -neg --format=csv -- -1 --x -7 -format 5 dash 2>&1) || true
+check "get after --, of --x and of a key that spells a flag" \
+  same "-1,--x,c;-7,-format,d;5,dash,b;" "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')"
+out=$("$NYALA" table scan "$M" -neg --format=csv --predicates='["<", "k", -4]' 2>&1) || true
+check "scan of -neg with a negative number in the predicate" \
+  same "-5,-dash,a;-7,-format,d;" "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')"
+check "describe -neg" bash -c '"$0" table describe "$1" -neg >/dev/null' "$NYALA" "$M"
+out=$("$NYALA" table get "$M" -neg -5 -dash --formt=csv 2>&1) && fail "a mistyped --flag was accepted"
+check "a mistyped --flag is an error naming it" contains "$out" "unknown flag --formt"
+check "table delete -neg" "$NYALA" table delete "$M" -- -neg
 
 # The web UI escapes table names.
 "$NYALA" table create "$M" '{"name": "<script>alert(1)</script>", "columns": [{"name": "k", "type": "INT64", "key": true}]}' >/dev/null

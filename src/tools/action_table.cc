@@ -349,19 +349,15 @@ void RegisterTableActions() {
                2,
                2,
                DescribeTable});
-  a.push_back(
-      {"table",
-       "create",
-       "Create a table from a JSON spec, inline or in a file (see src/tools/table_spec.h):\n"
-       "  {\"name\": \"t\", \"columns\": [{\"name\": \"k\", \"type\": \"INT64\", \"key\": true}, "
-       "...],\n"
-       "   \"hash_partitions\": [{\"columns\": [\"k\"], \"buckets\": 4}],\n"
-       "   \"range_partition\": {\"columns\": [\"k\"], \"splits\": [[100]]}, \"num_replicas\": 1}",
-       m + " <json-spec|spec-file>",
-       {},
-       2,
-       2,
-       CreateTable});
+  a.push_back({"table",
+               "create",
+               "Create a table from a JSON table spec, inline or in a file.",
+               m + " <json-spec|spec-file>",
+               {},
+               2,
+               2,
+               CreateTable,
+               kTableSpecHelp});
   a.push_back(
       {"table", "delete", "Delete a table and its data.", m + " <table>", {}, 2, 2, DeleteTable});
   a.push_back({"table",

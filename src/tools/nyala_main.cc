@@ -8,16 +8,13 @@
 #include <map>
 #include <set>
 
+#include "tools/command_line.h"
 #include "tools/tool_action.h"
 
 using nyala::tools::Action;
 using nyala::tools::AllActions;
 
 namespace {
-
-bool IsHelp(const std::string& a) {
-  return a == "--help" || a == "-h" || a == "-help" || a == "help";
-}
 
 void PrintTopHelp() {
   printf(
@@ -31,7 +28,10 @@ void PrintTopHelp() {
     for (const auto& verb : verbs) v += (v.empty() ? "" : " | ") + verb;
     printf("  %-9s %s\n", noun.c_str(), v.c_str());
   }
-  printf("\nRun 'nyala <noun> --help' or 'nyala <noun> <verb> --help' for more.\n");
+  printf(
+      "\nFlags may come anywhere. A word that starts with '-' is a value (a key such as -5\n"
+      "or -dash, a table name) unless it names a flag; every word after '--' is a value.\n"
+      "\nRun 'nyala <noun> --help' or 'nyala <noun> <verb> --help' for more.\n");
 }
 
 void PrintNounHelp(const std::string& noun) {
@@ -44,6 +44,7 @@ void PrintNounHelp(const std::string& noun) {
 void PrintActionHelp(const Action& a) {
   printf("Usage: nyala %s %s %s [--flags]\n\n%s\n", a.noun.c_str(), a.verb.c_str(),
          a.args_usage.c_str(), a.summary.c_str());
+  if (!a.details.empty()) printf("\n%s\n", a.details.c_str());
   std::vector<std::string> flags = a.flags;
   flags.push_back("timeout_ms");
   printf("\nFlags:\n");
@@ -65,15 +66,23 @@ int main(int argc, char** argv) {
   nyala::tools::RegisterServerActions();
   nyala::tools::RegisterPerfActions();
 
-  // Positional words before flags: noun and verb.
-  std::vector<std::string> words;
-  bool help = false;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    if (IsHelp(a)) {
+  // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or
+  // -dash, table names) stay positional, and `--` keeps the order (command_line.h).
+  std::vector<std::string> all(argv + 1, argv + argc);
+  auto cl = nyala::tools::SplitCommandLine(all, nyala::tools::LookUpGflag);
+  if (!cl.ok()) {
+    fprintf(stderr, "error: %s\n", cl.status().message().c_str());
+    return 2;
+  }
+  std::vector<std::string>& words = cl->positional;
+  bool help = cl->help;
+  // `nyala help` and `nyala <noun> help` (a key or table called "help" is a value).
+  for (size_t i = 0; i < 2 && i < words.size();) {
+    if (words[i] == "help") {
       help = true;
-    } else if (a.rfind("-", 0) != 0 && words.size() < 2) {
-      words.push_back(a);
+      words.erase(words.begin() + i);
+    } else {
+      i++;
     }
   }
   if (words.empty()) {
@@ -105,12 +114,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   gflags::SetUsageMessage("nyala <noun> <verb> [args]; run 'nyala --help'");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  // gflags sees only the flags, each as one "--name=value" word.
+  std::vector<char*> flag_argv = {argv[0]};
+  for (std::string& f : cl->flags) flag_argv.push_back(f.data());
+  int flag_argc = int(flag_argv.size());
+  char** flag_argv_ptr = flag_argv.data();
+  gflags::ParseCommandLineFlags(&flag_argc, &flag_argv_ptr, true);
   FLAGS_logtostderr = true;
   FLAGS_minloglevel = 2;  // the client's warnings would garble the output; errors are reported
   google::InitGoogleLogging(argv[0]);
-  std::vector<std::string> args;
-  for (int i = 3; i < argc; i++) args.emplace_back(argv[i]);
+  const std::vector<std::string> args(words.begin() + 2, words.end());
   if (int(args.size()) < action->min_args ||
       (action->max_args >= 0 && int(args.size()) > action->max_args)) {
     fprintf(stderr, "error: wrong number of arguments\n\n");

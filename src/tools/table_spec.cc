@@ -6,6 +6,65 @@ namespace nyala::tools {
 
 using nlohmann::json;
 
+// Keep in step with ParseTableSpec below and the README's "Table specs" section.
+const char kTableSpecHelp[] =
+    R"(The table spec is a JSON object, given inline (an argument whose first non-blank
+character is '{') or as the name of a file that holds it. For example:
+
+  {"name": "metrics",
+   "columns": [{"name": "host", "type": "STRING", "key": true},
+               {"name": "ts", "type": "UNIXTIME_MICROS", "key": true},
+               {"name": "value", "type": "DOUBLE", "nullable": true, "default": 0.0}],
+   "hash_partitions": [{"columns": ["host"], "buckets": 4}],
+   "range_partition": {"columns": ["ts"],
+                       "splits": [[1700000000000000]],
+                       "bounds": [{"lower": [1600000000000000],
+                                   "upper": [1800000000000000]}]},
+   "num_replicas": 1}
+
+Fields (any other field is an error, named by its path, e.g. columns[2].type):
+  name             the table's name (required): not empty, at most 256 bytes, no
+                   control characters.
+  columns          the columns in order (required, not empty). Key columns come
+                   first, and there is at least one. Each column is an object:
+    name           its name (required; unique in the table).
+    type           its type (required): BOOL, INT8, INT16, INT32, INT64, FLOAT,
+                   DOUBLE, STRING, BINARY or UNIXTIME_MICROS (microseconds since
+                   1970-01-01 UTC; TIMESTAMP means the same). Any letter case.
+    key            true for a primary-key column (default false). Key columns are
+                   never NULL and have no default.
+    nullable       true if the column may hold NULL (default false).
+    default        the value a row gets when a write leaves the column out (non-key
+                   columns only; see Values below).
+  hash_partitions  hash dimensions (default: none), an array of objects:
+    columns        the key columns hashed together (required); a column is in at
+                   most one dimension.
+    buckets        the number of buckets, 2 to 65536 (required).
+    seed           the hash seed, an unsigned 32-bit integer (default 0).
+  range_partition  range partitioning on key columns (default: none, which is one
+                   range that holds every key), an object:
+    columns        the key columns whose values, in this order, order the ranges
+                   (required).
+    splits         split points (default: none): an array of rows, each an array
+                   of values, one per range column, strictly increasing. Each split
+                   point is the inclusive start of a range.
+    bounds         the ranges that exist (default: one unbounded range): an array
+                   of {"lower": [values], "upper": [values]}, sorted and not
+                   overlapping; lower is inclusive, upper exclusive, and [] or a
+                   missing bound is unbounded. Every split point must lie inside a
+                   bound. A write to a key outside every bound fails (no tablet
+                   covers it).
+  num_replicas     replicas of each tablet (default: the master's
+                   --default_num_replicas). Only 1 until tablets are replicated.
+
+Values in default, splits and bounds: BOOL true or false; the integer types and
+UNIXTIME_MICROS a JSON integer (or a string holding one); FLOAT and DOUBLE a JSON
+number (or a string holding one); STRING and BINARY a JSON string; null only as the
+default of a nullable column.
+
+The table gets one tablet per range and combination of hash buckets (one bucket of
+every dimension), at most 100000 in all.)";
+
 namespace {
 
 Status FieldError(const std::string& path, const std::string& msg) {

@@ -1,19 +1,6 @@
-// The JSON form of a table definition taken by `nyala table create`:
-//
-//   {
-//     "name": "metrics",
-//     "columns": [
-//       {"name": "host", "type": "STRING", "key": true},
-//       {"name": "ts", "type": "UNIXTIME_MICROS", "key": true},
-//       {"name": "value", "type": "DOUBLE", "nullable": true}
-//     ],
-//     "hash_partitions": [{"columns": ["host"], "buckets": 4}],
-//     "range_partition": {"columns": ["ts"], "splits": [[1000000], [2000000]],
-//                         "bounds": [{"lower": [0], "upper": [3000000]}]},
-//     "num_replicas": 1
-//   }
-//
-// Errors name the offending field by its JSON path ("columns[2].type: ...").
+// The JSON form of a table definition taken by `nyala table create`; kTableSpecHelp
+// documents every field (it is the --help text of `nyala table create`, and README.md
+// repeats it). Errors name the offending field by its JSON path ("columns[2].type: ...").
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -42,6 +29,9 @@ struct TableSpec {
 };
 
 Result<TableSpec> ParseTableSpec(const nlohmann::json& j);
+
+// The whole spec for people: an example, every field with its default, the value forms.
+extern const char kTableSpecHelp[];
 
 // Configures `creator` from `spec` (name, schema, partitioning, replicas).
 Status ApplyTableSpec(const TableSpec& spec, client::TableCreator* creator);

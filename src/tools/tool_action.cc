@@ -3,6 +3,8 @@
 #include <gflags/gflags.h>
 #include <unistd.h>
 
+#include "tools/master_probe.h"
+
 DEFINE_string(format, "table", "Output format: table (aligned, for people), csv or json.");
 DEFINE_int64(timeout_ms, 30000, "Timeout of each operation against the cluster, in milliseconds.");
 
@@ -26,6 +28,11 @@ Result<std::shared_ptr<client::Client>> ConnectToCluster(const std::string& mast
   b.num_reactors(1);
   auto c = b.Build();
   if (!c.ok()) return c.status().CloneAndPrepend("cannot reach the master at " + masters);
+  if (StderrIsTerminal()) {  // say now why the first call may wait (master_probe.h)
+    auto probe = ProbeMasters(masters, kProbeTimeoutMs);
+    std::string note = probe.ok() ? UnreachableMastersNote(*probe, FLAGS_timeout_ms) : "";
+    if (!note.empty()) fprintf(stderr, "%s\n", note.c_str());
+  }
   return c;
 }
 

@@ -1,15 +1,25 @@
-// Unit tests of the CLI's parsing and output: values, table specs, predicates' JSON,
-// CSV/JSONL row input and the three output formats.
+// Unit tests of the CLI's parsing and output: the command line, values, table specs,
+// predicates' JSON, CSV/JSONL row input and the three output formats.
+#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 
 #include "common/test_util.h"
+#include "tools/command_line.h"
+#include "tools/master_probe.h"
 #include "tools/output.h"
 #include "tools/row_input.h"
 #include "tools/table_spec.h"
 #include "tools/value_parse.h"
+
+DEFINE_bool(command_line_test_bool, false, "For CommandLineTest.LooksUpTheGflagsRegistry.");
+DEFINE_int32(command_line_test_int, 0, "For CommandLineTest.LooksUpTheGflagsRegistry.");
 
 namespace nyala::tools {
 namespace {
@@ -116,6 +126,38 @@ TEST(TableSpecTest, ErrorsNameTheField) {
   }
 }
 
+// `nyala table create --help` documents the spec itself, not a source file: its example
+// parses, and it names every field and type the parser takes.
+TEST(TableSpecTest, HelpDocumentsEveryFieldAndItsExampleParses) {
+  const std::string help = kTableSpecHelp;
+  const size_t begin = help.find("For example:\n\n");
+  const size_t end = help.find("\n\nFields");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  auto spec = ParseTableSpec(json::parse(help.substr(begin + 14, end - begin - 14)));
+  ASSERT_OK(spec.status());
+  EXPECT_EQ(spec->name, "metrics");
+  EXPECT_EQ(spec->schema.num_key_columns(), 2);
+  EXPECT_EQ(spec->splits.size(), 1u);
+  EXPECT_EQ(spec->bounds.size(), 1u);
+  for (const char* field :
+       {"name", "columns", "type", "key", "nullable", "default", "hash_partitions", "buckets",
+        "seed", "range_partition", "splits", "bounds", "lower", "upper", "num_replicas"}) {
+    // Described in the field list ("  name  ...") or, for lower and upper, in the text.
+    EXPECT_TRUE(help.find(std::string("  ") + field + " ") != std::string::npos ||
+                help.find(std::string("{\"") + field + "\": [values]") != std::string::npos ||
+                help.find(std::string("\"") + field + "\": [values]") != std::string::npos)
+        << field;
+  }
+  for (const char* type : {"BOOL", "INT8", "INT16", "INT32", "INT64", "FLOAT", "DOUBLE", "STRING",
+                           "BINARY", "UNIXTIME_MICROS", "TIMESTAMP"}) {
+    EXPECT_NE(help.find(type), std::string::npos) << type;
+    EXPECT_TRUE(ParseTypeName(type).ok()) << type;
+  }
+  EXPECT_EQ(help.find("src/"), std::string::npos);
+  EXPECT_EQ(help.find(".h"), std::string::npos);
+}
+
 TEST(RowInputTest, CsvWithErrorsByLine) {
   auto schema =
       Schema::Create({ColumnSchema("k", DataType::kInt64), ColumnSchema("s", DataType::kString),
@@ -175,6 +217,141 @@ TEST(OutputTest, Formats) {
             "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
   EXPECT_EQ(out.Render(OutputFormat::kTable), " id | name\n----+-----\n 1  | a,b\n 22 | c\n");
   EXPECT_FALSE(ParseOutputFormat("xml").ok());
+}
+
+// A flag table for SplitCommandLine: "format" and "timeout_ms" take values, "verbose" is
+// a boolean.
+FlagKind FakeFlags(const std::string& name) {
+  if (name == "format" || name == "timeout_ms") return FlagKind::kValue;
+  if (name == "verbose" || name == "noverbose") return FlagKind::kBool;
+  return FlagKind::kUnknown;
+}
+
+std::vector<std::string> Positional(const std::vector<std::string>& words) {
+  auto cl = SplitCommandLine(words, FakeFlags);
+  EXPECT_OK(cl.status());
+  return cl.ok() ? cl->positional : std::vector<std::string>{"<error>"};
+}
+
+TEST(CommandLineTest, NegativeNumbersAndDashStringsStayPositional) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Positional({"table", "get", "M", "t", "-5"}), (V{"table", "get", "M", "t", "-5"}));
+  EXPECT_EQ(Positional({"table", "get", "M", "t", "-5", "-1.5e3", "-dash", "-", "-.5"}),
+            (V{"table", "get", "M", "t", "-5", "-1.5e3", "-dash", "-", "-.5"}));
+  // gflags would take each of these for a flag and fail: "unknown command line flag".
+  EXPECT_EQ(Positional({"table", "count", "M", "-t"}), (V{"table", "count", "M", "-t"}));
+}
+
+TEST(CommandLineTest, DoubleDashKeepsTheOrder) {
+  using V = std::vector<std::string>;
+  // gflags' remove_flags moves what follows `--` ahead of the words before it.
+  EXPECT_EQ(Positional({"table", "get", "M", "t", "--", "-5"}),
+            (V{"table", "get", "M", "t", "-5"}));
+  // After `--` even flag names and `--help` are values.
+  auto cl = SplitCommandLine({"table", "get", "--format=csv", "M", "--", "t", "--format=json",
+                              "--x", "--help", "--", "-verbose"},
+                             FakeFlags);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional,
+            (V{"table", "get", "M", "t", "--format=json", "--x", "--help", "--", "-verbose"}));
+  EXPECT_EQ(cl->flags, (V{"--format=csv"}));
+  EXPECT_FALSE(cl->help);
+}
+
+TEST(CommandLineTest, FlagsAnywhereInEveryForm) {
+  using V = std::vector<std::string>;
+  auto cl = SplitCommandLine({"--timeout_ms", "100", "table", "get", "M", "-format", "csv", "t",
+                              "-5", "--verbose", "-noverbose", "--format=json", "-9"},
+                             FakeFlags);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional, (V{"table", "get", "M", "t", "-5", "-9"}));
+  EXPECT_EQ(cl->flags,
+            (V{"--timeout_ms=100", "--format=csv", "--verbose", "--noverbose", "--format=json"}));
+  // A boolean does not take the next word; a value flag at the end is left for gflags
+  // to report as missing its value.
+  cl = SplitCommandLine({"t", "--verbose", "-5", "--format"}, FakeFlags);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional, (V{"t", "-5"}));
+  EXPECT_EQ(cl->flags, (V{"--verbose", "--format"}));
+}
+
+TEST(CommandLineTest, Help) {
+  for (const char* h : {"--help", "-help", "-h"}) {
+    auto cl = SplitCommandLine({"table", h, "get"}, FakeFlags);
+    ASSERT_OK(cl.status());
+    EXPECT_TRUE(cl->help) << h;
+    EXPECT_EQ(cl->positional, (std::vector<std::string>{"table", "get"}));
+  }
+}
+
+TEST(CommandLineTest, UnknownDoubleDashFlagIsAnError) {
+  auto cl = SplitCommandLine({"table", "scan", "M", "t", "--formt=csv"}, FakeFlags);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_TRUE(cl.status().IsInvalidArgument());
+  EXPECT_NE(cl.status().message().find("unknown flag --formt;"), std::string::npos)
+      << cl.status().ToString();
+  EXPECT_NE(cl.status().message().find("-- --formt=csv"), std::string::npos)
+      << cl.status().ToString();
+}
+
+TEST(CommandLineTest, LooksUpTheGflagsRegistry) {
+  EXPECT_EQ(LookUpGflag("command_line_test_bool"), FlagKind::kBool);
+  EXPECT_EQ(LookUpGflag("nocommand_line_test_bool"), FlagKind::kBool);
+  EXPECT_EQ(LookUpGflag("command_line_test_int"), FlagKind::kValue);
+  EXPECT_EQ(LookUpGflag("nocommand_line_test_int"), FlagKind::kUnknown);
+  EXPECT_EQ(LookUpGflag("5"), FlagKind::kUnknown);
+  EXPECT_EQ(LookUpGflag("dash"), FlagKind::kUnknown);
+}
+
+// A socket bound to a loopback port picked by the kernel; listening or not (a port
+// that is bound but not listening refuses connections).
+int LoopbackSocket(bool listening, uint16_t* port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  if (listening) {
+    EXPECT_EQ(listen(fd, 4), 0);
+  }
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+TEST(MasterProbeTest, RefusedAndListening) {
+  uint16_t up_port, down_port;
+  int up = LoopbackSocket(true, &up_port);
+  int down = LoopbackSocket(false, &down_port);
+  const std::string up_addr = "127.0.0.1:" + std::to_string(up_port);
+  const std::string down_addr = "127.0.0.1:" + std::to_string(down_port);
+  auto probe = ProbeMasters(down_addr, kProbeTimeoutMs);
+  ASSERT_OK(probe.status());
+  ASSERT_EQ(probe->size(), 1u);
+  EXPECT_EQ((*probe)[0].address, down_addr);
+  EXPECT_EQ((*probe)[0].status.message(), "connection refused");
+  EXPECT_EQ(UnreachableMastersNote(*probe, 30000),
+            "master " + down_addr +
+                ": connection refused, retrying until the 30 s timeout; --timeout_ms to change");
+  // One master that answers: nothing to say.
+  probe = ProbeMasters(down_addr + "," + up_addr, kProbeTimeoutMs);
+  ASSERT_OK(probe.status());
+  ASSERT_EQ(probe->size(), 2u);
+  EXPECT_OK((*probe)[1].status);
+  EXPECT_EQ(UnreachableMastersNote(*probe, 30000), "");
+  EXPECT_FALSE(ProbeMasters("127.0.0.1:notaport", kProbeTimeoutMs).ok());
+  close(up);
+  close(down);
+}
+
+TEST(MasterProbeTest, NoteNamesEveryMasterAndTheTimeout) {
+  std::vector<ProbeOutcome> outcomes = {{"a:7051", Status::NetworkError("connection refused")},
+                                        {"b:7051", Status::TimedOut("no answer within 0.7 s")}};
+  EXPECT_EQ(UnreachableMastersNote(outcomes, 1500),
+            "master a:7051: connection refused; master b:7051: no answer within 0.7 s, retrying "
+            "until the 1.5 s timeout; --timeout_ms to change");
+  EXPECT_EQ(UnreachableMastersNote({}, 1500), "");
 }
 
 }  // namespace
