@@ -44,6 +44,7 @@ DEFINE_double(seconds, 3, "Measured seconds per point (after a half-second warm-
 DEFINE_int32(repetitions, 3, "Runs per point; the median is printed");
 DEFINE_int32(idle_groups, 1000, "Groups for the idle-CPU measurement");
 DEFINE_double(idle_seconds, 10, "Seconds the idle CPU is measured over");
+DEFINE_string(in_flight, "1,16,256", "Proposals in flight at each measured point");
 DEFINE_bool(compare_without_quiescence, true,
             "Also measure the idle CPU with quiescence off (side by side)");
 
@@ -63,6 +64,18 @@ double ProcessCpuSeconds() {
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
          ru.ru_stime.tv_usec / 1e6;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
 }
 
 double Median(std::vector<double> v) {
@@ -228,6 +241,7 @@ struct Point {
   double p50_us = 0;
   double p99_us = 0;
   double fsyncs_per_sec = 0;  // the leader's log
+  double cpu_us_per_commit = 0;  // the whole process: three servers and the load
 };
 
 // A closed loop of `in_flight` proposals on `leader` for `seconds` after a warm-up.
@@ -265,10 +279,12 @@ Point RunLoad(RaftGroup* leader, SharedLog* leader_log, int in_flight, double se
   SleepFor(MonoDelta::FromMilliseconds(500));
   const uint64_t fsyncs0 = leader_log->Stats().fsyncs;
   MonoTime start = MonoTime::Now();
+  const double cpu0 = ProcessCpuSeconds();
   st->measuring = true;
   SleepFor(MonoDelta::FromSeconds(seconds));
   st->measuring = false;
   const double elapsed = (MonoTime::Now() - start).ToSeconds();
+  const double cpu = ProcessCpuSeconds() - cpu0;
   const uint64_t fsyncs1 = leader_log->Stats().fsyncs;
   st->stop = true;
   MonoTime drain = MonoTime::Now() + MonoDelta::FromSeconds(30);
@@ -278,6 +294,7 @@ Point RunLoad(RaftGroup* leader, SharedLog* leader_log, int in_flight, double se
   Point p;
   p.commits_per_sec = st->commits / elapsed;
   p.fsyncs_per_sec = (fsyncs1 - fsyncs0) / elapsed;
+  p.cpu_us_per_commit = st->commits ? cpu * 1e6 / st->commits : 0;
   MutexLock l(st->mu);
   std::sort(st->latencies_us.begin(), st->latencies_us.end());
   if (!st->latencies_us.empty()) {
@@ -348,9 +365,11 @@ int Run() {
     for (PeerId id = 1; id <= 3; id++) {
       if (c.server(id).groups[1] == leader) log = c.server(id).runtime->log();
     }
-    printf("%-10s %12s %10s %10s %14s\n", "in flight", "commits/s", "p50 us", "p99 us",
-           "leader syncs/s");
-    for (int in_flight : {1, 16, 256}) {
+    printf("%-10s %12s %10s %10s %14s %14s\n", "in flight", "commits/s", "p50 us", "p99 us",
+           "leader syncs/s", "CPU us/commit");
+    std::vector<int> levels;
+    for (const std::string& v : SplitCommas(FLAGS_in_flight)) levels.push_back(std::stoi(v));
+    for (int in_flight : levels) {
       std::vector<Point> runs;
       for (int r = 0; r < FLAGS_repetitions; r++) {
         runs.push_back(RunLoad(leader.get(), log, in_flight, FLAGS_seconds));
@@ -360,14 +379,15 @@ int Run() {
                 [](const Point& a, const Point& b) { return a.commits_per_sec < b.commits_per_sec; });
       Point p = runs[runs.size() / 2];
       points[in_flight] = p;
-      printf("%-10d %12.0f %10.0f %10.0f %14.0f\n", in_flight, p.commits_per_sec, p.p50_us,
-             p.p99_us, p.fsyncs_per_sec);
+      printf("%-10d %12.0f %10.0f %10.0f %14.0f %14.1f\n", in_flight, p.commits_per_sec,
+             p.p50_us, p.p99_us, p.fsyncs_per_sec, p.cpu_us_per_commit);
     }
   }
   const double fsync_us = 1e6 / fdatasync_per_sec;
-  printf("p50 at 1 in flight: %.0f us = %.2f x (one fdatasync + one round trip = %.0f us)\n",
+  if (points.count(1)) printf("p50 at 1 in flight: %.0f us = %.2f x (one fdatasync + one round trip = %.0f us)\n",
          points[1].p50_us, points[1].p50_us / (fsync_us + rtt_us), fsync_us + rtt_us);
 
+  if (FLAGS_idle_groups <= 0) return 0;
   double idle_off = -1;
   if (FLAGS_compare_without_quiescence) {
     idle_off = MeasureIdleCpu(dir + "/idle-off", FLAGS_idle_groups, false);

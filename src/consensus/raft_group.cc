@@ -308,7 +308,12 @@ void RaftGroup::PublishInfo() {
   info_.applied_index = applied_;
   info_.last_index = raft_->last_index();
   info_.quiesced = raft_->quiesced();
-  info_.config = raft_->config();
+  // The configuration changes only with a configuration entry or a snapshot.
+  const std::pair<uint64_t, uint64_t> config_at{raft_->config_index(), raft_->snapshot_index()};
+  if (config_at != info_config_at_ || info_.config.voters_size() == 0) {
+    info_.config = raft_->config();
+    info_config_at_ = config_at;
+  }
   info_.status = failed_;
 }
 

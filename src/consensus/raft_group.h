@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/mutex.h"
@@ -182,6 +183,8 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
 
   mutable Mutex info_mu_;
   GroupInfo info_ GUARDED_BY(info_mu_);
+  // (configuration entry index, snapshot index) info_.config was taken at.
+  std::pair<uint64_t, uint64_t> info_config_at_ GUARDED_BY(info_mu_);
 };
 
 }  // namespace nyala::consensus

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -453,26 +454,33 @@ void ConsensusRuntime::AskPinningGroupsToFlush() {
 
 void ConsensusRuntime::Send(uint64_t group, std::vector<MessagePB>* msgs) {
   if (stopping_) return;
-  std::shared_ptr<Peer> p;
-  for (MessagePB& m : *msgs) {
-    if (!p || p->id != m.to()) p = FindPeer(m.to());
+  // Messages to one destination are usually adjacent (a leader's to each follower):
+  // each run of them is queued under one lock and then sent at once, which keeps
+  // latency low; while calls are out, messages gather for the next.
+  for (size_t i = 0; i < msgs->size();) {
+    const PeerId to = (*msgs)[i].to();
+    size_t end = i + 1;
+    while (end < msgs->size() && (*msgs)[end].to() == to) end++;
+    std::shared_ptr<Peer> p = FindPeer(to);
     if (!p) {
-      counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+      counters_.messages_dropped.fetch_add(end - i, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 1000) << "consensus group " << group << ": no address for server "
-                                 << m.to() << "; message dropped";
+                                 << to << "; message dropped";
+      i = end;
       continue;
     }
     {
       MutexLock l(p->mu);
-      if (p->queued.messages_size() >= FLAGS_consensus_max_queued_messages) {
-        counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
-        continue;
+      for (; i < end; i++) {
+        if (p->queued.messages_size() >= FLAGS_consensus_max_queued_messages) {
+          counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        GroupMessagePB* gm = p->queued.add_messages();
+        gm->set_group(group);
+        gm->mutable_message()->Swap(&(*msgs)[i]);
       }
-      GroupMessagePB* gm = p->queued.add_messages();
-      gm->set_group(group);
-      gm->mutable_message()->Swap(&m);
     }
-    // Sending at once keeps latency low; while calls are out, messages gather.
     MaybeSend(p);
   }
   msgs->clear();
@@ -480,7 +488,7 @@ void ConsensusRuntime::Send(uint64_t group, std::vector<MessagePB>* msgs) {
 
 void ConsensusRuntime::MaybeSend(const std::shared_ptr<Peer>& p, bool heartbeat) {
   if (stopping_) return;
-  auto call = std::make_unique<Call>();
+  std::unique_ptr<Call> call;
   std::optional<ConsensusServiceProxy> proxy;
   {
     MutexLock l(p->mu);
@@ -491,6 +499,7 @@ void ConsensusRuntime::MaybeSend(const std::shared_ptr<Peer>& p, bool heartbeat)
                p->queued.messages_size() == 0) {
       return;
     }
+    call = std::make_unique<Call>();
     call->req.Swap(&p->queued);
     p->in_flight++;
     p->last_send_us = GetMonoTimeMicros();
