@@ -203,6 +203,7 @@ void ConsensusRuntime::Shutdown() {
   }
   {
     UniqueLock l(calls_mu_);
+    calls_closed_ = true;
     calls_cv_.wait(l, [this]() NO_THREAD_SAFETY_ANALYSIS { return calls_in_flight_ == 0; });
   }
   // Finishes the batch being written; appends still queued fail, and their callbacks
@@ -491,6 +492,10 @@ void ConsensusRuntime::MaybeSend(const std::shared_ptr<Peer>& p, bool heartbeat)
   std::unique_ptr<Call> call;
   std::optional<ConsensusServiceProxy> proxy;
   {
+    // Counted under the lock Shutdown closes, so that no call starts (from the log's
+    // writer thread, say) once Shutdown has waited for the calls in flight.
+    MutexLock calls(calls_mu_);
+    if (calls_closed_) return;
     MutexLock l(p->mu);
     if (!p->proxy) return;
     if (heartbeat) {
@@ -504,16 +509,13 @@ void ConsensusRuntime::MaybeSend(const std::shared_ptr<Peer>& p, bool heartbeat)
     p->in_flight++;
     p->last_send_us = GetMonoTimeMicros();
     proxy.emplace(*p->proxy);
+    calls_in_flight_++;
   }
   call->req.set_from_server(opts_.server_id);
   call->req.set_to_server(p->id);
   counters_.calls_sent.fetch_add(1, std::memory_order_relaxed);
   counters_.messages_sent.fetch_add(call->req.messages_size(), std::memory_order_relaxed);
   if (heartbeat) counters_.server_heartbeats.fetch_add(1, std::memory_order_relaxed);
-  {
-    MutexLock l(calls_mu_);
-    calls_in_flight_++;
-  }
   call->rpc.set_timeout(MonoDelta::FromMicroseconds(opts_.election_timeout_min_us));
   Call* c = call.release();
   proxy->MultiUpdateAsync(c->req, &c->resp, &c->rpc,

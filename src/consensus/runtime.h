@@ -9,8 +9,8 @@
 //    (inbound messages, proposals, log completions), ticks its awake groups every
 //    --raft_heartbeat_interval_ms / 4, and then handles every Ready the touched
 //    groups have.
-//  - The log's writer thread writes and fdatasyncs; its completions are posted back
-//    to the group's worker.
+//  - The log's writer thread writes and fdatasyncs, sends the messages that waited
+//    for those records, and posts the completion back to the group's worker.
 //  - Reactor threads of the messenger run the MultiUpdate handler, which only hands
 //    each message to its group's worker, and the completions of outbound calls.
 //
@@ -174,6 +174,8 @@ class ConsensusRuntime {
   Mutex calls_mu_;
   CondVar calls_cv_;
   int calls_in_flight_ GUARDED_BY(calls_mu_) = 0;
+  bool calls_closed_ GUARDED_BY(calls_mu_) = false;  // Shutdown: no more calls
+  // Lock order: calls_mu_, then a Peer's mu.
 
   struct Counters {
     std::atomic<uint64_t> calls_sent{0}, messages_sent{0}, server_heartbeats{0},
