@@ -2,13 +2,18 @@
 // own messenger, shared log (fdatasync on) and consensus runtime, over loopback RPC.
 //
 // In one run it measures, in this order:
-//   1. the disk's bare rate of append + fdatasync in --dir (the pattern of the log);
-//   2. the loopback round trip of an empty MultiUpdate call (a server heartbeat);
-//   3. commits/s and commit latency (proposal to applied on the leader) of one group
-//      at 1, 16 and 256 proposals in flight, --repetitions times each, medians;
-//   4. the process's CPU with --idle_groups idle groups on every server, once they
+//   1. the rate of append + fdatasync in three files at once (the three logs share
+//      one disk here);
+//   2. commits/s and commit latency (proposal to applied on the leader) of one group
+//      at 1, 16 and 256 proposals in flight, --repetitions times each; each run comes
+//      right after a measurement of the disk's bare append + fdatasync rate in --dir
+//      (the pattern of the log) and of the loopback round trip of an empty
+//      MultiUpdate call, and the ratios the targets are on are medians of those pairs
+//      (the machine's speed drifts within a run);
+//   3. the process's CPU with --idle_groups idle groups on every server, once they
 //      have quiesced, and the same with quiescence off for comparison.
-// Its last two lines are the figures the targets are checked on:
+// Its last lines are the figures the targets are checked on:
+//   p50 commit latency at 1 in flight vs (fdatasync + round trip): L
 //   commits/s vs fdatasync/s at 256 in flight: R
 //   idle CPU with 1000 groups: P% of a core
 // The idle figure is the whole process: three servers, each hosting a replica of
@@ -221,7 +226,7 @@ double MeasureRoundTripUs(Cluster* c) {
   auto client = CheckResult(rpc::Messenger::Create(mo));
   ConsensusServiceProxy proxy(client, c->server(1).addr);
   std::vector<double> us;
-  for (int i = 0; i < 3000; i++) {
+  for (int i = 0; i < 1500; i++) {
     MultiUpdateRequestPB req;
     req.set_from_server(99);  // not a peer: heard from by nobody
     req.set_to_server(1);
@@ -230,7 +235,7 @@ double MeasureRoundTripUs(Cluster* c) {
     rpc.set_timeout(MonoDelta::FromSeconds(5));
     MonoTime start = MonoTime::Now();
     CHECK(proxy.MultiUpdate(req, &resp, &rpc).ok());
-    if (i >= 500) us.push_back((MonoTime::Now() - start).ToSeconds() * 1e6);
+    if (i >= 300) us.push_back((MonoTime::Now() - start).ToSeconds() * 1e6);
   }
   client->Shutdown();
   return Median(us);
@@ -338,26 +343,20 @@ int Run() {
   }
   fs::create_directories(dir);
   printf("consensus-bench: 3 replicas over loopback, logs in %s, fdatasync on, %d-byte "
-         "proposals\n", dir.c_str(), FLAGS_payload_bytes);
-
-  std::vector<double> syncs;
-  for (int i = 0; i < FLAGS_repetitions; i++) syncs.push_back(MeasureFdatasync(dir, 2));
-  const double fdatasync_per_sec = Median(syncs);
-  printf("bare append+fdatasync: %.0f/s (%.0f us each)\n", fdatasync_per_sec,
-         1e6 / fdatasync_per_sec);
+         "proposals; each run of a point is paired with a bare fdatasync and round-trip "
+         "measurement just before it, and ratios are medians of the pairs\n",
+         dir.c_str(), FLAGS_payload_bytes);
   std::vector<double> concurrent;
   for (int i = 0; i < FLAGS_repetitions; i++) {
-    concurrent.push_back(MeasureConcurrentFdatasync(dir, 3, 2));
+    concurrent.push_back(MeasureConcurrentFdatasync(dir, 3, 1));
   }
   printf("append+fdatasync in 3 files at once (one per replica log): %.0f/s in total\n",
          Median(concurrent));
 
-  double rtt_us;
-  std::map<int, Point> points;
+  std::map<int, double> sync_ratio;  // commits/s over fdatasync/s, median of the pairs
+  double p50_ratio = 0;              // p50 at 1 in flight over (fdatasync + round trip)
   {
     Cluster c(dir + "/load", true);
-    rtt_us = MeasureRoundTripUs(&c);
-    printf("loopback round trip (empty MultiUpdate): %.1f us\n", rtt_us);
     c.CreateGroup(1);
     std::shared_ptr<RaftGroup> leader = c.WaitForLeader(1);
     CHECK(leader) << "no leader elected";
@@ -365,39 +364,60 @@ int Run() {
     for (PeerId id = 1; id <= 3; id++) {
       if (c.server(id).groups[1] == leader) log = c.server(id).runtime->log();
     }
-    printf("%-10s %12s %10s %10s %14s %14s\n", "in flight", "commits/s", "p50 us", "p99 us",
-           "leader syncs/s", "CPU us/commit");
+    printf("%-9s %10s %8s %8s %9s %9s %10s %8s %9s\n", "in flight", "commits/s", "p50 us",
+           "p99 us", "syncs/s", "CPU us", "fdatasync", "RTT us", "ratio");
+    printf("%-9s %10s %8s %8s %9s %9s %10s %8s %9s\n", "", "", "", "", "(leader)",
+           "/commit", "/s (bare)", "", "");
     std::vector<int> levels;
     for (const std::string& v : SplitCommas(FLAGS_in_flight)) levels.push_back(std::stoi(v));
     for (int in_flight : levels) {
-      std::vector<Point> runs;
+      std::vector<double> ratios;
+      std::vector<double> shared_disk_ratios;  // 1 in flight: against three syncs at once
       for (int r = 0; r < FLAGS_repetitions; r++) {
-        runs.push_back(RunLoad(leader.get(), log, in_flight, FLAGS_seconds));
+        const double fdatasync_per_sec = MeasureFdatasync(dir, 1);
+        const double rtt_us = MeasureRoundTripUs(&c);
+        // The three logs sync at once: each sync then takes as long as three in a row
+        // take, divided by the disk's parallelism.
+        const double shared_sync_us =
+            in_flight == 1 ? 3e6 / MeasureConcurrentFdatasync(dir, 3, 1) : 0;
+        Point p = RunLoad(leader.get(), log, in_flight, FLAGS_seconds);
+        if (in_flight == 1) shared_disk_ratios.push_back(p.p50_us / (shared_sync_us + rtt_us));
+        // At 1 in flight the target is on latency, elsewhere on throughput.
+        const double ratio = in_flight == 1
+                                 ? p.p50_us / (1e6 / fdatasync_per_sec + rtt_us)
+                                 : p.commits_per_sec / fdatasync_per_sec;
+        ratios.push_back(ratio);
+        printf("%-9d %10.0f %8.0f %8.0f %9.0f %9.1f %10.0f %8.1f %9.2f\n", in_flight,
+               p.commits_per_sec, p.p50_us, p.p99_us, p.fsyncs_per_sec, p.cpu_us_per_commit,
+               fdatasync_per_sec, rtt_us, ratio);
       }
-      // The run of median throughput, whole.
-      std::sort(runs.begin(), runs.end(),
-                [](const Point& a, const Point& b) { return a.commits_per_sec < b.commits_per_sec; });
-      Point p = runs[runs.size() / 2];
-      points[in_flight] = p;
-      printf("%-10d %12.0f %10.0f %10.0f %14.0f %14.1f\n", in_flight, p.commits_per_sec,
-             p.p50_us, p.p99_us, p.fsyncs_per_sec, p.cpu_us_per_commit);
+      const double median = Median(ratios);
+      if (in_flight == 1) {
+        p50_ratio = median;
+        printf("  median: p50 = %.2f x (one fdatasync + one round trip); %.2f x (one of three "
+               "fdatasyncs at once + one round trip)\n",
+               median, Median(shared_disk_ratios));
+      } else {
+        sync_ratio[in_flight] = median;
+        printf("  median: commits/s = %.1f x fdatasync/s\n", median);
+      }
     }
   }
-  const double fsync_us = 1e6 / fdatasync_per_sec;
-  if (points.count(1)) printf("p50 at 1 in flight: %.0f us = %.2f x (one fdatasync + one round trip = %.0f us)\n",
-         points[1].p50_us, points[1].p50_us / (fsync_us + rtt_us), fsync_us + rtt_us);
-
-  if (FLAGS_idle_groups <= 0) return 0;
-  double idle_off = -1;
+  if (FLAGS_idle_groups <= 0) {
+    if (remove_dir) fs::remove_all(dir);
+    return 0;
+  }
   if (FLAGS_compare_without_quiescence) {
-    idle_off = MeasureIdleCpu(dir + "/idle-off", FLAGS_idle_groups, false);
+    const double idle_off = MeasureIdleCpu(dir + "/idle-off", FLAGS_idle_groups, false);
     printf("idle CPU with %d groups, quiescence off: %.1f%% of a core\n", FLAGS_idle_groups,
            idle_off);
   }
   const double idle = MeasureIdleCpu(dir + "/idle", FLAGS_idle_groups, true);
   if (remove_dir) fs::remove_all(dir);
-  printf("commits/s vs fdatasync/s at 256 in flight: %.1f\n",
-         points[256].commits_per_sec / fdatasync_per_sec);
+  if (p50_ratio > 0) {
+    printf("p50 commit latency at 1 in flight vs (fdatasync + round trip): %.2f\n", p50_ratio);
+  }
+  printf("commits/s vs fdatasync/s at 256 in flight: %.1f\n", sync_ratio[256]);
   printf("idle CPU with %d groups: %.2f%% of a core\n", FLAGS_idle_groups, idle);
   return 0;
 }
