@@ -14,7 +14,9 @@
 // own log, and going out before its fdatasync overlaps the leader's sync with the
 // followers'). Committed entries are durable when they are applied.
 //
-// Thread-safety: every public method may be called from any thread.
+// Thread-safety: every public method may be called from any thread. Once the
+// runtime is shut down, calls fail at once with ServiceUnavailable; the runtime must
+// outlive every call.
 #pragma once
 
 #include <cstdint>

@@ -110,8 +110,8 @@ class RuntimeTest : public NyalaTest {
     ro.log.dir = s.dir;
     ro.log.segment_size_bytes = segment_size_;
     ro.num_threads = 2;
-    ro.heartbeat_interval_us = 20'000;
-    ro.election_timeout_min_us = 200'000;
+    ro.heartbeat_interval_us = 40'000;
+    ro.election_timeout_min_us = 400'000;
     auto rt = ConsensusRuntime::Start(ro);
     ASSERT_OK(rt.status());
     s.runtime = std::move(*rt);
@@ -298,7 +298,7 @@ TEST_F(RuntimeTest, IdleGroupsStopTickingAndWakeForAProposal) {
   // Over five minimum election timeouts (the only way to see that nothing happens is to
   // let time pass): no group ticks or sends, yet the servers keep heartbeating, and no
   // follower woke to campaign.
-  SleepFor(MonoDelta::FromMilliseconds(1000));
+  SleepFor(MonoDelta::FromMilliseconds(2000));
   RuntimeStats after = totals();
   EXPECT_EQ(after.group_ticks, before.group_ticks);
   EXPECT_EQ(after.messages_sent, before.messages_sent);

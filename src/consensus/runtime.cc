@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <thread>
 #include <unordered_set>
@@ -259,8 +260,15 @@ Result<RaftPersistentState> ConsensusRuntime::LoadState(const GroupOptions& g) {
   if (gs.hard_state) {
     st.hard_state.set_term(gs.hard_state->term);
     st.hard_state.set_commit(gs.hard_state->commit_index);
-    if (!gs.hard_state->voted_for.empty()) {
-      st.hard_state.set_vote(std::stoull(gs.hard_state->voted_for));
+    const std::string& vote = gs.hard_state->voted_for;
+    if (!vote.empty()) {
+      uint64_t id = 0;
+      auto [end, ec] = std::from_chars(vote.data(), vote.data() + vote.size(), id);
+      if (ec != std::errc() || end != vote.data() + vote.size() || id == kNoPeer) {
+        return Status::Corruption("consensus group " + std::to_string(g.group_id),
+                                  "its logged vote is not a server id: " + vote);
+      }
+      st.hard_state.set_vote(id);
     }
   }
   if (gs.snapshot) {
