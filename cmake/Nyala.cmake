@@ -118,3 +118,13 @@ function(nyala_tests)
     endif()
   endforeach()
 endfunction()
+
+# nyala_use_tcmalloc(<target>...): links each executable with tcmalloc when the build
+# uses it (NYALA_TCMALLOC in the top CMakeLists.txt).
+function(nyala_use_tcmalloc)
+  if(TCMALLOC_LIB)
+    foreach(target ${ARGN})
+      target_link_libraries(${target} PRIVATE ${TCMALLOC_LIB})
+    endforeach()
+  endif()
+endfunction()

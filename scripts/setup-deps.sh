@@ -32,6 +32,8 @@ PACKAGES=(
   librocksdb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev
+  # tcmalloc for the daemons, the CLI and the benchmarks (NYALA_TCMALLOC in CMakeLists.txt).
+  libgoogle-perftools-dev
   # scripts/check.sh: the clang thread-safety compile (ninja and jq drive it).
   clang-14 ninja-build jq
 )
