@@ -50,27 +50,42 @@ RaftGroup::RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog
 RaftGroup::~RaftGroup() = default;
 
 void RaftGroup::Propose(std::string data, Callback done) {
+  Append([data = std::move(data)](Raft* raft, int64_t now) mutable {
+    return raft->Propose(std::move(data), now);
+  }, std::move(done));
+}
+
+void RaftGroup::ChangeConfig(ConfigChange change, PeerId peer, Callback done) {
+  Append([change, peer](Raft* raft, int64_t now) {
+    return raft->ProposeConfigChange(change, peer, now);
+  }, std::move(done));
+}
+
+void RaftGroup::Append(std::function<Result<uint64_t>(Raft*, int64_t)> append, Callback done) {
   auto self = shared_from_this();
-  auto task = [self, data = std::move(data), done]() mutable {
+  auto task = [self, append = std::move(append), done]() mutable {
     if (!self->failed_.ok()) return done(self->failed_, 0);
-    Result<uint64_t> index = self->raft_->Propose(std::move(data), GetMonoTimeMicros());
+    Result<uint64_t> index = append(self->raft_.get(), GetMonoTimeMicros());
     if (!index.ok()) return done(index.status(), 0);
-    self->proposals_[*index] = PendingProposal{self->raft_->term(), std::move(done)};
+    self->TrackProposal(*index, std::move(done));
     self->runtime_->Touch(self->worker_, self.get());
   };
   if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus(), 0);
 }
 
-void RaftGroup::ChangeConfig(ConfigChange change, PeerId peer, Callback done) {
-  auto self = shared_from_this();
-  auto task = [self, change, peer, done]() mutable {
-    if (!self->failed_.ok()) return done(self->failed_, 0);
-    Result<uint64_t> index = self->raft_->ProposeConfigChange(change, peer, GetMonoTimeMicros());
-    if (!index.ok()) return done(index.status(), 0);
-    self->proposals_[*index] = PendingProposal{self->raft_->term(), std::move(done)};
-    self->runtime_->Touch(self->worker_, self.get());
-  };
-  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus(), 0);
+void RaftGroup::TrackProposal(uint64_t index, Callback done) {
+  auto [it, inserted] = proposals_.try_emplace(index);
+  if (!inserted) {
+    // An entry this node proposed at that index in an earlier term was overwritten
+    // before it could be applied: it never will be.
+    Callback old = std::move(it->second.done);
+    it->second = PendingProposal{raft_->term(), std::move(done)};
+    old(Status::Aborted("the entry was replaced by another leader's at index " +
+                        std::to_string(index) + " and not applied"),
+        index);
+    return;
+  }
+  it->second = PendingProposal{raft_->term(), std::move(done)};
 }
 
 void RaftGroup::Read(std::function<void(const Status&)> done) {

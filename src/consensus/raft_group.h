@@ -141,7 +141,12 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog* log,
             const GroupOptions& opts, std::unique_ptr<Raft> raft);
 
+  // Posts `append` (Raft::Propose or ProposeConfigChange) to the worker; `done` as
+  // for Propose.
+  void Append(std::function<Result<uint64_t>(Raft*, int64_t)> append, Callback done);
+
   // --- Worker thread only.
+  void TrackProposal(uint64_t index, Callback done);
   void Step(const MessagePB& m, int64_t now_us);
   void Tick(int64_t now_us);
   void WakeUp(int64_t now_us);
