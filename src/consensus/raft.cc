@@ -866,6 +866,7 @@ void Raft::MaybeCommit() {
   // Only an entry of this term is committed by counting replicas (thesis §3.6.2).
   if (q > commit_ && TermAt(q) == term_) {
     commit_ = q;
+    if (!opts_.notify_commit_at_once) return;
     // Tell followers that have nothing else coming.
     for (auto& [id, p] : progress_) {
       if (p.state == Progress::State::kReplicate && p.next > LastIndex() &&

@@ -113,6 +113,12 @@ struct RaftOptions {
   int64_t max_msg_bytes = 1 << 20;
   // Quiesce when idle (see the file comment).
   bool quiesce_when_idle = true;
+  // When the commit index advances, send followers that are owed nothing else an
+  // empty append that carries it. Off (the multi-group runtime's choice), they learn
+  // it with the next append or heartbeat: one round trip per commit fewer, which
+  // would compete with the next entry's, for followers that apply up to a heartbeat
+  // interval later when the load stops.
+  bool notify_commit_at_once = true;
   uint64_t random_seed = 1;
 
   // InvalidArgument unless the id is non-zero, there is a voter, members are distinct

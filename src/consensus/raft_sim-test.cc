@@ -75,6 +75,7 @@ struct SimParams {
   int spares = 0;                  // nodes outside the first configuration
   bool config_changes = false;     // membership changes during the faulty phase
   bool quiesce = false;            // idle groups quiesce; pings watch the servers
+  bool notify_commit = true;       // RaftOptions::notify_commit_at_once
   bool idle_spells = false;        // clients pause now and then, so groups go idle
   int64_t faulty_us = 2000 * kMs;  // faults happen before this
   int64_t quiet_us = 1500 * kMs;   // then this long with none, before liveness is checked
@@ -85,7 +86,8 @@ struct SimParams {
       << ", drift " << max_drift << ", message bytes " << max_msg_bytes << ", transfers "
       << transfers << ", bounces " << bounces << ", compaction keeps " << compact_keep
       << ", spares " << spares << ", config changes " << config_changes << ", quiesce "
-      << quiesce << ", idle spells " << idle_spells;
+      << quiesce << ", idle spells " << idle_spells << ", commit notified at once "
+      << notify_commit;
     return s.str();
   }
 };
@@ -113,6 +115,8 @@ class Simulation {
     p_.spares = p_.config_changes ? int(rng_() % 3) : 0;
     p_.quiesce = u(rng_) < 0.6;
     p_.idle_spells = u(rng_) < 0.5;
+    // From the seed, not the generator, so the other parameters stay as they were.
+    p_.notify_commit = seed_ % 2 == 0;
     for (int i = 0; i < p_.nodes + p_.spares; i++) {
       Node n;
       n.id = PeerId(i + 1);
@@ -248,6 +252,7 @@ class Simulation {
     o.max_inflight_msgs = 4;
     o.max_msg_bytes = p_.max_msg_bytes;
     o.quiesce_when_idle = p_.quiesce;
+    o.notify_commit_at_once = p_.notify_commit;
     o.random_seed = seed_ * 131 + uint64_t(n.incarnation);
     return o;
   }

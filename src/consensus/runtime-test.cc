@@ -270,8 +270,9 @@ TEST_F(RuntimeTest, MessagesOfManyGroupsShareCalls) {
     calls += st.calls_sent - st.server_heartbeats;
     messages += st.messages_sent;
   }
-  // Without batching every message would be a call of its own.
-  EXPECT_LT(calls * 2, messages) << calls << " calls carried " << messages << " messages";
+  // Without batching every message would be a call of its own (planted:
+  // --consensus_max_calls_in_flight=100000 gave 5,640 calls for 5,643 messages).
+  EXPECT_LT(calls * 3, messages * 2) << calls << " calls carried " << messages << " messages";
 }
 
 TEST_F(RuntimeTest, IdleGroupsStopTickingAndWakeForAProposal) {
