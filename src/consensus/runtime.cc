@@ -574,7 +574,8 @@ void ConsensusRuntime::SendServerHeartbeats(int64_t now_us) {
   for (auto& p : peers) {
     {
       MutexLock l(p->mu);
-      if (now_us - p->last_send_us < server_heartbeat_interval_us_) continue;
+      // Half an interval: this runs once an interval, a little late or early.
+      if (now_us - p->last_send_us < server_heartbeat_interval_us_ / 2) continue;
     }
     MaybeSend(p, /*heartbeat=*/true);
   }
