@@ -5,9 +5,11 @@
 # --help pointing at source files, the example spec of `table create --help`, create a
 # table from JSON, insert a CSV with a bad line, count, scan with predicates in every
 # format, get, values that start with '-' (keys and table names, with and without
-# `--`), ksck healthy, kill a tablet server, ksck reports it, stop-cluster leaves no
-# process. Also checks the web UI escapes user data and that /metrics_prometheus is
-# well-formed. Ports are picked at run time.
+# `--`), row errors reported at their input lines and summaries equal to the table's
+# count (duplicates, bad input lines, delete_rows, upsert), ksck healthy, kill a
+# tablet server, ksck reports it, stop-cluster leaves no process. Also checks the web
+# UI escapes user data and that /metrics_prometheus is well-formed. Ports are picked
+# at run time.
 #
 #   test/cli-e2e-itest.sh <bin dir>
 set -euo pipefail
@@ -184,6 +186,48 @@ if out=$("$NYALA" table insert "$M" people --file="$WORK/rows.csv" 2>&1); then
 fi
 check "the bad line is named with its reason" contains "$out" "line 4: column 'age': 'notanumber' is not a valid INT32"
 check "count finds the 4 good rows" test "$("$NYALA" table count "$M" people)" = 4
+
+# Row errors are reported at their own input lines, and at no other; the summary counts
+# what the table holds. Keys 0, 2, ..., 18 exist; in a CSV of keys 0-19 (key k at line
+# k+2, after the header) the ten duplicates are at lines 2, 4, ..., 20.
+written_of() { sed -nE 's/^([0-9]+) rows written .*/\1/p' <<<"$1"; }
+count_of() { "$NYALA" table count "$M" "$1" 2>&1; }
+check "table create dups" "$NYALA" table create "$M" '{"name": "dups",
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}],
+  "hash_partitions": [{"columns": ["k"], "buckets": 3}]}'
+{ echo k,v; for k in $(seq 0 2 18); do echo "$k,first"; done; } >"$WORK/evens.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/evens.csv" 2>&1) || fail "insert of the even keys: $out"
+check "the even keys: 10 rows written, nothing rejected" \
+  contains "$out" "10 rows written in"
+{ echo k,v; for k in $(seq 0 19); do echo "$k,second"; done; } >"$WORK/all.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/all.csv" 2>&1) && fail "an insert with duplicates exited 0"
+lines=$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ' || true)
+check "the duplicates are reported at lines 2, 4, ..., 20 and no other" \
+  same "2 4 6 8 10 12 14 16 18 20 " "$lines"
+check "... each as already present" test "$(grep -c '^line [0-9]*: Already present' <<<"$out")" -eq 10
+if contains "$out" "a row:"; then fail "a row error was reported without its line"; fi
+check "... and the summary says 10 written, 10 rejected" \
+  contains "$out" "; 0 bad input lines, 10 rows rejected"
+check "... 10 of them written" same 10 "$(written_of "$out")"
+check "dups counts 20 rows" same 20 "$(count_of dups)"
+# Bad lines, duplicates and new rows mixed: the summary is the count's change.
+printf 'k,v\n100,a\nnotanumber,b\n5,dup\n101,c\n,nokey\n102,d\n' >"$WORK/mixed.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/mixed.csv" 2>&1) && fail "a mixed insert exited 0"
+check "a mixed insert: bad lines 3 and 6, the duplicate at line 4" \
+  same "3 4 6 " "$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ')"
+summary=$(sed -nE 's/^([0-9]+) rows written .*; ([0-9]+) bad input lines, ([0-9]+) rows rejected$/\1 \2 \3/p' <<<"$out" || true)
+check "... summary: 3 written, 2 bad input lines, 1 rejected" same "3 2 1" "$summary"
+check "... and dups counts 20 + 3 rows" same 23 "$(count_of dups)"
+# delete_rows and upsert count the same way.
+printf 'k\n100\n101\n999\nx\n' >"$WORK/del.csv"
+out=$("$NYALA" table delete_rows "$M" dups --file="$WORK/del.csv" 2>&1) && fail "delete_rows of a missing key exited 0"
+check "delete_rows: the missing key at line 4, the bad line 5" \
+  same "4 5 " "$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ')"
+check "... 2 rows written (deleted)" same 2 "$(written_of "$out")"
+check "... and dups counts 21 rows" same 21 "$(count_of dups)"
+out=$("$NYALA" table upsert "$M" dups --file="$WORK/all.csv" 2>&1) || fail "upsert: $out"
+check "upsert of keys 0-19: 20 rows written" same 20 "$(written_of "$out")"
+check "... and dups counts 21 rows" same 21 "$(count_of dups)"
 
 preds='["AND", [">=", "id", 2], ["NOTNULL", "age"]]'
 table_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=table 2>/dev/null)

@@ -261,6 +261,68 @@ TEST_F(ClientITest, EachFlushMode) {
   EXPECT_EQ(keys.size(), expected.size());
 }
 
+// Duplicates at known input lines (key base+i at line i+2 after a header; keys base,
+// base+2, ..., base+18 exist already), against real tablet servers: every error
+// carries the tag (line) of its own operation and only the duplicates fail, in every
+// flush mode, with a fresh client (rows kept for a lookup at flush time) and a warm
+// one (rows encoded at Apply), and the table holds every row that did not fail.
+TEST_F(ClientITest, RowErrorsCarryTheirOperationsTagInEveryFlushMode) {
+  using Mode = Session::FlushMode;
+  auto t = CreateTable("tags", 3, {50});
+  int64_t base = 0, expected_rows = 0;
+  for (Mode mode : {Mode::kAutoFlushSync, Mode::kAutoFlushBackground, Mode::kManualFlush}) {
+    for (bool fresh_client : {true, false}) {
+      SCOPED_TRACE("flush mode " + std::to_string(int(mode)) +
+                   (fresh_client ? ", fresh client" : ", tablets cached"));
+      {
+        auto session = client_->NewSession();
+        ASSERT_OK(session->SetFlushMode(Mode::kManualFlush));
+        for (int i = 0; i < 20; i += 2) ASSERT_OK(session->Apply(InsertOf(*t, MakeRow(base + i))));
+        ASSERT_OK(session->Flush());
+        expected_rows += 10;
+      }
+      std::shared_ptr<Client> c = client_;
+      if (fresh_client) {
+        auto built = cluster_->NewClient();
+        ASSERT_OK(built.status());
+        c = *built;
+      }
+      auto table = c->OpenTable("tags");
+      ASSERT_OK(table.status());
+      auto session = c->NewSession();
+      ASSERT_OK(session->SetFlushMode(mode));
+      for (int i = 0; i < 20; i++) {
+        auto op = InsertOf(**table, MakeRow(base + i));
+        op->set_tag(i + 2);
+        Status s = session->Apply(std::move(op));
+        if (mode == Mode::kAutoFlushSync) {
+          EXPECT_EQ(s.IsAlreadyPresent(), i % 2 == 0) << i << ": " << s.ToString();
+        } else {
+          ASSERT_OK(s);
+        }
+      }
+      Status flushed = session->Flush();
+      EXPECT_EQ(flushed.ok(), mode == Mode::kAutoFlushSync) << flushed.ToString();
+      std::vector<std::unique_ptr<WriteError>> errors;
+      bool overflowed = true;
+      session->GetPendingErrors(&errors, &overflowed);
+      EXPECT_FALSE(overflowed);
+      std::vector<int64_t> lines;
+      for (const auto& e : errors) {
+        EXPECT_TRUE(e->status().IsAlreadyPresent()) << e->status().ToString();
+        const int64_t line = e->failed_op().tag();
+        EXPECT_EQ(e->failed_op().row().cell(0).int_value(), base + line - 2) << "line " << line;
+        lines.push_back(line);
+      }
+      std::sort(lines.begin(), lines.end());
+      EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
+      expected_rows += 10;
+      base += 100;
+    }
+  }
+  EXPECT_EQ(int64_t(ScanAllKeys(t).size()), expected_rows);
+}
+
 TEST_F(ClientITest, GetAndMultiGet) {
   auto t = CreateTable("get", 3, {300});
   auto session = client_->NewSession();

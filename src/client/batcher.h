@@ -14,8 +14,9 @@
 // batch's deadline: busy or timed-out servers after a backoff, unreachable servers
 // and TABLET_NOT_FOUND after a fresh location lookup. When every RPC has finished,
 // failed operations go to the error collector (rebuilt from the row block, so the
-// WriteError holds an operation equal to the one applied) and `done` runs with OK or
-// the first error.
+// WriteError holds an operation equal to the one applied, tag included: each buffer
+// keeps the tags of its rows beside the block) and `done` runs with OK or the first
+// error.
 //
 // Thread-safety: Add() and the accessors before Flush(), by the owning session under
 // its lock. After Flush() the batcher runs on reactor and timer threads and keeps
@@ -54,9 +55,20 @@ struct TabletBuffer {
   TabletBuffer(TabletPtr t, std::shared_ptr<const Table> tb)
       : tablet(std::move(t)), table(std::move(tb)), encoder(&table->schema()) {}
 
+  // Records the tag of the row just encoded.
+  void AddTag(int64_t tag) {
+    if (tag == 0 && tags.empty()) return;  // untagged loads keep no tags at all
+    tags.resize(size_t(encoder.num_rows()) - 1, 0);
+    tags.push_back(tag);
+  }
+  // The tag of encoded row `row`.
+  int64_t TagOf(int row) const { return size_t(row) < tags.size() ? tags[size_t(row)] : 0; }
+
   TabletPtr tablet;
   std::shared_ptr<const Table> table;  // keeps the encoder's schema alive
   RowOperationsEncoder encoder;
+  // The tag of each encoded row, by row index; rows past the end have tag 0.
+  std::vector<int64_t> tags;
 };
 
 // Estimated bytes `row` takes in a row-operations block.

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <unordered_map>
 
 #include "common/monotime.h"
 #include "tools/predicates_json.h"
@@ -222,6 +221,7 @@ Status GetRows(const std::vector<std::string>& args) {
 }
 
 // Loads rows from --file with one write operation per row, in AUTO_FLUSH_BACKGROUND.
+// Each operation is tagged with its input line, which its error carries back.
 Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMode mode,
                  RowOpType op_type) {
   if (FLAGS_file.empty())
@@ -245,7 +245,6 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   RETURN_NOT_OK(session->SetTimeout(MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
 
   RowReader reader(in, fmt, &table->schema());
-  std::unordered_map<const client::WriteOperation*, int64_t> op_lines;
   int64_t applied = 0, bad_lines = 0, row_errors = 0, shown = 0;
   const bool progress = StderrIsTerminal();
   const MonoTime start = MonoTime::Now();
@@ -260,9 +259,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     session->GetPendingErrors(&errors, &overflow);
     for (auto& e : errors) {
       row_errors++;
-      auto it = op_lines.find(&e->failed_op());
-      std::string where = it == op_lines.end() ? "a row" : "line " + std::to_string(it->second);
-      report(where + ": " + e->status().ToString());
+      report("line " + std::to_string(e->failed_op().tag()) + ": " + e->status().ToString());
     }
     if (overflow) report("(more row errors were dropped by the client)");
   };
@@ -300,7 +297,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
       report("line " + std::to_string(reader.line_number()) + ": " + set_status.message());
       continue;
     }
-    op_lines[op.get()] = reader.line_number();
+    op->set_tag(reader.line_number());
     s = session->Apply(std::move(op));
     if (!s.ok() && !s.IsIOError()) {
       bad_lines++;
