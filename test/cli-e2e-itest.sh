@@ -6,10 +6,10 @@
 # table from JSON, insert a CSV with a bad line, count, scan with predicates in every
 # format, get, values that start with '-' (keys and table names, with and without
 # `--`), row errors reported at their input lines and summaries equal to the table's
-# count (duplicates, bad input lines, delete_rows, upsert), ksck healthy, kill a
-# tablet server, ksck reports it, stop-cluster leaves no process. Also checks the web
-# UI escapes user data and that /metrics_prometheus is well-formed. Ports are picked
-# at run time.
+# count (duplicates, bad input lines, delete_rows, upsert, a tablet server killed
+# mid-load), ksck healthy, kill a tablet server, ksck reports it, stop-cluster leaves
+# no process. Also checks the web UI escapes user data and that /metrics_prometheus is
+# well-formed. Ports are picked at run time.
 #
 #   test/cli-e2e-itest.sh <bin dir>
 set -euo pipefail
@@ -210,6 +210,14 @@ check "... and the summary says 10 written, 10 rejected" \
   contains "$out" "; 0 bad input lines, 10 rows rejected"
 check "... 10 of them written" same 10 "$(written_of "$out")"
 check "dups counts 20 rows" same 20 "$(count_of dups)"
+# A row that fails on the client (no key column) is a bad input line, not a written row.
+printf 'v\nno key\n' >"$WORK/nokey.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/nokey.csv" 2>&1) && fail "an insert without the key column exited 0"
+check "a CSV without the key column: 0 rows written, 1 bad input line" \
+  contains "$out" "0 rows written in"
+check "... its line is named" contains "$out" "line 2: "
+check "... and counted as a bad input line" contains "$out" "; 1 bad input lines, 0 rows rejected"
+check "dups still counts 20 rows" same 20 "$(count_of dups)"
 # Bad lines, duplicates and new rows mixed: the summary is the count's change.
 printf 'k,v\n100,a\nnotanumber,b\n5,dup\n101,c\n,nokey\n102,d\n' >"$WORK/mixed.csv"
 out=$("$NYALA" table insert "$M" dups --file="$WORK/mixed.csv" 2>&1) && fail "a mixed insert exited 0"
@@ -278,6 +286,58 @@ bad=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9
 check "/metrics_prometheus lines are well-formed" test -z "$bad"
 check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
 
+# A tablet server killed (SIGKILL, by PID) in the middle of a load and started again:
+# the summary still equals what the table counts, and every row is in it (rows whose
+# outcome is unknown, if any, are counted apart and bound the count).
+check "table create load" "$NYALA" table create "$M" '{"name": "load",
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING"}],
+  "hash_partitions": [{"columns": ["k"], "buckets": 6}]}'
+LOAD_ROWS=800000
+seq 0 $((LOAD_ROWS - 1)) | awk 'BEGIN {print "k,v"} {print $1 ",value-" $1}' >"$WORK/load.csv"
+"$NYALA" table insert "$M" load --file="$WORK/load.csv" >"$WORK/load.out" 2>&1 &
+load_pid=$!
+landed=0
+for _ in $(seq 1 600); do  # until the load's first batch has landed
+  landed=$("$NYALA" table count "$M" load 2>/dev/null || echo 0)
+  [ "$landed" -gt 0 ] && break
+  kill -0 "$load_pid" 2>/dev/null || break
+  sleep 0.05
+done
+ts_pid=$(cat "$DATA/pids/tserver-0.pid")
+mapfile -d '' ts_cmd <"/proc/$ts_pid/cmdline"
+if kill -0 "$load_pid" 2>/dev/null; then
+  echo "killing tablet server 0 (pid $ts_pid) with $landed of $LOAD_ROWS rows in the table"
+else
+  echo "note: the load finished before tablet server 0 could be killed"
+fi
+kill -9 "$ts_pid"
+for _ in $(seq 1 200); do kill -0 "$ts_pid" 2>/dev/null || break; sleep 0.05; done
+check "tablet server 0 is gone" bash -c '! kill -0 "$0" 2>/dev/null' "$ts_pid"
+rm -f "$DATA/tserver-0.info"
+nohup "${ts_cmd[@]}" >>"$DATA/logs/tserver-0.out" 2>&1 &
+echo $! >"$DATA/pids/tserver-0.pid"
+for _ in $(seq 1 300); do [ -s "$DATA/tserver-0.info" ] && break; sleep 0.1; done
+check "tablet server 0 runs again" test -s "$DATA/tserver-0.info"
+load_status=0
+wait "$load_pid" || load_status=$?
+out=$(cat "$WORK/load.out")
+echo "load (exit $load_status): $(grep 'rows written' <<<"$out")"
+written=$(written_of "$out")
+timed_out=$(sed -nE 's/.*, ([0-9]+) rows timed out .*/\1/p' <<<"$out")
+rejected=$(sed -nE 's/.*bad input lines, ([0-9]+) rows rejected.*/\1/p' <<<"$out")
+loaded=$(count_of load || true)
+check "the killed load's summary accounts for every row" \
+  same "$LOAD_ROWS" "$((${written:-0} + ${rejected:-0} + ${timed_out:-0}))"
+if [ -z "$timed_out" ]; then
+  check "the killed load's summary ($written written) is the table's count" same "$written" "$loaded"
+  check "... every row of the load landed" same "$LOAD_ROWS" "$loaded"
+else
+  check "the count ($loaded) is within written ($written) and written + timed out" \
+    test "$written" -le "$loaded" -a "$loaded" -le $((written + timed_out))
+fi
+
+# (the restarted tablet server may still be registering)
+for _ in $(seq 1 100); do "$NYALA" cluster ksck "$M" >/dev/null 2>&1 && break; sleep 0.1; done
 check "ksck is healthy" "$NYALA" cluster ksck "$M"
 
 kill -9 "$(cat "$DATA/pids/tserver-1.pid")"

@@ -215,9 +215,11 @@ void Batcher::RpcFinished() {
 void Batcher::Finish() {
   Status first_error;
   int failed = 0;
+  int timed_out = 0;
   auto add_error = [&](std::unique_ptr<WriteOperation> op, Status s) {
     if (first_error.ok()) first_error = s;
     failed++;
+    if (s.IsTimedOut()) timed_out++;
     errors_->Add(std::move(op), std::move(s));
   };
   for (auto& rpc : rpcs_) {
@@ -249,6 +251,8 @@ void Batcher::Finish() {
   for (InFlightOp& op : unplaced_) {
     if (!op.status.ok()) add_error(std::move(op.op), std::move(op.status));
   }
+  num_failed_ = failed;
+  num_timed_out_ = timed_out;
   // Free the operations and blocks (they hold their tables) before anyone is told.
   unplaced_.clear();
   rpcs_.clear();

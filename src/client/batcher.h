@@ -16,7 +16,7 @@
 // failed operations go to the error collector (rebuilt from the row block, so the
 // WriteError holds an operation equal to the one applied, tag included: each buffer
 // keeps the tags of its rows beside the block) and `done` runs with OK or the first
-// error.
+// error. The batch's outcome counts (succeeded, failed, timed out) are set by then.
 //
 // Thread-safety: Add() and the accessors before Flush(), by the owning session under
 // its lock. After Flush() the batcher runs on reactor and timer threads and keeps
@@ -96,6 +96,11 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
 
   // After `done`: Write RPCs sent (one per tablet), retries not counted.
   int num_write_rpcs() const { return num_rpcs_; }
+  // After `done`: operations that failed (TimedOut ones included, whether or not
+  // their errors were kept), and of those the TimedOut ones. The other num_ops()
+  // succeeded.
+  int num_failed_ops() const { return num_failed_; }
+  int num_timed_out_ops() const { return num_timed_out_; }
 
  private:
   friend class WriteRpc;
@@ -132,6 +137,8 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
   std::atomic<int> pending_lookups_{0};
   std::atomic<int> pending_rpcs_{0};
   int num_rpcs_ = 0;
+  int num_failed_ = 0;
+  int num_timed_out_ = 0;
   std::vector<std::unique_ptr<WriteRpc>> rpcs_;
   std::shared_ptr<Batcher> self_;  // from Flush() until Finish()
 };

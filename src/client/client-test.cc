@@ -13,6 +13,7 @@
 
 #include "client/client-internal.h"
 #include "client/client.h"
+#include "client/error_collector.h"
 #include "client/fake_cluster_test_util.h"
 #include "client/latch.h"
 #include "client/session.h"
@@ -308,7 +309,7 @@ TEST_F(ClientTest, BackgroundRowErrorsHoldTheAppliedOperation) {
 // header; keys base, base+2, ..., base+18 exist already): each error carries the tag
 // (line) of its own operation and only the duplicates fail, in every flush mode,
 // whether the batch encoded its rows at Apply (tablets cached) or kept them for a
-// lookup at flush time (a fresh client).
+// lookup at flush time (a fresh client). The session counts every outcome.
 TEST_F(ClientTest, RowErrorsCarryTheTagOfTheirOperationInEveryFlushMode) {
   using Mode = Session::FlushMode;
   int64_t base = 0;
@@ -362,14 +363,39 @@ TEST_F(ClientTest, RowErrorsCarryTheTagOfTheirOperationInEveryFlushMode) {
       }
       std::sort(lines.begin(), lines.end());
       EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
+      const Session::WriteCounts counts = session->GetWriteCounts();
+      EXPECT_EQ(counts.succeeded, 10);
+      EXPECT_EQ(counts.failed, 10);
+      EXPECT_EQ(counts.timed_out, 0);
       base += 100;
     }
   }
 }
 
+// The counts include the errors the collector had no room for.
+TEST_F(ClientTest, WriteCountsIncludeErrorsTheCollectorDropped) {
+  constexpr int kRows = int(internal::ErrorCollector::kMaxErrors) + 5;
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  for (int i = 0; i < kRows; i++) ASSERT_OK(session->Apply(Insert(i)));
+  ASSERT_OK(session->Flush());
+  for (int i = 0; i < kRows + 7; i++) ASSERT_OK(session->Apply(Insert(i)));  // 7 new keys
+  EXPECT_TRUE(session->Flush().IsIOError());
+  EXPECT_EQ(session->CountPendingErrors(), int(internal::ErrorCollector::kMaxErrors));
+  std::vector<std::unique_ptr<WriteError>> errors;
+  bool overflowed = false;
+  session->GetPendingErrors(&errors, &overflowed);
+  EXPECT_TRUE(overflowed);
+  const Session::WriteCounts counts = session->GetWriteCounts();
+  EXPECT_EQ(counts.succeeded, kRows + 7);
+  EXPECT_EQ(counts.failed, kRows);
+  EXPECT_EQ(counts.timed_out, 0);
+  EXPECT_EQ(TotalRows(), 2 * kRows + 7);  // every row reached the fake server
+}
+
 // A batch that times out fails every row with TimedOut (outcome unknown): each error
-// keeps its operation's tag.
-TEST_F(ClientTest, TimedOutRowsKeepTheirTags) {
+// keeps its operation's tag, and the rows are counted as timed out, not as failed.
+TEST_F(ClientTest, TimedOutRowsKeepTheirTagsAndAreCountedApart) {
   ts_->too_busy_left = 1000000;
   auto session = client_->NewSession();
   ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
@@ -392,6 +418,10 @@ TEST_F(ClientTest, TimedOutRowsKeepTheirTags) {
     tags.insert(e->failed_op().tag());
   }
   EXPECT_EQ(tags.size(), 6u);
+  const Session::WriteCounts counts = session->GetWriteCounts();
+  EXPECT_EQ(counts.succeeded, 0);
+  EXPECT_EQ(counts.failed, 0);
+  EXPECT_EQ(counts.timed_out, 6);
 }
 
 TEST_F(ClientTest, OperationsKeepApplyOrderWhenLookedUpAtFlush) {

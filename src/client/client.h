@@ -443,6 +443,18 @@ class Session {
   /// more than 10000 were kept.
   void GetPendingErrors(std::vector<std::unique_ptr<WriteError>>* errors, bool* overflowed);
 
+  /// What became of the operations this session accepted (every Apply that returned
+  /// OK, and in kAutoFlushSync every Apply that returned a row's error), counted from
+  /// each operation's own outcome, errors dropped by the collector included. An
+  /// operation still buffered or in flight is in none of the three; after Flush()
+  /// they add up to every operation accepted.
+  struct WriteCounts {
+    int64_t succeeded = 0;  ///< acknowledged by the tablet server: applied
+    int64_t failed = 0;     ///< failed and not applied (a row error, a batch refused)
+    int64_t timed_out = 0;  ///< failed with TimedOut: outcome unknown, may have applied
+  };
+  WriteCounts GetWriteCounts() const;
+
   class Data;
   Data* data_for_tests() const { return data_.get(); }
 

@@ -220,8 +220,14 @@ Status GetRows(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
+int64_t TotalOutcomes(const client::Session::WriteCounts& c) {
+  return c.succeeded + c.failed + c.timed_out;
+}
+
 // Loads rows from --file with one write operation per row, in AUTO_FLUSH_BACKGROUND.
-// Each operation is tagged with its input line, which its error carries back.
+// Each operation is tagged with its input line, which its error carries back. The
+// summary counts come from the session's per-operation outcomes, so they are exact
+// also when errors were too many to keep.
 Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMode mode,
                  RowOpType op_type) {
   if (FLAGS_file.empty())
@@ -245,7 +251,9 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   RETURN_NOT_OK(session->SetTimeout(MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
 
   RowReader reader(in, fmt, &table->schema());
-  int64_t applied = 0, bad_lines = 0, row_errors = 0, shown = 0;
+  // Operations the session accepted, and input lines refused before reaching it.
+  int64_t applied = 0, bad_lines = 0, shown = 0;
+  bool errors_dropped = false;
   const bool progress = StderrIsTerminal();
   const MonoTime start = MonoTime::Now();
   MonoTime last_progress = start;
@@ -258,10 +266,12 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     bool overflow = false;
     session->GetPendingErrors(&errors, &overflow);
     for (auto& e : errors) {
-      row_errors++;
       report("line " + std::to_string(e->failed_op().tag()) + ": " + e->status().ToString());
     }
-    if (overflow) report("(more row errors were dropped by the client)");
+    if (overflow && !errors_dropped) {
+      errors_dropped = true;
+      report("(more row errors were dropped by the client; the summary counts them all)");
+    }
   };
   Row row = table->NewRow();
   while (true) {
@@ -299,9 +309,13 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     }
     op->set_tag(reader.line_number());
     s = session->Apply(std::move(op));
-    if (!s.ok() && !s.IsIOError()) {
+    // In AUTO_FLUSH_SYNC Apply also returns the row's own error once it was sent: then
+    // the session counted its outcome (and reports it as a pending error). Any other
+    // error refused the row before it reached the session.
+    if (!s.ok() && TotalOutcomes(session->GetWriteCounts()) <= applied) {
       bad_lines++;
       report("line " + std::to_string(reader.line_number()) + ": " + s.ToString());
+      continue;
     }
     applied++;
     if (session->CountPendingErrors() > 0) drain_errors();
@@ -319,14 +333,23 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   drain_errors();
   if (progress) fprintf(stderr, "\r\033[K");
   const double secs = (MonoTime::Now() - start).ToSeconds();
-  const int64_t ok_rows = applied - row_errors;
-  printf("%lld rows written in %.2f s (%.0f rows/s); %lld bad input lines, %lld rows rejected\n",
-         static_cast<long long>(ok_rows), secs, ok_rows / std::max(secs, 1e-3),
-         static_cast<long long>(bad_lines), static_cast<long long>(row_errors));
+  const client::Session::WriteCounts counts = session->GetWriteCounts();
+  char rate[64];
+  snprintf(rate, sizeof(rate), "%.2f s (%.0f rows/s)", secs,
+           counts.succeeded / std::max(secs, 1e-3));
+  std::string summary = std::to_string(counts.succeeded) + " rows written in " + rate + "; " +
+                        std::to_string(bad_lines) + " bad input lines, " +
+                        std::to_string(counts.failed) + " rows rejected";
+  if (counts.timed_out > 0) {
+    summary += ", " + std::to_string(counts.timed_out) +
+               " rows timed out (not acknowledged: each may or may not have been written)";
+  }
+  printf("%s\n", summary.c_str());
   if (!flush.ok() && !flush.IsIOError()) return flush;
-  if (bad_lines + row_errors > 0) {
-    return Status::Incomplete(std::to_string(bad_lines + row_errors) +
-                              " row(s) not written; see above");
+  const int64_t not_written = bad_lines + counts.failed + counts.timed_out;
+  if (not_written > 0) {
+    return Status::Incomplete(std::to_string(not_written) +
+                              " row(s) not written or not acknowledged; see above");
   }
   return Status::OK();
 }
