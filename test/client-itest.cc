@@ -775,8 +775,8 @@ TEST_F(ClientITest, WriteCountsEqualTheTableAfterATabletServerIsKilledMidLoad) {
   session->GetPendingErrors(&errors, &overflowed);
   LOG(INFO) << applied_at_kill << " of " << kRows << " rows applied when the server was killed";
   const Session::WriteCounts counts = session->GetWriteCounts();
-  LOG(INFO) << "succeeded " << counts.succeeded << ", failed " << counts.failed
-            << ", timed out " << counts.timed_out << "; flush: " << flushed.ToString();
+  LOG(INFO) << "succeeded " << counts.succeeded << ", failed " << counts.failed << ", timed out "
+            << counts.timed_out << "; flush: " << flushed.ToString();
   EXPECT_EQ(counts.succeeded + counts.failed + counts.timed_out, kRows);
   std::vector<int64_t> keys = ScanAllKeys(t);
   std::set<int64_t> present(keys.begin(), keys.end());

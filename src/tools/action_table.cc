@@ -136,7 +136,8 @@ Status CountRows(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
-void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, TableOutput* out) {
+template <typename Output>
+void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, Output* out) {
   std::vector<std::string> text;
   std::vector<json> values;
   for (int c = 0; c < ncols; c++) {
@@ -153,6 +154,9 @@ std::vector<std::string> ColumnNames(const Schema& s) {
   return names;
 }
 
+// Prints each batch as it arrives (StreamingOutput), so memory stays bounded by a
+// batch whatever the result's size. A scan that fails midway has printed the rows
+// before the failure; the error follows on stderr.
 Status ScanTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
@@ -160,22 +164,34 @@ Status ScanTable(const std::vector<std::string>& args) {
   client::Scanner scanner(table);
   Arena arena;
   RETURN_NOT_OK(OpenScanner(table, &scanner, &arena, false));
-  std::unique_ptr<TableOutput> out;
+  std::unique_ptr<StreamingOutput> out;
+  Status s;
   while (scanner.HasMoreRows()) {
     ScanBatch batch;
-    RETURN_NOT_OK(scanner.NextBatch(&batch));
-    if (!out) out = std::make_unique<TableOutput>(ColumnNames(batch.projection_schema()));
+    s = scanner.NextBatch(&batch);
+    if (!s.ok()) break;
+    if (!out) {
+      out = std::make_unique<StreamingOutput>(ColumnNames(batch.projection_schema()), format);
+    }
     const int ncols = batch.projection_schema().num_columns();
     for (int i = 0; i < batch.num_rows(); i++) AddRowOutput(batch.row(i), ncols, out.get());
+    out->EndBatch();
+  }
+  if (!s.ok()) {
+    const int64_t printed = out ? out->num_rows() : 0;
+    return s.CloneAndPrepend("the scan failed after " + std::to_string(printed) +
+                             " rows (printed above)");
   }
   if (!out) {
     // No batch at all: print the header of the projection.
     std::vector<std::string> cols =
         FLAGS_columns.empty() ? ColumnNames(table->schema()) : SplitList(FLAGS_columns);
-    out = std::make_unique<TableOutput>(cols);
+    out = std::make_unique<StreamingOutput>(cols, format);
   }
-  out->Print(format);
-  if (format == OutputFormat::kTable) fprintf(stderr, "(%zu rows)\n", out->num_rows());
+  out->Finish();
+  if (format == OutputFormat::kTable) {
+    fprintf(stderr, "(%lld rows)\n", static_cast<long long>(out->num_rows()));
+  }
   return Status::OK();
 }
 
@@ -390,7 +406,8 @@ void RegisterTableActions() {
                CountRows});
   a.push_back({"table",
                "scan",
-               "Print a table's rows.",
+               "Print a table's rows, each batch as it arrives (any result size, little "
+               "memory); a scan that fails midway has printed the rows before the failure.",
                m + " <table>",
                {"columns", "predicates", "limit", "format"},
                2,
