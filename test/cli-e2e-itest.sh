@@ -5,8 +5,11 @@
 # --help pointing at source files, the example spec of `table create --help`, create a
 # table from JSON, insert a CSV with a bad line, count, scan with predicates in every
 # format, get, values that start with '-' (keys and table names, with and without
-# `--`), ksck healthy, kill a tablet server, ksck reports it, stop-cluster leaves no
-# process. Also checks the web UI escapes user data and that /metrics_prometheus is
+# `--`), row errors reported at their input lines and summaries equal to the table's
+# count (duplicates, bad input lines, delete_rows, upsert, a tablet server killed
+# mid-load), scans that stream in bounded memory and print what came before a failure,
+# ksck healthy, kill a tablet server, ksck reports it, stop-cluster leaves no process.
+# Also checks the web UI escapes user data and that /metrics_prometheus is
 # well-formed. Ports are picked at run time.
 #
 #   test/cli-e2e-itest.sh <bin dir>
@@ -185,6 +188,56 @@ fi
 check "the bad line is named with its reason" contains "$out" "line 4: column 'age': 'notanumber' is not a valid INT32"
 check "count finds the 4 good rows" test "$("$NYALA" table count "$M" people)" = 4
 
+# Row errors are reported at their own input lines, and at no other; the summary counts
+# what the table holds. Keys 0, 2, ..., 18 exist; in a CSV of keys 0-19 (key k at line
+# k+2, after the header) the ten duplicates are at lines 2, 4, ..., 20.
+written_of() { sed -nE 's/^([0-9]+) rows written .*/\1/p' <<<"$1"; }
+count_of() { "$NYALA" table count "$M" "$1" 2>&1; }
+check "table create dups" "$NYALA" table create "$M" '{"name": "dups",
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}],
+  "hash_partitions": [{"columns": ["k"], "buckets": 3}]}'
+{ echo k,v; for k in $(seq 0 2 18); do echo "$k,first"; done; } >"$WORK/evens.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/evens.csv" 2>&1) || fail "insert of the even keys: $out"
+check "the even keys: 10 rows written, nothing rejected" \
+  contains "$out" "10 rows written in"
+{ echo k,v; for k in $(seq 0 19); do echo "$k,second"; done; } >"$WORK/all.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/all.csv" 2>&1) && fail "an insert with duplicates exited 0"
+lines=$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ' || true)
+check "the duplicates are reported at lines 2, 4, ..., 20 and no other" \
+  same "2 4 6 8 10 12 14 16 18 20 " "$lines"
+check "... each as already present" test "$(grep -c '^line [0-9]*: Already present' <<<"$out")" -eq 10
+if contains "$out" "a row:"; then fail "a row error was reported without its line"; fi
+check "... and the summary says 10 written, 10 rejected" \
+  contains "$out" "; 0 bad input lines, 10 rows rejected"
+check "... 10 of them written" same 10 "$(written_of "$out")"
+check "dups counts 20 rows" same 20 "$(count_of dups)"
+# A row that fails on the client (no key column) is a bad input line, not a written row.
+printf 'v\nno key\n' >"$WORK/nokey.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/nokey.csv" 2>&1) && fail "an insert without the key column exited 0"
+check "a CSV without the key column: 0 rows written, 1 bad input line" \
+  contains "$out" "0 rows written in"
+check "... its line is named" contains "$out" "line 2: "
+check "... and counted as a bad input line" contains "$out" "; 1 bad input lines, 0 rows rejected"
+check "dups still counts 20 rows" same 20 "$(count_of dups)"
+# Bad lines, duplicates and new rows mixed: the summary is the count's change.
+printf 'k,v\n100,a\nnotanumber,b\n5,dup\n101,c\n,nokey\n102,d\n' >"$WORK/mixed.csv"
+out=$("$NYALA" table insert "$M" dups --file="$WORK/mixed.csv" 2>&1) && fail "a mixed insert exited 0"
+check "a mixed insert: bad lines 3 and 6, the duplicate at line 4" \
+  same "3 4 6 " "$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ')"
+summary=$(sed -nE 's/^([0-9]+) rows written .*; ([0-9]+) bad input lines, ([0-9]+) rows rejected$/\1 \2 \3/p' <<<"$out" || true)
+check "... summary: 3 written, 2 bad input lines, 1 rejected" same "3 2 1" "$summary"
+check "... and dups counts 20 + 3 rows" same 23 "$(count_of dups)"
+# delete_rows and upsert count the same way.
+printf 'k\n100\n101\n999\nx\n' >"$WORK/del.csv"
+out=$("$NYALA" table delete_rows "$M" dups --file="$WORK/del.csv" 2>&1) && fail "delete_rows of a missing key exited 0"
+check "delete_rows: the missing key at line 4, the bad line 5" \
+  same "4 5 " "$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ')"
+check "... 2 rows written (deleted)" same 2 "$(written_of "$out")"
+check "... and dups counts 21 rows" same 21 "$(count_of dups)"
+out=$("$NYALA" table upsert "$M" dups --file="$WORK/all.csv" 2>&1) || fail "upsert: $out"
+check "upsert of keys 0-19: 20 rows written" same 20 "$(written_of "$out")"
+check "... and dups counts 21 rows" same 21 "$(count_of dups)"
+
 preds='["AND", [">=", "id", 2], ["NOTNULL", "age"]]'
 table_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=table 2>/dev/null)
 csv_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=csv)
@@ -234,6 +287,103 @@ bad=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9
 check "/metrics_prometheus lines are well-formed" test -z "$bad"
 check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
 
+# A tablet server killed (SIGKILL, by PID) in the middle of a load and started again:
+# the summary still equals what the table counts, and every row is in it (rows whose
+# outcome is unknown, if any, are counted apart and bound the count).
+check "table create load" "$NYALA" table create "$M" '{"name": "load",
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING"}],
+  "hash_partitions": [{"columns": ["k"], "buckets": 6}]}'
+LOAD_ROWS=800000
+seq 0 $((LOAD_ROWS - 1)) | awk 'BEGIN {print "k,v"} {print $1 ",value-" $1}' >"$WORK/load.csv"
+"$NYALA" table insert "$M" load --file="$WORK/load.csv" >"$WORK/load.out" 2>&1 &
+load_pid=$!
+landed=0
+for _ in $(seq 1 600); do  # until the load's first batch has landed
+  landed=$("$NYALA" table count "$M" load 2>/dev/null || echo 0)
+  [ "$landed" -gt 0 ] && break
+  kill -0 "$load_pid" 2>/dev/null || break
+  sleep 0.05
+done
+ts_pid=$(cat "$DATA/pids/tserver-0.pid")
+mapfile -d '' ts_cmd <"/proc/$ts_pid/cmdline"
+if kill -0 "$load_pid" 2>/dev/null; then
+  echo "killing tablet server 0 (pid $ts_pid) with $landed of $LOAD_ROWS rows in the table"
+else
+  echo "note: the load finished before tablet server 0 could be killed"
+fi
+kill -9 "$ts_pid"
+for _ in $(seq 1 200); do kill -0 "$ts_pid" 2>/dev/null || break; sleep 0.05; done
+check "tablet server 0 is gone" bash -c '! kill -0 "$0" 2>/dev/null' "$ts_pid"
+rm -f "$DATA/tserver-0.info"
+nohup "${ts_cmd[@]}" >>"$DATA/logs/tserver-0.out" 2>&1 &
+echo $! >"$DATA/pids/tserver-0.pid"
+for _ in $(seq 1 300); do [ -s "$DATA/tserver-0.info" ] && break; sleep 0.1; done
+check "tablet server 0 runs again" test -s "$DATA/tserver-0.info"
+load_status=0
+wait "$load_pid" || load_status=$?
+out=$(cat "$WORK/load.out")
+echo "load (exit $load_status): $(grep 'rows written' <<<"$out")"
+written=$(written_of "$out")
+timed_out=$(sed -nE 's/.*, ([0-9]+) rows timed out .*/\1/p' <<<"$out")
+rejected=$(sed -nE 's/.*bad input lines, ([0-9]+) rows rejected.*/\1/p' <<<"$out")
+loaded=$(count_of load || true)
+check "the killed load's summary accounts for every row" \
+  same "$LOAD_ROWS" "$((${written:-0} + ${rejected:-0} + ${timed_out:-0}))"
+if [ -z "$timed_out" ]; then
+  check "the killed load's summary ($written written) is the table's count" same "$written" "$loaded"
+  check "... every row of the load landed" same "$LOAD_ROWS" "$loaded"
+else
+  check "the count ($loaded) is within written ($written) and written + timed out" \
+    test "$written" -le "$loaded" -a "$loaded" -le $((written + timed_out))
+fi
+
+# table scan streams: its memory stays bounded by a batch whatever the result's size
+# (the load table holds 800,000 rows; holding them took hundreds of MB), in every
+# format, and rows are printed as batches arrive, so a scan that fails midway has
+# printed the rows before the failure.
+sanitized=0
+ldd "$NYALA" 2>/dev/null | grep -qE 'lib(a|t)san' && sanitized=1
+if [ -x /usr/bin/time ] && [ "$sanitized" -eq 0 ]; then
+  for fmt in table csv json; do
+    /usr/bin/time -o "$WORK/rss.$fmt" -f '%M' "$NYALA" table scan "$M" load --format=$fmt \
+      >"$WORK/scan.$fmt" 2>/dev/null || fail "scan --format=$fmt of the load table"
+    rss_kb=$(tail -n 1 "$WORK/rss.$fmt")
+    check "scan --format=$fmt of 800000 rows peaks at ${rss_kb:-?} KB of memory (bound: 100 MB)" \
+      test "${rss_kb:-999999999}" -lt 102400
+  done
+  check "... the CSV holds every row" same $((LOAD_ROWS + 1)) "$(wc -l <"$WORK/scan.csv")"
+  check "... the table output holds every row (with header and rule)" \
+    same $((LOAD_ROWS + 2)) "$(wc -l <"$WORK/scan.table")"
+  check "... the JSON holds every row" same "$LOAD_ROWS" "$(grep -o '"k":' "$WORK/scan.json" | wc -l)"
+else
+  echo "skipped: the scan memory check (no /usr/bin/time, or a sanitizer build)"
+fi
+# Read the header of a scan, stop every tablet server (SIGSTOP, by PID) while the CLI
+# waits for the reader, then read the rest: the scan's next batch fails, and what came
+# before it was printed. A scan that holds its rows until the end would be complete
+# by the time its header can be read.
+mkfifo "$WORK/scan.fifo"
+"$NYALA" table scan "$M" load --format=csv --timeout_ms=1500 >"$WORK/scan.fifo" 2>"$WORK/scan.err" &
+scan_pid=$!
+exec 4<"$WORK/scan.fifo"
+IFS= read -r scan_header <&4 || true
+ts_pids=$(cat "$DATA"/pids/tserver-*.pid)
+# shellcheck disable=SC2086
+kill -STOP $ts_pids
+cat <&4 >"$WORK/scan.rest"
+exec 4<&-
+scan_status=0
+wait "$scan_pid" || scan_status=$?
+# shellcheck disable=SC2086
+kill -CONT $ts_pids
+rest=$(wc -l <"$WORK/scan.rest")
+check "a scan whose servers stop midway fails (exit $scan_status)" test "$scan_status" -ne 0
+check "... after printing its header and $rest of $LOAD_ROWS rows" \
+  test "$scan_header" = "k,v" -a "$rest" -gt 0 -a "$rest" -lt "$LOAD_ROWS"
+check "... and says how many rows it printed" contains "$(cat "$WORK/scan.err")" "the scan failed after $rest rows"
+
+# (the restarted tablet server may still be registering)
+for _ in $(seq 1 100); do "$NYALA" cluster ksck "$M" >/dev/null 2>&1 && break; sleep 0.1; done
 check "ksck is healthy" "$NYALA" cluster ksck "$M"
 
 kill -9 "$(cat "$DATA/pids/tserver-1.pid")"

@@ -261,6 +261,72 @@ TEST_F(ClientITest, EachFlushMode) {
   EXPECT_EQ(keys.size(), expected.size());
 }
 
+// Duplicates at known input lines (key base+i at line i+2 after a header; keys base,
+// base+2, ..., base+18 exist already), against real tablet servers: every error
+// carries the tag (line) of its own operation and only the duplicates fail, in every
+// flush mode, with a fresh client (rows kept for a lookup at flush time) and a warm
+// one (rows encoded at Apply). The session's counts add up to what the table holds.
+TEST_F(ClientITest, RowErrorsCarryTheirOperationsTagInEveryFlushMode) {
+  using Mode = Session::FlushMode;
+  auto t = CreateTable("tags", 3, {50});
+  int64_t base = 0, expected_rows = 0;
+  for (Mode mode : {Mode::kAutoFlushSync, Mode::kAutoFlushBackground, Mode::kManualFlush}) {
+    for (bool fresh_client : {true, false}) {
+      SCOPED_TRACE("flush mode " + std::to_string(int(mode)) +
+                   (fresh_client ? ", fresh client" : ", tablets cached"));
+      {
+        auto session = client_->NewSession();
+        ASSERT_OK(session->SetFlushMode(Mode::kManualFlush));
+        for (int i = 0; i < 20; i += 2) ASSERT_OK(session->Apply(InsertOf(*t, MakeRow(base + i))));
+        ASSERT_OK(session->Flush());
+        expected_rows += 10;
+      }
+      std::shared_ptr<Client> c = client_;
+      if (fresh_client) {
+        auto built = cluster_->NewClient();
+        ASSERT_OK(built.status());
+        c = *built;
+      }
+      auto table = c->OpenTable("tags");
+      ASSERT_OK(table.status());
+      auto session = c->NewSession();
+      ASSERT_OK(session->SetFlushMode(mode));
+      for (int i = 0; i < 20; i++) {
+        auto op = InsertOf(**table, MakeRow(base + i));
+        op->set_tag(i + 2);
+        Status s = session->Apply(std::move(op));
+        if (mode == Mode::kAutoFlushSync) {
+          EXPECT_EQ(s.IsAlreadyPresent(), i % 2 == 0) << i << ": " << s.ToString();
+        } else {
+          ASSERT_OK(s);
+        }
+      }
+      Status flushed = session->Flush();
+      EXPECT_EQ(flushed.ok(), mode == Mode::kAutoFlushSync) << flushed.ToString();
+      std::vector<std::unique_ptr<WriteError>> errors;
+      bool overflowed = true;
+      session->GetPendingErrors(&errors, &overflowed);
+      EXPECT_FALSE(overflowed);
+      std::vector<int64_t> lines;
+      for (const auto& e : errors) {
+        EXPECT_TRUE(e->status().IsAlreadyPresent()) << e->status().ToString();
+        const int64_t line = e->failed_op().tag();
+        EXPECT_EQ(e->failed_op().row().cell(0).int_value(), base + line - 2) << "line " << line;
+        lines.push_back(line);
+      }
+      std::sort(lines.begin(), lines.end());
+      EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
+      const Session::WriteCounts counts = session->GetWriteCounts();
+      EXPECT_EQ(counts.succeeded, 10);
+      EXPECT_EQ(counts.failed, 10);
+      EXPECT_EQ(counts.timed_out, 0);
+      expected_rows += counts.succeeded;
+      base += 100;
+    }
+  }
+  EXPECT_EQ(int64_t(ScanAllKeys(t).size()), expected_rows);
+}
+
 TEST_F(ClientITest, GetAndMultiGet) {
   auto t = CreateTable("get", 3, {300});
   auto session = client_->NewSession();
@@ -677,6 +743,58 @@ TEST_F(ClientITest, TabletServerRestartedUnderBackgroundLoad) {
     }
   }
   LOG(INFO) << "rows reported failed: " << failed.size();
+}
+
+// A tablet server killed (SIGKILL, by PID) in the middle of a background load and
+// restarted: the session's counts, taken from every operation's outcome, are exactly
+// what the table holds afterwards, and every operation is in one of them.
+TEST_F(ClientITest, WriteCountsEqualTheTableAfterATabletServerIsKilledMidLoad) {
+  auto t = CreateTable("killed", 6);
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushBackground));
+  ASSERT_OK(session->SetMutationBufferSpace(16 * 1024));
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(60)));
+  constexpr int kRows = 40000;
+  std::atomic<int> applied{0};
+  std::thread writer([&] {
+    for (int k = 0; k < kRows; k++) {
+      auto op = InsertOf(*t, MakeRow(k));
+      op->set_tag(k);
+      CHECK_OK(session->Apply(std::move(op)));
+      applied++;
+    }
+  });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(60), [&] { ASSERT_GT(applied.load(), kRows / 4); });
+  cluster_->tserver(1)->Kill(9);
+  const int applied_at_kill = applied.load();
+  ASSERT_OK(cluster_->tserver(1)->Restart());
+  writer.join();
+  Status flushed = session->Flush();
+  std::vector<std::unique_ptr<WriteError>> errors;
+  bool overflowed = false;
+  session->GetPendingErrors(&errors, &overflowed);
+  LOG(INFO) << applied_at_kill << " of " << kRows << " rows applied when the server was killed";
+  const Session::WriteCounts counts = session->GetWriteCounts();
+  LOG(INFO) << "succeeded " << counts.succeeded << ", failed " << counts.failed << ", timed out "
+            << counts.timed_out << "; flush: " << flushed.ToString();
+  EXPECT_EQ(counts.succeeded + counts.failed + counts.timed_out, kRows);
+  std::vector<int64_t> keys = ScanAllKeys(t);
+  std::set<int64_t> present(keys.begin(), keys.end());
+  EXPECT_EQ(keys.size(), present.size());
+  // Rows that timed out may or may not have landed; every other count is exact.
+  EXPECT_GE(int64_t(keys.size()), counts.succeeded);
+  EXPECT_LE(int64_t(keys.size()), counts.succeeded + counts.timed_out);
+  if (!overflowed) {
+    EXPECT_EQ(int64_t(errors.size()), counts.failed + counts.timed_out);
+    for (const auto& e : errors) {
+      EXPECT_EQ(e->failed_op().tag(), e->failed_op().row().cell(0).int_value());
+      if (!e->status().IsTimedOut()) {
+        EXPECT_FALSE(present.count(e->failed_op().tag()))
+            << "row " << e->failed_op().tag() << " reported failed (" << e->status().ToString()
+            << ") is in the table";
+      }
+    }
+  }
 }
 
 TEST_F(ClientITest, LosingTheTabletServerMidScanIsReported) {

@@ -17,8 +17,10 @@ bool KeyBeforeStart(Slice key, const TabletBuffer* b) {
 
 bool SameTable(const Table& a, const Table& b) { return &a == &b || a.id() == b.id(); }
 
-// A new operation equal to the one encoded as (`type`, `row`), for the error collector.
-std::unique_ptr<WriteOperation> RebuildOp(const Table& table, RowOpType type, const RowView& row) {
+// A new operation equal to the one encoded as (`type`, `row`) with `tag`, for the error
+// collector.
+std::unique_ptr<WriteOperation> RebuildOp(const Table& table, RowOpType type, const RowView& row,
+                                          int64_t tag) {
   std::unique_ptr<WriteOperation> op;
   switch (type) {
     case RowOpType::kInsert:
@@ -56,6 +58,7 @@ std::unique_ptr<WriteOperation> RebuildOp(const Table& table, RowOpType type, co
       r->SetUnchecked(i, c);  // decoded against this schema: the type is the column's
     }
   }
+  op->set_tag(tag);
   return op;
 }
 
@@ -120,6 +123,7 @@ Status Batcher::Add(std::unique_ptr<WriteOperation> op, Slice partition_key) {
   if (b) {
     const size_t before = b->encoder.encoded_size();
     RETURN_NOT_OK(b->encoder.Add(op->type(), op->row().view()));
+    b->AddTag(op->tag());
     added = b->encoder.encoded_size() - before;
     op.reset();  // encoded: the operation object is no longer needed
   } else {
@@ -181,7 +185,10 @@ void Batcher::LookupFinished() {
     }
     TabletBuffer* b = BufferFor(op.op->table(), op.tablet);
     op.status = b->encoder.Add(op.op->type(), op.op->row().view());
-    if (op.status.ok()) op.op.reset();
+    if (op.status.ok()) {
+      b->AddTag(op.op->tag());
+      op.op.reset();
+    }
   }
   SendAll();
 }
@@ -208,9 +215,11 @@ void Batcher::RpcFinished() {
 void Batcher::Finish() {
   Status first_error;
   int failed = 0;
+  int timed_out = 0;
   auto add_error = [&](std::unique_ptr<WriteOperation> op, Status s) {
     if (first_error.ok()) first_error = s;
     failed++;
+    if (s.IsTimedOut()) timed_out++;
     errors_->Add(std::move(op), std::move(s));
   };
   for (auto& rpc : rpcs_) {
@@ -222,13 +231,16 @@ void Batcher::Finish() {
     const bool rebuild =
         !errors_->full() &&
         DecodeRowOperations(rpc->block(), table.schema(), RowBlockKind::kWrites, &rows).ok();
+    const TabletBuffer& buffer = rpc->buffer();
     auto op_of = [&](int row) -> std::unique_ptr<WriteOperation> {
       if (errors_->full()) return nullptr;  // dropped (and counted as overflow) anyway
       if (rebuild && row >= 0 && size_t(row) < rows.size()) {
-        return RebuildOp(table, rows[row].type, rows[row].row);
+        return RebuildOp(table, rows[row].type, rows[row].row, buffer.TagOf(row));
       }
       LOG(DFATAL) << "cannot rebuild row " << row << " of our own write block";
-      return table.NewInsert();
+      auto op = table.NewInsert();
+      op->set_tag(buffer.TagOf(row));
+      return op;
     };
     if (!rpc->failed_all().ok()) {
       for (int i = 0; i < rpc->num_rows(); i++) add_error(op_of(i), rpc->failed_all());
@@ -239,6 +251,8 @@ void Batcher::Finish() {
   for (InFlightOp& op : unplaced_) {
     if (!op.status.ok()) add_error(std::move(op.op), std::move(op.status));
   }
+  num_failed_ = failed;
+  num_timed_out_ = timed_out;
   // Free the operations and blocks (they hold their tables) before anyone is told.
   unplaced_.clear();
   rpcs_.clear();

@@ -14,8 +14,9 @@
 // batch's deadline: busy or timed-out servers after a backoff, unreachable servers
 // and TABLET_NOT_FOUND after a fresh location lookup. When every RPC has finished,
 // failed operations go to the error collector (rebuilt from the row block, so the
-// WriteError holds an operation equal to the one applied) and `done` runs with OK or
-// the first error.
+// WriteError holds an operation equal to the one applied, tag included: each buffer
+// keeps the tags of its rows beside the block) and `done` runs with OK or the first
+// error. The batch's outcome counts (succeeded, failed, timed out) are set by then.
 //
 // Thread-safety: Add() and the accessors before Flush(), by the owning session under
 // its lock. After Flush() the batcher runs on reactor and timer threads and keeps
@@ -54,9 +55,20 @@ struct TabletBuffer {
   TabletBuffer(TabletPtr t, std::shared_ptr<const Table> tb)
       : tablet(std::move(t)), table(std::move(tb)), encoder(&table->schema()) {}
 
+  // Records the tag of the row just encoded.
+  void AddTag(int64_t tag) {
+    if (tag == 0 && tags.empty()) return;  // untagged loads keep no tags at all
+    tags.resize(size_t(encoder.num_rows()) - 1, 0);
+    tags.push_back(tag);
+  }
+  // The tag of encoded row `row`.
+  int64_t TagOf(int row) const { return size_t(row) < tags.size() ? tags[size_t(row)] : 0; }
+
   TabletPtr tablet;
   std::shared_ptr<const Table> table;  // keeps the encoder's schema alive
   RowOperationsEncoder encoder;
+  // The tag of each encoded row, by row index; rows past the end have tag 0.
+  std::vector<int64_t> tags;
 };
 
 // Estimated bytes `row` takes in a row-operations block.
@@ -84,6 +96,11 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
 
   // After `done`: Write RPCs sent (one per tablet), retries not counted.
   int num_write_rpcs() const { return num_rpcs_; }
+  // After `done`: operations that failed (TimedOut ones included, whether or not
+  // their errors were kept), and of those the TimedOut ones. The other num_ops()
+  // succeeded.
+  int num_failed_ops() const { return num_failed_; }
+  int num_timed_out_ops() const { return num_timed_out_; }
 
  private:
   friend class WriteRpc;
@@ -120,6 +137,8 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
   std::atomic<int> pending_lookups_{0};
   std::atomic<int> pending_rpcs_{0};
   int num_rpcs_ = 0;
+  int num_failed_ = 0;
+  int num_timed_out_ = 0;
   std::vector<std::unique_ptr<WriteRpc>> rpcs_;
   std::shared_ptr<Batcher> self_;  // from Flush() until Finish()
 };

@@ -3,6 +3,7 @@
 // merged lookups), batching per tablet, flush modes and write retries.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "client/client-internal.h"
 #include "client/client.h"
+#include "client/error_collector.h"
 #include "client/fake_cluster_test_util.h"
 #include "client/latch.h"
 #include "client/session.h"
@@ -301,6 +303,125 @@ TEST_F(ClientTest, BackgroundRowErrorsHoldTheAppliedOperation) {
   EXPECT_EQ(failed.size(), 10u);
   EXPECT_EQ(*failed.begin(), 0);
   EXPECT_EQ(*failed.rbegin(), 9);
+}
+
+// A load whose duplicates sit at known input lines (key base+i at line i+2, after a
+// header; keys base, base+2, ..., base+18 exist already): each error carries the tag
+// (line) of its own operation and only the duplicates fail, in every flush mode,
+// whether the batch encoded its rows at Apply (tablets cached) or kept them for a
+// lookup at flush time (a fresh client). The session counts every outcome.
+TEST_F(ClientTest, RowErrorsCarryTheTagOfTheirOperationInEveryFlushMode) {
+  using Mode = Session::FlushMode;
+  int64_t base = 0;
+  for (Mode mode : {Mode::kAutoFlushSync, Mode::kAutoFlushBackground, Mode::kManualFlush}) {
+    for (bool fresh_client : {false, true}) {
+      SCOPED_TRACE("flush mode " + std::to_string(int(mode)) +
+                   (fresh_client ? ", fresh client" : ", tablets cached"));
+      {
+        auto session = client_->NewSession();
+        ASSERT_OK(session->SetFlushMode(Mode::kManualFlush));
+        for (int i = 0; i < 20; i += 2) ASSERT_OK(session->Apply(Insert(base + i)));
+        ASSERT_OK(session->Flush());
+      }
+      std::shared_ptr<Client> c = client_;
+      if (fresh_client) {
+        auto built = ClientBuilder().add_master_server_addr(addr_.ToString()).Build();
+        ASSERT_OK(built.status());
+        c = *built;
+      }
+      auto t = c->OpenTable("t");
+      ASSERT_OK(t.status());
+      auto session = c->NewSession();
+      ASSERT_OK(session->SetFlushMode(mode));
+      for (int i = 0; i < 20; i++) {
+        auto op = (*t)->NewInsert();
+        ASSERT_OK(op->Set("key", Cell::Int64(base + i)));
+        op->set_tag(i + 2);
+        Status s = session->Apply(std::move(op));
+        if (mode == Mode::kAutoFlushSync) {
+          EXPECT_EQ(s.IsAlreadyPresent(), i % 2 == 0) << i << ": " << s.ToString();
+        } else {
+          ASSERT_OK(s);
+        }
+      }
+      Status flushed = session->Flush();
+      if (mode == Mode::kAutoFlushSync) {
+        EXPECT_OK(flushed);  // nothing was buffered
+      } else {
+        EXPECT_TRUE(flushed.IsIOError()) << flushed.ToString();
+      }
+      std::vector<std::unique_ptr<WriteError>> errors;
+      bool overflowed = true;
+      session->GetPendingErrors(&errors, &overflowed);
+      EXPECT_FALSE(overflowed);
+      std::vector<int64_t> lines;
+      for (const auto& e : errors) {
+        EXPECT_TRUE(e->status().IsAlreadyPresent()) << e->status().ToString();
+        const int64_t line = e->failed_op().tag();
+        EXPECT_EQ(e->failed_op().row().cell(0).int_value(), base + line - 2) << "line " << line;
+        lines.push_back(line);
+      }
+      std::sort(lines.begin(), lines.end());
+      EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
+      const Session::WriteCounts counts = session->GetWriteCounts();
+      EXPECT_EQ(counts.succeeded, 10);
+      EXPECT_EQ(counts.failed, 10);
+      EXPECT_EQ(counts.timed_out, 0);
+      base += 100;
+    }
+  }
+}
+
+// The counts include the errors the collector had no room for.
+TEST_F(ClientTest, WriteCountsIncludeErrorsTheCollectorDropped) {
+  constexpr int kRows = int(internal::ErrorCollector::kMaxErrors) + 5;
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  for (int i = 0; i < kRows; i++) ASSERT_OK(session->Apply(Insert(i)));
+  ASSERT_OK(session->Flush());
+  for (int i = 0; i < kRows + 7; i++) ASSERT_OK(session->Apply(Insert(i)));  // 7 new keys
+  EXPECT_TRUE(session->Flush().IsIOError());
+  EXPECT_EQ(session->CountPendingErrors(), int(internal::ErrorCollector::kMaxErrors));
+  std::vector<std::unique_ptr<WriteError>> errors;
+  bool overflowed = false;
+  session->GetPendingErrors(&errors, &overflowed);
+  EXPECT_TRUE(overflowed);
+  const Session::WriteCounts counts = session->GetWriteCounts();
+  EXPECT_EQ(counts.succeeded, kRows + 7);
+  EXPECT_EQ(counts.failed, kRows);
+  EXPECT_EQ(counts.timed_out, 0);
+  EXPECT_EQ(TotalRows(), 2 * kRows + 7);  // every row reached the fake server
+}
+
+// A batch that times out fails every row with TimedOut (outcome unknown): each error
+// keeps its operation's tag, and the rows are counted as timed out, not as failed.
+TEST_F(ClientTest, TimedOutRowsKeepTheirTagsAndAreCountedApart) {
+  ts_->too_busy_left = 1000000;
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromMilliseconds(300)));
+  for (int i = 0; i < 6; i++) {
+    auto op = Insert(i);
+    op->set_tag(1000 + i);
+    ASSERT_OK(session->Apply(std::move(op)));
+  }
+  EXPECT_TRUE(session->Flush().IsIOError());
+  ts_->too_busy_left = 0;
+  std::vector<std::unique_ptr<WriteError>> errors;
+  bool overflowed = true;
+  session->GetPendingErrors(&errors, &overflowed);
+  ASSERT_EQ(errors.size(), 6u);
+  std::set<int64_t> tags;
+  for (const auto& e : errors) {
+    EXPECT_TRUE(e->status().IsTimedOut()) << e->status().ToString();
+    EXPECT_EQ(e->failed_op().tag(), 1000 + e->failed_op().row().cell(0).int_value());
+    tags.insert(e->failed_op().tag());
+  }
+  EXPECT_EQ(tags.size(), 6u);
+  const Session::WriteCounts counts = session->GetWriteCounts();
+  EXPECT_EQ(counts.succeeded, 0);
+  EXPECT_EQ(counts.failed, 0);
+  EXPECT_EQ(counts.timed_out, 6);
 }
 
 TEST_F(ClientTest, OperationsKeepApplyOrderWhenLookedUpAtFlush) {

@@ -212,6 +212,14 @@ class WriteOperation {
   Status SetNull(std::string_view column) { return row_.SetNull(column); }
   Status SetNull(int column) { return row_.SetNull(column); }
 
+  /// A number of the caller's choosing (default 0), e.g. the input line the row came
+  /// from. It travels with the operation through the session in every flush mode: the
+  /// failed_op() of the operation's WriteError carries the same tag. That operation is
+  /// a copy, not the object applied (the session frees operations once encoded), so
+  /// match errors to what was applied by tag, never by address.
+  void set_tag(int64_t tag) { tag_ = tag; }
+  int64_t tag() const { return tag_; }
+
   /// "INSERT (key=1, v="a")".
   std::string ToString() const;
 
@@ -222,6 +230,7 @@ class WriteOperation {
   std::shared_ptr<const Table> table_;  // keeps the schema alive
   RowOpType type_;
   Row row_;
+  int64_t tag_ = 0;
 };
 
 /// A block of result rows (a scan batch, or the rows a Get found), in the projection
@@ -359,7 +368,8 @@ class Table : public std::enable_shared_from_this<Table> {
   friend class internal::GetCall;
 };
 
-/// A failed write: the operation and why it failed.
+/// A failed write: the operation (a copy of the one applied, with its tag) and why
+/// it failed. TimedOut means the outcome is unknown: the row may have been written.
 class WriteError {
  public:
   WriteError(std::unique_ptr<WriteOperation> op, Status status)
@@ -432,6 +442,18 @@ class Session {
   /// Moves the kept errors out. `overflowed` is set when errors were dropped because
   /// more than 10000 were kept.
   void GetPendingErrors(std::vector<std::unique_ptr<WriteError>>* errors, bool* overflowed);
+
+  /// What became of the operations this session accepted (every Apply that returned
+  /// OK, and in kAutoFlushSync every Apply that returned a row's error), counted from
+  /// each operation's own outcome, errors dropped by the collector included. An
+  /// operation still buffered or in flight is in none of the three; after Flush()
+  /// they add up to every operation accepted.
+  struct WriteCounts {
+    int64_t succeeded = 0;  ///< acknowledged by the tablet server: applied
+    int64_t failed = 0;     ///< failed and not applied (a row error, a batch refused)
+    int64_t timed_out = 0;  ///< failed with TimedOut: outcome unknown, may have applied
+  };
+  WriteCounts GetWriteCounts() const;
 
   class Data;
   Data* data_for_tests() const { return data_.get(); }

@@ -108,6 +108,9 @@ void Session::Data::StartFlush(std::shared_ptr<Batcher> b,
 void Session::Data::OnBatchDone(const Status& s, const std::shared_ptr<Batcher>& b) {
   MutexLock l(mu_);
   write_rpcs_ += b->num_write_rpcs();
+  counts_.succeeded += b->num_ops() - b->num_failed_ops();
+  counts_.failed += b->num_failed_ops() - b->num_timed_out_ops();
+  counts_.timed_out += b->num_timed_out_ops();
   if (!s.ok()) failed_batches_++;
   in_flight_--;
   cv_.notify_all();
@@ -260,6 +263,11 @@ void Session::Data::OnFlushTimer() {
   StartFlush(std::move(b), nullptr);
 }
 
+Session::WriteCounts Session::Data::write_counts() const {
+  MutexLock l(mu_);
+  return counts_;
+}
+
 int Session::Data::NumBatchesInFlightForTests() const {
   MutexLock l(mu_);
   return in_flight_;
@@ -300,6 +308,7 @@ Status Session::Close() { return data_->Close(); }
 bool Session::HasPendingOperations() const { return data_->HasPending(); }
 int Session::CountBufferedOperations() const { return data_->CountBuffered(); }
 int Session::CountPendingErrors() const { return data_->errors()->Count(); }
+Session::WriteCounts Session::GetWriteCounts() const { return data_->write_counts(); }
 void Session::GetPendingErrors(std::vector<std::unique_ptr<WriteError>>* errors, bool* overflowed) {
   data_->errors()->Take(errors, overflowed);
 }

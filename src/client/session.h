@@ -37,6 +37,7 @@ class Session::Data : public std::enable_shared_from_this<Session::Data> {
   bool HasPending() const;
   int CountBuffered() const;
   internal::ErrorCollector* errors() { return &errors_; }
+  WriteCounts write_counts() const;
 
   // Test hooks.
   int NumBatchesInFlightForTests() const;
@@ -73,6 +74,8 @@ class Session::Data : public std::enable_shared_from_this<Session::Data> {
   int64_t failed_batches_ GUARDED_BY(mu_) = 0;
   int64_t batches_flushed_ GUARDED_BY(mu_) = 0;
   int64_t write_rpcs_ GUARDED_BY(mu_) = 0;
+  // The outcomes of the operations of every finished batch.
+  WriteCounts counts_ GUARDED_BY(mu_);
   bool closed_ GUARDED_BY(mu_) = false;
   bool timer_running_ GUARDED_BY(mu_) = false;
 };

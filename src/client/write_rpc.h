@@ -35,6 +35,8 @@ class WriteRpc {
   const Status& failed_all() const { return failed_all_; }
   const std::vector<std::pair<int, Status>>& row_errors() const { return row_errors_; }
   const RowOperationsPB& block() const { return req_.row_operations(); }
+  // The buffer the rows came from (their tags).
+  const TabletBuffer& buffer() const { return *buffer_; }
   int num_rows() const { return num_rows_; }
   const Table& table() const;
 

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <unordered_map>
 
 #include "common/monotime.h"
 #include "tools/predicates_json.h"
@@ -137,7 +136,8 @@ Status CountRows(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
-void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, TableOutput* out) {
+template <typename Output>
+void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, Output* out) {
   std::vector<std::string> text;
   std::vector<json> values;
   for (int c = 0; c < ncols; c++) {
@@ -154,6 +154,9 @@ std::vector<std::string> ColumnNames(const Schema& s) {
   return names;
 }
 
+// Prints each batch as it arrives (StreamingOutput), so memory stays bounded by a
+// batch whatever the result's size. A scan that fails midway has printed the rows
+// before the failure; the error follows on stderr.
 Status ScanTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
@@ -161,22 +164,34 @@ Status ScanTable(const std::vector<std::string>& args) {
   client::Scanner scanner(table);
   Arena arena;
   RETURN_NOT_OK(OpenScanner(table, &scanner, &arena, false));
-  std::unique_ptr<TableOutput> out;
+  std::unique_ptr<StreamingOutput> out;
+  Status s;
   while (scanner.HasMoreRows()) {
     ScanBatch batch;
-    RETURN_NOT_OK(scanner.NextBatch(&batch));
-    if (!out) out = std::make_unique<TableOutput>(ColumnNames(batch.projection_schema()));
+    s = scanner.NextBatch(&batch);
+    if (!s.ok()) break;
+    if (!out) {
+      out = std::make_unique<StreamingOutput>(ColumnNames(batch.projection_schema()), format);
+    }
     const int ncols = batch.projection_schema().num_columns();
     for (int i = 0; i < batch.num_rows(); i++) AddRowOutput(batch.row(i), ncols, out.get());
+    out->EndBatch();
+  }
+  if (!s.ok()) {
+    const int64_t printed = out ? out->num_rows() : 0;
+    return s.CloneAndPrepend("the scan failed after " + std::to_string(printed) +
+                             " rows (printed above)");
   }
   if (!out) {
     // No batch at all: print the header of the projection.
     std::vector<std::string> cols =
         FLAGS_columns.empty() ? ColumnNames(table->schema()) : SplitList(FLAGS_columns);
-    out = std::make_unique<TableOutput>(cols);
+    out = std::make_unique<StreamingOutput>(cols, format);
   }
-  out->Print(format);
-  if (format == OutputFormat::kTable) fprintf(stderr, "(%zu rows)\n", out->num_rows());
+  out->Finish();
+  if (format == OutputFormat::kTable) {
+    fprintf(stderr, "(%lld rows)\n", static_cast<long long>(out->num_rows()));
+  }
   return Status::OK();
 }
 
@@ -221,7 +236,14 @@ Status GetRows(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
+int64_t TotalOutcomes(const client::Session::WriteCounts& c) {
+  return c.succeeded + c.failed + c.timed_out;
+}
+
 // Loads rows from --file with one write operation per row, in AUTO_FLUSH_BACKGROUND.
+// Each operation is tagged with its input line, which its error carries back. The
+// summary counts come from the session's per-operation outcomes, so they are exact
+// also when errors were too many to keep.
 Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMode mode,
                  RowOpType op_type) {
   if (FLAGS_file.empty())
@@ -245,8 +267,9 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   RETURN_NOT_OK(session->SetTimeout(MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
 
   RowReader reader(in, fmt, &table->schema());
-  std::unordered_map<const client::WriteOperation*, int64_t> op_lines;
-  int64_t applied = 0, bad_lines = 0, row_errors = 0, shown = 0;
+  // Operations the session accepted, and input lines refused before reaching it.
+  int64_t applied = 0, bad_lines = 0, shown = 0;
+  bool errors_dropped = false;
   const bool progress = StderrIsTerminal();
   const MonoTime start = MonoTime::Now();
   MonoTime last_progress = start;
@@ -259,12 +282,12 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     bool overflow = false;
     session->GetPendingErrors(&errors, &overflow);
     for (auto& e : errors) {
-      row_errors++;
-      auto it = op_lines.find(&e->failed_op());
-      std::string where = it == op_lines.end() ? "a row" : "line " + std::to_string(it->second);
-      report(where + ": " + e->status().ToString());
+      report("line " + std::to_string(e->failed_op().tag()) + ": " + e->status().ToString());
     }
-    if (overflow) report("(more row errors were dropped by the client)");
+    if (overflow && !errors_dropped) {
+      errors_dropped = true;
+      report("(more row errors were dropped by the client; the summary counts them all)");
+    }
   };
   Row row = table->NewRow();
   while (true) {
@@ -300,11 +323,15 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
       report("line " + std::to_string(reader.line_number()) + ": " + set_status.message());
       continue;
     }
-    op_lines[op.get()] = reader.line_number();
+    op->set_tag(reader.line_number());
     s = session->Apply(std::move(op));
-    if (!s.ok() && !s.IsIOError()) {
+    // In AUTO_FLUSH_SYNC Apply also returns the row's own error once it was sent: then
+    // the session counted its outcome (and reports it as a pending error). Any other
+    // error refused the row before it reached the session.
+    if (!s.ok() && TotalOutcomes(session->GetWriteCounts()) <= applied) {
       bad_lines++;
       report("line " + std::to_string(reader.line_number()) + ": " + s.ToString());
+      continue;
     }
     applied++;
     if (session->CountPendingErrors() > 0) drain_errors();
@@ -322,14 +349,23 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   drain_errors();
   if (progress) fprintf(stderr, "\r\033[K");
   const double secs = (MonoTime::Now() - start).ToSeconds();
-  const int64_t ok_rows = applied - row_errors;
-  printf("%lld rows written in %.2f s (%.0f rows/s); %lld bad input lines, %lld rows rejected\n",
-         static_cast<long long>(ok_rows), secs, ok_rows / std::max(secs, 1e-3),
-         static_cast<long long>(bad_lines), static_cast<long long>(row_errors));
+  const client::Session::WriteCounts counts = session->GetWriteCounts();
+  char rate[64];
+  snprintf(rate, sizeof(rate), "%.2f s (%.0f rows/s)", secs,
+           counts.succeeded / std::max(secs, 1e-3));
+  std::string summary = std::to_string(counts.succeeded) + " rows written in " + rate + "; " +
+                        std::to_string(bad_lines) + " bad input lines, " +
+                        std::to_string(counts.failed) + " rows rejected";
+  if (counts.timed_out > 0) {
+    summary += ", " + std::to_string(counts.timed_out) +
+               " rows timed out (not acknowledged: each may or may not have been written)";
+  }
+  printf("%s\n", summary.c_str());
   if (!flush.ok() && !flush.IsIOError()) return flush;
-  if (bad_lines + row_errors > 0) {
-    return Status::Incomplete(std::to_string(bad_lines + row_errors) +
-                              " row(s) not written; see above");
+  const int64_t not_written = bad_lines + counts.failed + counts.timed_out;
+  if (not_written > 0) {
+    return Status::Incomplete(std::to_string(not_written) +
+                              " row(s) not written or not acknowledged; see above");
   }
   return Status::OK();
 }
@@ -370,7 +406,8 @@ void RegisterTableActions() {
                CountRows});
   a.push_back({"table",
                "scan",
-               "Print a table's rows.",
+               "Print a table's rows, each batch as it arrives (any result size, little "
+               "memory); a scan that fails midway has printed the rows before the failure.",
                m + " <table>",
                {"columns", "predicates", "limit", "format"},
                2,

@@ -104,6 +104,95 @@ std::string TableOutput::Render(OutputFormat format) const {
   return out;
 }
 
+StreamingOutput::StreamingOutput(std::vector<std::string> columns, OutputFormat format, FILE* out)
+    : columns_(std::move(columns)), format_(format), out_(out) {
+  for (const auto& c : columns_) width_.push_back(c.size());
+}
+
+void StreamingOutput::AddRow(std::vector<std::string> text, std::vector<json> values) {
+  rows_.push_back(std::move(text));
+  values_.push_back(std::move(values));
+}
+
+std::string StreamingOutput::Line(const std::vector<std::string>& cells) const {
+  std::string l;
+  for (size_t i = 0; i < columns_.size(); i++) {
+    const std::string& c = i < cells.size() ? cells[i] : std::string();
+    l += (i ? " | " : " ") + c;
+    if (i + 1 < columns_.size() && c.size() < width_[i]) {
+      l += std::string(width_[i] - c.size(), ' ');
+    }
+  }
+  return l + "\n";
+}
+
+void StreamingOutput::EndBatch() {
+  std::string out;
+  switch (format_) {
+    case OutputFormat::kJson:
+      for (const auto& row : values_) {
+        json obj = json::object();
+        for (size_t i = 0; i < columns_.size() && i < row.size(); i++) obj[columns_[i]] = row[i];
+        out += (started_ ? (num_rows_ > 0 ? "," : "") : "[") + DumpJson(obj);
+        started_ = true;
+        num_rows_++;
+      }
+      if (!started_) {
+        out += "[";
+        started_ = true;
+      }
+      break;
+    case OutputFormat::kCsv:
+      if (!started_) {
+        for (size_t i = 0; i < columns_.size(); i++) out += (i ? "," : "") + CsvQuote(columns_[i]);
+        out += "\n";
+        started_ = true;
+      }
+      // NULL is an empty unquoted field (an empty string is ""), as the CSV reader takes it.
+      for (size_t r = 0; r < rows_.size(); r++) {
+        for (size_t i = 0; i < rows_[r].size(); i++) {
+          const bool null = i < values_[r].size() && values_[r][i].is_null();
+          out += (i ? "," : "") + (null ? std::string() : CsvQuote(rows_[r][i]));
+        }
+        out += "\n";
+        num_rows_++;
+      }
+      break;
+    case OutputFormat::kTable:
+      for (const auto& row : rows_) {
+        for (size_t i = 0; i < row.size() && i < width_.size(); i++) {
+          width_[i] = std::max(width_[i], row[i].size());
+        }
+      }
+      if (!started_) {
+        out += Line(columns_);
+        std::string sep;
+        for (size_t i = 0; i < columns_.size(); i++) {
+          sep += (i ? "-+-" : "-") + std::string(width_[i], '-');
+        }
+        out += sep + "\n";
+        started_ = true;
+      }
+      for (const auto& row : rows_) {
+        out += Line(row);
+        num_rows_++;
+      }
+      break;
+  }
+  rows_.clear();
+  values_.clear();
+  fwrite(out.data(), 1, out.size(), out_);
+  fflush(out_);
+}
+
+void StreamingOutput::Finish() {
+  EndBatch();
+  if (format_ == OutputFormat::kJson) {
+    fputs("]\n", out_);
+    fflush(out_);
+  }
+}
+
 void TableOutput::Print(OutputFormat format, FILE* out) const {
   std::string s = Render(format);
   fwrite(s.data(), 1, s.size(), out);

@@ -1,10 +1,12 @@
 // Tabular output of the CLI in three formats: aligned columns for people
-// ("table"), CSV, and JSON (an array of objects) for scripts. Rows are collected,
-// then printed (column widths need every row).
+// ("table"), CSV, and JSON (an array of objects) for scripts. TableOutput collects
+// the rows, then prints them (column widths from every row); StreamingOutput prints
+// them batch by batch as they come, for results of any size.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -32,6 +34,38 @@ class TableOutput {
   std::vector<std::string> columns_;
   std::vector<std::vector<std::string>> rows_;
   std::vector<std::vector<nlohmann::json>> values_;
+};
+
+// Rows printed as they come, in memory bounded by one batch: each batch of rows goes
+// out (and `out` is flushed) at EndBatch. CSV and JSON are byte for byte what
+// TableOutput prints for the same rows. The table format takes its column widths from
+// the names and the first batch; a later, longer value widens its column from its
+// batch on. Output that stops early (a scan failing midway) keeps what was printed;
+// JSON then lacks its closing bracket, so it does not parse as a complete result.
+// Thread-compatible.
+class StreamingOutput {
+ public:
+  // `out` must outlive this object.
+  StreamingOutput(std::vector<std::string> columns, OutputFormat format, FILE* out = stdout);
+  // Each row: one display string and one JSON value per column.
+  void AddRow(std::vector<std::string> text, std::vector<nlohmann::json> values);
+  // Prints the rows added since the last EndBatch (the header first, the first time).
+  void EndBatch();
+  // Ends the output: what is left, then the end of the JSON array. Call once.
+  void Finish();
+  int64_t num_rows() const { return num_rows_; }
+
+ private:
+  std::string Line(const std::vector<std::string>& cells) const;
+
+  const std::vector<std::string> columns_;
+  const OutputFormat format_;
+  FILE* const out_;
+  std::vector<size_t> width_;                   // kTable
+  std::vector<std::vector<std::string>> rows_;  // this batch
+  std::vector<std::vector<nlohmann::json>> values_;
+  bool started_ = false;
+  int64_t num_rows_ = 0;
 };
 
 // RFC 4180 quoting when needed.

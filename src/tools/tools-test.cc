@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/test_util.h"
 #include "tools/command_line.h"
@@ -217,6 +218,70 @@ TEST(OutputTest, Formats) {
             "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
   EXPECT_EQ(out.Render(OutputFormat::kTable), " id | name\n----+-----\n 1  | a,b\n 22 | c\n");
   EXPECT_FALSE(ParseOutputFormat("xml").ok());
+}
+
+// StreamingOutput writes each batch at EndBatch, before the next one exists; the
+// whole output is TableOutput's for the same rows (the table format too, when no later
+// value is wider than the first batch's), also when there are no rows at all.
+TEST(OutputTest, StreamingPrintsEachBatchAsItEnds) {
+  for (OutputFormat f : {OutputFormat::kCsv, OutputFormat::kJson, OutputFormat::kTable}) {
+    SCOPED_TRACE(int(f));
+    char* buf = nullptr;
+    size_t len = 0;
+    FILE* mem = open_memstream(&buf, &len);
+    ASSERT_NE(mem, nullptr);
+    TableOutput whole({"id", "name"});
+    {
+      StreamingOutput out({"id", "name"}, f, mem);
+      out.AddRow({"1", "a,b"}, {1, "a,b"});
+      whole.AddRow({"1", "a,b"}, {1, "a,b"});
+      EXPECT_EQ(len, 0u);  // nothing before the batch ends
+      out.EndBatch();
+      const std::string first(buf, len);
+      EXPECT_NE(first.find("a,b"), std::string::npos) << first;
+      out.EndBatch();  // an empty batch changes nothing
+      EXPECT_EQ(std::string(buf, len), first);
+      out.AddRow({"22", "c"}, {22, "c"});
+      whole.AddRow({"22", "c"}, {22, "c"});
+      out.AddRow({"3", "NULL"}, {3, nullptr});
+      whole.AddRow({"3", "NULL"}, {3, nullptr});
+      out.EndBatch();
+      EXPECT_NE(std::string(buf, len).find('c'), std::string::npos);
+      out.Finish();
+      EXPECT_EQ(out.num_rows(), 3);
+    }
+    fclose(mem);
+    EXPECT_EQ(std::string(buf, len), whole.Render(f));
+    free(buf);
+
+    buf = nullptr;
+    len = 0;
+    mem = open_memstream(&buf, &len);
+    ASSERT_NE(mem, nullptr);
+    StreamingOutput empty({"id", "name"}, f, mem);
+    empty.Finish();
+    fclose(mem);
+    EXPECT_EQ(std::string(buf, len), TableOutput({"id", "name"}).Render(f));
+    free(buf);
+  }
+}
+
+// In the table format a value wider than the first batch's widens its column from its
+// own batch on.
+TEST(OutputTest, StreamingTableWidensLaterColumns) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* mem = open_memstream(&buf, &len);
+  ASSERT_NE(mem, nullptr);
+  StreamingOutput out({"id", "name"}, OutputFormat::kTable, mem);
+  out.AddRow({"1", "a"}, {1, "a"});
+  out.EndBatch();
+  out.AddRow({"12345", "b"}, {12345, "b"});
+  out.AddRow({"2", "c"}, {2, "c"});
+  out.Finish();
+  fclose(mem);
+  EXPECT_EQ(std::string(buf, len), " id | name\n----+-----\n 1  | a\n 12345 | b\n 2     | c\n");
+  free(buf);
 }
 
 // A flag table for SplitCommandLine: "format" and "timeout_ms" take values, "verbose" is
