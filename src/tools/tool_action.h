@@ -24,7 +24,7 @@ struct Action {
   int min_args = 0;
   int max_args = -1;  // -1: no limit
   std::function<Status(const std::vector<std::string>& args)> run;
-  std::string details;  // more text for `nyala <noun> <verb> --help` (optional)
+  std::string details = {};  // more text for `nyala <noun> <verb> --help` (optional)
 };
 
 std::vector<Action>& AllActions();
