@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "common/monotime.h"
 #include "common/mutex.h"
 #include "consensus/consensus.proxy.h"
@@ -64,12 +64,7 @@ T CheckResult(Result<T> r) {
   return std::move(*r);
 }
 
-double ProcessCpuSeconds() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec / 1e6;
-}
+double ProcessCpuSeconds() { return bench::SelfCpuMicros() / 1e6; }
 
 std::vector<std::string> SplitCommas(const std::string& s) {
   std::vector<std::string> out;

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "client/client.h"
 #include "common/key_encoding.h"
 #include "common/row_encoding.h"
@@ -57,6 +58,8 @@ DEFINE_int32(rounds, 1,
 
 namespace nyala::client {
 namespace {
+
+using bench::SelfCpuMicros;
 
 constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
@@ -86,14 +89,6 @@ void PinProcess(pid_t pid, int cpu) {
       PLOG(WARNING) << "pinning thread " << tid << " to CPU " << cpu;
     }
   }
-}
-
-// User + system CPU of this process so far, in microseconds.
-int64_t SelfCpuMicros() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return int64_t(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
-         ru.ru_stime.tv_usec;
 }
 
 // User + system CPU of process `pid` so far, in microseconds; -1 when unknown.

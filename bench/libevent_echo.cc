@@ -222,17 +222,6 @@ class Loop {
   std::thread thread_;
 };
 
-struct Usage {
-  double user_us, sys_us;
-  int64_t ctx_switches;
-};
-Usage GetUsage() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return {ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec,
-          ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec, ru.ru_nvcsw + ru.ru_nivcsw};
-}
-
 void SetNonBlockingNoDelay(int fd) {
   int one = 1;
   PCHECK(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0);

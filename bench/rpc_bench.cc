@@ -54,22 +54,13 @@ DEFINE_int32(client_cpu, -1, "Pin every client thread (messengers, callers) to t
 namespace nyala::rpc {
 namespace {
 
+using bench::GetUsage;
 using bench::PinCurrentThread;
+using bench::Usage;
 
 using rpc_test::AddRequestPB;
 using rpc_test::AddResponsePB;
 using rpc_test::CalculatorServiceIf;
-
-struct Usage {
-  double user_us, sys_us;
-  int64_t ctx_switches;
-};
-Usage GetUsage() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return {ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec,
-          ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec, ru.ru_nvcsw + ru.ru_nivcsw};
-}
 
 std::string PinningDescription() {
   if (FLAGS_server_cpu < 0 && FLAGS_client_cpu < 0) return "unpinned";

@@ -16,6 +16,7 @@
 
 #include "client/client-internal.h"
 #include "client/client.h"
+#include "client/write_errors_test_util.h"
 #include "common/test_util.h"
 #include "test/client_itest_util.h"
 
@@ -303,23 +304,7 @@ TEST_F(ClientITest, RowErrorsCarryTheirOperationsTagInEveryFlushMode) {
       }
       Status flushed = session->Flush();
       EXPECT_EQ(flushed.ok(), mode == Mode::kAutoFlushSync) << flushed.ToString();
-      std::vector<std::unique_ptr<WriteError>> errors;
-      bool overflowed = true;
-      session->GetPendingErrors(&errors, &overflowed);
-      EXPECT_FALSE(overflowed);
-      std::vector<int64_t> lines;
-      for (const auto& e : errors) {
-        EXPECT_TRUE(e->status().IsAlreadyPresent()) << e->status().ToString();
-        const int64_t line = e->failed_op().tag();
-        EXPECT_EQ(e->failed_op().row().cell(0).int_value(), base + line - 2) << "line " << line;
-        lines.push_back(line);
-      }
-      std::sort(lines.begin(), lines.end());
-      EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
-      const Session::WriteCounts counts = session->GetWriteCounts();
-      EXPECT_EQ(counts.succeeded, 10);
-      EXPECT_EQ(counts.failed, 10);
-      EXPECT_EQ(counts.timed_out, 0);
+      const Session::WriteCounts counts = ExpectDuplicatesAtEvenLines(session.get(), base);
       expected_rows += counts.succeeded;
       base += 100;
     }

@@ -13,6 +13,7 @@
 
 #include "client/client-internal.h"
 #include "client/client.h"
+#include "client/write_errors_test_util.h"
 #include "client/error_collector.h"
 #include "client/fake_cluster_test_util.h"
 #include "client/latch.h"
@@ -350,23 +351,7 @@ TEST_F(ClientTest, RowErrorsCarryTheTagOfTheirOperationInEveryFlushMode) {
       } else {
         EXPECT_TRUE(flushed.IsIOError()) << flushed.ToString();
       }
-      std::vector<std::unique_ptr<WriteError>> errors;
-      bool overflowed = true;
-      session->GetPendingErrors(&errors, &overflowed);
-      EXPECT_FALSE(overflowed);
-      std::vector<int64_t> lines;
-      for (const auto& e : errors) {
-        EXPECT_TRUE(e->status().IsAlreadyPresent()) << e->status().ToString();
-        const int64_t line = e->failed_op().tag();
-        EXPECT_EQ(e->failed_op().row().cell(0).int_value(), base + line - 2) << "line " << line;
-        lines.push_back(line);
-      }
-      std::sort(lines.begin(), lines.end());
-      EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
-      const Session::WriteCounts counts = session->GetWriteCounts();
-      EXPECT_EQ(counts.succeeded, 10);
-      EXPECT_EQ(counts.failed, 10);
-      EXPECT_EQ(counts.timed_out, 0);
+      ExpectDuplicatesAtEvenLines(session.get(), base);
       base += 100;
     }
   }

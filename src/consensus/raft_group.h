@@ -185,7 +185,6 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   std::optional<HardStatePB> unlogged_hs_;  // a newer one differing only in commit
   RaftRole last_role_ = RaftRole::kFollower;
   uint64_t last_term_ = 0;
-  bool awake_ = false;  // in the worker's set of groups it ticks
   bool dirty_ = false;  // in the worker's list of groups to Process
 
   mutable Mutex info_mu_;
