@@ -330,6 +330,14 @@ void Raft::Tick(int64_t now_us) {
   }
 }
 
+Status Raft::CampaignNow(int64_t now_us) {
+  if (role_ == RaftRole::kLeader) return Status::OK();
+  if (!MayCampaign()) return Status::IllegalState(ToString() + " is not a voter and may not campaign");
+  quiesced_ = false;
+  Campaign(/*pre=*/true, now_us);
+  return Status::OK();
+}
+
 bool Raft::MayCampaign() const {
   if (IsVoter(opts_.id)) return true;
   // A voter whose removal is not committed yet still campaigns (thesis §4.2.2): it may

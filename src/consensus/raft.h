@@ -198,6 +198,10 @@ class Raft {
 
   // Time passes: campaigns, heartbeats, check-quorum.
   void Tick(int64_t now_us);
+  // Campaigns now (with pre-vote) instead of at the election timeout: the driver's
+  // way to elect the preferred first leader of a new group at once. Nothing if this
+  // node leads already; IllegalState if it may not campaign (not a voter).
+  Status CampaignNow(int64_t now_us);
   // A message from a peer. Messages of other groups, or to another node, are the
   // driver's bug (InvalidArgument); stale and duplicate messages are fine.
   Status Step(const MessagePB& m, int64_t now_us);

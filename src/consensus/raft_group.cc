@@ -111,6 +111,16 @@ void RaftGroup::TransferLeadership(PeerId to, std::function<void(const Status&)>
   if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus());
 }
 
+void RaftGroup::Campaign() {
+  auto self = shared_from_this();
+  runtime_->Post(worker_, [self] {
+    if (!self->failed_.ok()) return;
+    Status s = self->raft_->CampaignNow(GetMonoTimeMicros());
+    LOG_IF(WARNING, !s.ok()) << "consensus group " << self->id_ << ": " << s.ToString();
+    self->runtime_->Touch(self->worker_, self.get());
+  });
+}
+
 void RaftGroup::ReportDurable(uint64_t index) {
   auto self = shared_from_this();
   runtime_->Post(worker_, [self, index] {
@@ -302,8 +312,14 @@ void RaftGroup::NoteRole() {
       }
     }
   }
+  const bool changed = role != last_role_ || term != last_term_ || raft_->leader() != last_leader_;
   last_role_ = role;
   last_term_ = term;
+  last_leader_ = raft_->leader();
+  if (changed && sm_ != nullptr) {
+    PublishInfo();
+    sm_->LeadershipChanged();
+  }
 }
 
 void RaftGroup::Fail(const Status& s) {
@@ -323,6 +339,14 @@ void RaftGroup::FailPending(const Status& s) {
   for (auto& [id, r] : reads) r.done(s);
 }
 
+void RaftGroup::Stop() {
+  if (!failed_.ok()) return;
+  failed_ = Status::Aborted("consensus group " + std::to_string(id_) + " was removed");
+  FailPending(Status::Aborted("consensus group " + std::to_string(id_) + " was removed",
+                              "the outcome is unknown"));
+  PublishInfo();
+}
+
 void RaftGroup::PublishInfo() {
   MutexLock l(info_mu_);
   info_.role = raft_->role();
@@ -339,6 +363,8 @@ void RaftGroup::PublishInfo() {
     info_config_at_ = config_at;
   }
   info_.status = failed_;
+  leader_term_.store(failed_.ok() && info_.role == RaftRole::kLeader ? info_.term : 0,
+                     std::memory_order_release);
 }
 
 }  // namespace nyala::consensus

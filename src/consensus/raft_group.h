@@ -19,6 +19,7 @@
 // outlive every call.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -58,6 +59,8 @@ class StateMachine {
   // The group's records keep old log segments alive (more than
   // --log_max_old_segments): make the applied state durable and ReportDurable it.
   virtual void FlushRequested() {}
+  // The group's role, term or leader changed (GroupInfo has the new ones).
+  virtual void LeadershipChanged() {}
 };
 
 struct GroupOptions {
@@ -113,6 +116,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   void ChangeConfig(ConfigChange change, PeerId peer, Callback done);
   // Raft::TransferLeadership; `done` gets its status (not the transfer's outcome).
   void TransferLeadership(PeerId to, std::function<void(const Status&)> done);
+  // Raft::CampaignNow: this server campaigns without waiting for an election timeout
+  // (the first leader of a new group).
+  void Campaign();
 
   // The state machine's applied state is durable up to `index` (capped at what was
   // applied): the log may drop the group's records at or below it, and the in-memory
@@ -121,6 +127,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   void ReportDurable(uint64_t index);
 
   GroupInfo info() const EXCLUDES(info_mu_);
+  // The term this server leads in, or 0 when it does not lead (as of the last
+  // published state; one atomic load, for the hot paths).
+  uint64_t leader_term() const { return leader_term_.load(std::memory_order_acquire); }
 
  private:
   friend class ConsensusRuntime;
@@ -162,6 +171,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   void Fail(const Status& s);
   // Fails every pending callback with `s` (the group stops).
   void FailPending(const Status& s);
+  // ConsensusRuntime::RemoveGroup: the group stops for good; nothing reaches the state
+  // machine after this returns.
+  void Stop();
   void PublishInfo();
   bool quiesced() const { return raft_->quiesced(); }
   RaftRole role() const { return raft_->role(); }
@@ -185,8 +197,10 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   std::optional<HardStatePB> unlogged_hs_;  // a newer one differing only in commit
   RaftRole last_role_ = RaftRole::kFollower;
   uint64_t last_term_ = 0;
+  PeerId last_leader_ = kNoPeer;
   bool dirty_ = false;  // in the worker's list of groups to Process
 
+  std::atomic<uint64_t> leader_term_{0};
   mutable Mutex info_mu_;
   GroupInfo info_ GUARDED_BY(info_mu_);
   // (configuration entry index, snapshot index) info_.config was taken at.

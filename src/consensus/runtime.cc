@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <future>
 #include <optional>
 #include <thread>
 #include <unordered_set>
@@ -55,6 +56,9 @@ struct RuntimeWorker {
 
   // Worker thread only.
   std::vector<std::shared_ptr<RaftGroup>> groups;
+  // Removed groups: stopped, kept alive for the log completions and tasks that may
+  // still name them.
+  std::vector<std::shared_ptr<RaftGroup>> removed;
   std::vector<RaftGroup*> dirty;
   std::unordered_set<RaftGroup*> awake;
   int64_t next_tick_us = 0;
@@ -334,6 +338,32 @@ std::shared_ptr<RaftGroup> ConsensusRuntime::GetGroup(uint64_t id) const {
   return it == groups_.end() ? nullptr : it->second;
 }
 
+Status ConsensusRuntime::RemoveGroup(uint64_t id) {
+  std::shared_ptr<RaftGroup> g;
+  {
+    ExclusiveLock l(groups_mu_);
+    auto it = groups_.find(id);
+    if (it == groups_.end()) {
+      return Status::NotFound("consensus group " + std::to_string(id) + " is not running");
+    }
+    g = it->second;
+    groups_.erase(it);
+  }
+  RuntimeWorker* w = g->worker_;
+  std::promise<void> stopped;
+  auto task = [w, g, &stopped] {
+    g->Stop();
+    auto it = std::find(w->groups.begin(), w->groups.end(), g);
+    if (it != w->groups.end()) w->groups.erase(it);
+    w->awake.erase(g.get());
+    w->removed.push_back(g);
+    stopped.set_value();
+  };
+  // A stopped worker calls nothing any more.
+  if (Post(w, std::move(task))) stopped.get_future().wait();
+  return log_->RemoveGroup(id);
+}
+
 std::vector<uint64_t> ConsensusRuntime::GroupIds() const {
   std::vector<uint64_t> ids;
   {
@@ -458,7 +488,9 @@ void ConsensusRuntime::AskPinningGroupsToFlush() {
     std::shared_ptr<RaftGroup> g = GetGroup(id);
     if (!g || g->sm_ == nullptr) continue;
     counters_.flush_requests.fetch_add(1, std::memory_order_relaxed);
-    Post(g->worker_, [g] { g->sm_->FlushRequested(); });
+    Post(g->worker_, [g] {
+      if (g->failed_.ok()) g->sm_->FlushRequested();
+    });
   }
 }
 

@@ -110,6 +110,10 @@ class ConsensusRuntime {
   Result<std::shared_ptr<RaftGroup>> CreateGroup(const GroupOptions& options)
       EXCLUDES(groups_mu_);
   std::shared_ptr<RaftGroup> GetGroup(uint64_t id) const EXCLUDES(groups_mu_);
+  // Stops the group (its pending calls fail with Aborted, its state machine is not
+  // called again once this returns) and removes its records from the log. NotFound if
+  // no such group runs. Not from a worker thread (it waits for the group's worker).
+  Status RemoveGroup(uint64_t id) EXCLUDES(groups_mu_);
   std::vector<uint64_t> GroupIds() const EXCLUDES(groups_mu_);
 
   // Stops the workers, fails what groups still have pending (ServiceUnavailable), and

@@ -144,6 +144,7 @@ Status Heartbeater::Beat(MasterState* m) {
   if (sent_registration) {
     LOG(INFO) << "registered with master " << m->host_port.ToString();
   }
+  tablets_->UpdatePeers(resp.tablet_servers());
   m->needs_register = resp.needs_reregister();
   m->needs_full_report = resp.needs_reregister() || resp.needs_full_tablet_report();
   if (!m->needs_full_report) m->acked_change.store(upto);

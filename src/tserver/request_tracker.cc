@@ -92,6 +92,20 @@ bool RequestTracker::Restore(std::string_view client_id, int64_t seq_no, int64_t
   return true;
 }
 
+void RequestTracker::RememberApplied(const rpc::RequestIdPB& id, const WriteResponsePB& resp,
+                                     RequestRecordLocation stored) {
+  MutexLock l(mu_);
+  Client& c = clients_[id.client_id()];
+  c.last_access = MonoTime::Now();
+  AdvanceFirstIncompleteLocked(id.client_id(), &c, id.first_incomplete_seq_no());
+  if (id.seq_no() < c.first_incomplete || c.entries.contains(id.seq_no())) return;
+  Entry e;
+  e.done = true;
+  e.stored = stored;
+  e.resp = resp;
+  c.entries.emplace(id.seq_no(), std::move(e));
+}
+
 void RequestTracker::AdvanceFirstIncompleteLocked(const std::string& client_id, Client* c,
                                                   int64_t first_incomplete) {
   if (first_incomplete <= c->first_incomplete) return;

@@ -84,6 +84,13 @@ class RequestTracker {
   bool Restore(std::string_view client_id, int64_t seq_no, int64_t first_incomplete,
                WriteResponsePB resp, MonoDelta age, RequestRecordLocation stored);
 
+  // A replica applied request `id`, which its tablet's leader ran (this server, or
+  // another one then): remembers `resp`, stored at `stored`, so a retry reaching this
+  // server once it leads is answered. Nothing when the request is known here already
+  // (this server is running it as the leader, or remembered it).
+  void RememberApplied(const rpc::RequestIdPB& id, const WriteResponsePB& resp,
+                       RequestRecordLocation stored);
+
   size_t NumClientsForTests() const;
   size_t NumResponsesForTests() const;
 

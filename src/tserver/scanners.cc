@@ -257,6 +257,10 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
               resp);
     return;
   }
+  // Linearizable: the scan's snapshot holds every write committed before it began.
+  if (!tablet->WaitForLinearizableRead(MonoDelta::FromSeconds(10), resp->mutable_error())) {
+    return;
+  }
   auto proj = tablet->MakeProjection(ns.projected_columns());
   if (!proj.ok()) {
     ScanError(TabletServerErrorPB::MISMATCHED_SCHEMA, proj.status(), resp);

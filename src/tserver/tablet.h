@@ -26,16 +26,30 @@
 // WriteResponsePB.rows_applied counts the operations that changed a row (ignored
 // operations and failed rows are not counted).
 //
+// Replication (tablet_replication.cc): a tablet in a server is one replica of its
+// tablet's Raft group (consensus/raft_group.h), and the tablet is the group's state
+// machine. A write runs the steps above up to the commit on the leader only (row
+// locks and existence checks there), and hands the resulting row changes, with the
+// request's id and final response, to the group; every replica applies them in log
+// order (Apply), writing the rows, the request record and the tablet's applied index
+// in one batch. The leader answers after its own apply. Get and Scan call
+// WaitForLinearizableRead first. A tablet without a group (unit tests) applies its
+// writes directly, through the same apply step.
+//
 // Thread-safety: every public method is thread-safe. The metadata, schema and seq
-// never change after creation. A write or get that started before MarkDeleted()
+// never change after creation. Apply, FlushRequested and LeadershipChanged run on the
+// group's runtime worker thread. A write or get that started before MarkDeleted()
 // finishes before MarkDeleted() returns; later ones fail with TABLET_NOT_FOUND.
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/partition.h"
 #include "common/predicate.h"
@@ -44,6 +58,7 @@
 #include "common/rw_mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
+#include "consensus/raft_group.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tablet_metadata.pb.h"
 #include "tserver/tserver.pb.h"
@@ -56,6 +71,7 @@ namespace nyala::tserver {
 
 class RowLocks;
 class StoreIterator;
+class StoreWriteBatch;
 class StoreSnapshot;
 class TabletRows;
 class TabletStore;
@@ -79,7 +95,23 @@ struct Projection {
 // Fills `pb` with `code` and `status` (master's SetError has the same shape).
 void SetError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb);
 
-class Tablet {
+// What a replica calls into its server. Set before the tablet's group is created; the
+// functions run on the group's worker thread and must not block.
+class Tablet;
+struct TabletReplicaHooks {
+  // The uuid of the server with Raft peer id `id` ("" when unknown).
+  std::function<std::string(consensus::PeerId id)> uuid_of;
+  // The group's role, term or leader changed (for the next tablet report).
+  std::function<void()> consensus_changed;
+  // A write led by another replica was applied here: its request's final response,
+  // stored as a record at (store, seq), for the server's RequestTracker, so that a
+  // retry reaching this replica once it leads is answered, not applied again.
+  std::function<void(const Tablet& tablet, const rpc::RequestIdPB& id,
+                     const WriteResponsePB& resp)>
+      applied_request;
+};
+
+class Tablet : public consensus::StateMachine {
  public:
   // A running tablet from its stored metadata; `store`, `locks` and `metrics`
   // must outlive it. Fails when the stored schema or partition schema is invalid.
@@ -140,6 +172,30 @@ class Tablet {
   // Approximate bytes of this tablet's rows on disk and in memtables.
   int64_t OnDiskSize() const;
 
+  // --- Replication (tablet_replication.cc).
+  // The applied index and configuration stored with the rows (0 and none for a new
+  // replica), for the group's GroupOptions.
+  Status LoadAppliedState(uint64_t* index, std::optional<consensus::ConfigPB>* config);
+  void SetReplicaHooks(TabletReplicaHooks hooks);
+  // Makes the tablet a replica of `group`, created with this tablet as its state
+  // machine. Once only.
+  void AttachGroup(std::shared_ptr<consensus::RaftGroup> group);
+  std::shared_ptr<consensus::RaftGroup> group() const;
+  // The group's state (a group of none: a lone leader at term 0).
+  consensus::GroupInfo ConsensusInfo() const;
+  // Fills `error` with NOT_THE_LEADER (naming the leader when known) and returns false
+  // unless this replica leads and has applied every entry of earlier terms (so its
+  // existence checks see every committed write).
+  bool CheckLeader(TabletServerErrorPB* error) const;
+  // Waits until a read here sees every write committed before the call (the leader's
+  // lease, or a heartbeat round, then the apply): false with `error` set when this
+  // replica does not lead or `timeout` passes first.
+  bool WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* error) const;
+  // consensus::StateMachine.
+  void Apply(const consensus::EntryPB& entry) override;
+  void FlushRequested() override;
+  void LeadershipChanged() override;
+
   // The tablet's own counters; null when the tablet has no metrics (tests).
   const TabletMetrics* tablet_metrics() const { return tablet_metrics_.get(); }
 
@@ -161,12 +217,19 @@ class Tablet {
   Status ReadExistingRows(WriteScratch* w) REQUIRES_SHARED(ops_mu_);
   // Per-row errors go to `resp`; the rows written go into the write batch.
   void ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
-  // Puts `op`'s row (merged into the stored one when `merge_existing`) for `slot`.
+  // Adds `op`'s row (merged into the stored one when `merge_existing`) for `slot` to
+  // the write's row changes.
   Status PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot* slot, WriteScratch* w)
       REQUIRES_SHARED(ops_mu_);
-  // Adds the request's record (its final response) to the write batch.
-  void AddRequestRecord(const rpc::RequestIdPB& request_id, const WriteResponsePB& resp,
-                        WriteScratch* w);
+  // Hands the write's row changes and final response to the group and waits for the
+  // local apply; applies at once without a group. NotLeader-like failures: nothing
+  // was applied; ServiceUnavailable or TimedOut: the outcome is unknown.
+  Status Replicate(std::string command);
+  // Applies one replicated write (an encoded command) with its entry's index (0:
+  // none, a tablet without a group) and whether this replica led it.
+  Status ApplyWrite(Slice command, uint64_t index);
+  // Stores the applied index (and the configuration) with a batch.
+  void AddAppliedState(uint64_t index, StoreWriteBatch* batch);
   void CountWrittenRows(const WriteScratch& w) const;
   // OK when `pb` describes the tablet's columns (names, types, key, nullability).
   Status CheckClientSchema(const SchemaPB& pb) const;
@@ -187,6 +250,8 @@ class Tablet {
   Schema schema_;
   PartitionSchema partition_schema_;
   std::shared_ptr<const Projection> full_projection_;
+  // Set once, before state_ becomes kFailed (at creation, or by Apply on the worker
+  // thread); read only after state() returned kFailed.
   Status failure_;
 
   // An upper bound of the tablet's storage keys: no row is stored above it, so the
@@ -201,6 +266,18 @@ class Tablet {
 
   // Held shared by every write and get, exclusively by MarkDeleted().
   mutable RwMutex ops_mu_;
+
+  // --- Replication.
+  mutable Mutex group_mu_;
+  std::shared_ptr<consensus::RaftGroup> group_ GUARDED_BY(group_mu_);
+  TabletReplicaHooks hooks_;  // set before the group exists, then read only
+  // The term of the last entry applied: the leader takes writes once it equals the
+  // group's term (its own no-op applied, so is everything before it).
+  std::atomic<uint64_t> applied_term_{0};
+  // Worker thread only: the applied index and the configuration in effect there.
+  uint64_t applied_index_ = 0;
+  consensus::ConfigPB applied_config_;
+  bool has_applied_config_ = false;
   std::atomic<TabletState> state_{TabletState::kRunning};
 };
 

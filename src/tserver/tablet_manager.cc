@@ -8,6 +8,9 @@
 
 #include "common/monotime.h"
 #include "common/wire_protocol.h"
+#include "consensus/peer_id.h"
+#include "consensus/runtime.h"
+#include "rpc/sockaddr.h"
 #include "tserver/request_tracker.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet_store.h"
@@ -116,6 +119,112 @@ Status TabletManager::LoadRequestRecords(RequestTracker* tracker) {
   return Status::OK();
 }
 
+TabletReplicaHooks TabletManager::MakeHooks() {
+  TabletReplicaHooks h;
+  h.uuid_of = [this](consensus::PeerId id) { return UuidOfPeer(id); };
+  h.applied_request = [this](const Tablet& t, const rpc::RequestIdPB& id,
+                             const WriteResponsePB& resp) {
+    tracker_->RememberApplied(id, resp, RequestRecordLocation{t.store(), t.seq()});
+  };
+  return h;
+}
+
+Status TabletManager::StartGroup(const std::shared_ptr<Tablet>& tablet, bool campaign) {
+  const std::string& id = tablet->tablet_id();
+  TabletReplicaHooks hooks = MakeHooks();
+  hooks.consensus_changed = [this, id] {
+    {
+      MutexLock l(mu_);
+      if (tablets_.count(id)) RecordChangeLocked(id, false);
+    }
+    NotifyChange();
+  };
+  tablet->SetReplicaHooks(std::move(hooks));
+  consensus::GroupOptions o;
+  o.group_id = consensus::GroupIdFromTabletId(id);
+  o.state_machine = tablet.get();
+  for (const RaftPeerPB& p : tablet->metadata().peers()) {
+    o.voters.push_back(consensus::PeerIdFromUuid(p.permanent_uuid()));
+    AddPeer(p.permanent_uuid(), p.host(), p.port());
+  }
+  if (o.voters.empty()) o.voters.push_back(consensus::PeerIdFromUuid(uuid_));
+  Status s = tablet->LoadAppliedState(&o.applied, &o.applied_config);
+  Result<std::shared_ptr<consensus::RaftGroup>> group =
+      s.ok() ? runtime_->CreateGroup(o) : Result<std::shared_ptr<consensus::RaftGroup>>(s);
+  if (!group.ok()) {
+    LOG(ERROR) << "tablet " << id << ": its Raft group does not start: " << group.status().ToString();
+    return group.status().CloneAndPrepend("starting its Raft group");
+  }
+  tablet->AttachGroup(*group);
+  if (campaign) (*group)->Campaign();
+  return Status::OK();
+}
+
+Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
+                                       RequestTracker* tracker, const std::string& uuid) {
+  runtime_ = runtime;
+  tracker_ = tracker;
+  uuid_ = uuid;
+  int started = 0, failed = 0;
+  for (const auto& t : GetTablets()) {
+    if (t->state() != TabletState::kRunning) continue;
+    // A group of one elects itself at once; others wait for their election timeouts.
+    const bool alone = t->metadata().peers_size() <= 1;
+    Status s = StartGroup(t, alone);
+    if (s.ok()) {
+      started++;
+      continue;
+    }
+    failed++;
+    std::shared_ptr<Tablet> f =
+        Tablet::Failed(t->metadata(), s, t->store(), row_locks_.get(), metrics_);
+    MutexLock l(mu_);
+    tablets_[t->tablet_id()] = f;
+    RecordChangeLocked(t->tablet_id(), false);
+  }
+  LOG(INFO) << "started the Raft groups of " << started << " tablets (" << failed << " failed)";
+  return Status::OK();
+}
+
+void TabletManager::AddPeer(const std::string& uuid, const std::string& host, uint32_t port) {
+  const std::string addr = host + ":" + std::to_string(port);
+  const uint64_t id = consensus::PeerIdFromUuid(uuid);
+  {
+    MutexLock l(peers_mu_);
+    peer_uuids_[id] = uuid;
+    auto it = peer_addrs_.find(uuid);
+    if (it != peer_addrs_.end() && it->second == addr) return;
+    peer_addrs_[uuid] = addr;
+  }
+  if (uuid == uuid_) return;  // this server: the runtime needs no route to itself
+  Result<rpc::HostPort> hp = rpc::HostPort::Parse(addr, uint16_t(port));
+  Result<std::vector<rpc::Sockaddr>> resolved =
+      hp.ok() ? hp->Resolve() : Result<std::vector<rpc::Sockaddr>>(hp.status());
+  if (!resolved.ok() || resolved->empty()) {
+    LOG(WARNING) << "tablet server " << uuid << " at " << addr << " does not resolve: "
+                 << (resolved.ok() ? "no address" : resolved.status().ToString());
+    MutexLock l(peers_mu_);
+    peer_addrs_.erase(uuid);  // try again with the next heartbeat
+    return;
+  }
+  LOG(INFO) << "consensus peer " << uuid << " (Raft id " << id << ") at " << addr;
+  runtime_->AddPeer(id, resolved->front());
+}
+
+void TabletManager::UpdatePeers(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers) {
+  if (runtime_ == nullptr) return;
+  for (const master::TSInfoPB& ts : servers) {
+    if (ts.rpc_addresses_size() == 0) continue;
+    AddPeer(ts.permanent_uuid(), ts.rpc_addresses(0).host(), ts.rpc_addresses(0).port());
+  }
+}
+
+std::string TabletManager::UuidOfPeer(uint64_t id) const {
+  MutexLock l(peers_mu_);
+  auto it = peer_uuids_.find(id);
+  return it == peer_uuids_.end() ? std::string() : it->second;
+}
+
 void TabletManager::Shutdown() {
   {
     MutexLock l(mu_);
@@ -183,10 +292,22 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
   *meta.mutable_partition_schema() = req.partition_schema();
   *meta.mutable_partition() = req.partition();
   meta.set_state(TABLET_DATA_READY);
+  *meta.mutable_peers() = req.peers();
   TabletStore* store = stores_[next_store_++ % stores_.size()].get();
   RETURN_NOT_OK(store->CreateTabletMetadata(&meta));
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> tablet,
                    Tablet::Open(std::move(meta), store, row_locks_.get(), metrics_));
+  if (runtime_ != nullptr) {
+    // Before the tablet is visible: no write may reach it without its group. The
+    // first peer the master listed campaigns at once (the master spreads the first
+    // places, so the leaders start spread); the others wait for it.
+    const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
+    Status s = StartGroup(tablet, first);
+    if (!s.ok()) {
+      WARN_NOT_OK(store->DropTablet(tablet->seq(), req.tablet_id()), "dropping tablet " + req.tablet_id());
+      return s.CloneAndPrepend("tablet " + req.tablet_id());
+    }
+  }
   {
     MutexLock l(mu_);
     tablets_[req.tablet_id()] = tablet;
@@ -202,6 +323,11 @@ Status TabletManager::DeleteTablet(const std::string& tablet_id) {
   MutexLock admin(admin_mu_);
   std::shared_ptr<Tablet> tablet = Lookup(tablet_id);
   if (!tablet) return Status::NotFound("no tablet " + tablet_id);
+  if (runtime_ != nullptr && tablet->group()) {
+    // Writes waiting for the group get Aborted; nothing is applied from here on.
+    WARN_NOT_OK(runtime_->RemoveGroup(tablet->group()->id()),
+                "removing the Raft group of tablet " + tablet_id);
+  }
   tablet->MarkDeleted();  // waits for running writes and gets
   TabletMetadataPB tombstone = tablet->metadata();
   tombstone.set_state(TABLET_DATA_DELETED);
@@ -252,13 +378,42 @@ void FillReported(const Tablet& t, master::ReportedTabletPB* pb) {
   pb->set_schema_version(t.metadata().schema().version());
   if (t.state() == TabletState::kFailed) StatusToPB(t.failure(), pb->mutable_error());
 }
+
+master::ReplicaRolePB RoleOf(const consensus::GroupInfo& info, consensus::PeerId self) {
+  if (info.role == consensus::RaftRole::kLeader) return master::LEADER;
+  for (uint64_t l : info.config.learners()) {
+    if (l == self) return master::LEARNER;
+  }
+  return master::FOLLOWER;
+}
+}  // namespace
+
+void TabletManager::FillConsensus(const Tablet& t, master::ReportedTabletPB* pb) const {
+  if (t.state() != TabletState::kRunning || !t.group()) return;
+  const consensus::GroupInfo info = t.ConsensusInfo();
+  master::ConsensusStatePB* c = pb->mutable_consensus();
+  c->set_role(RoleOf(info, consensus::PeerIdFromUuid(uuid_)));
+  c->set_term(info.term);
+  if (info.leader != consensus::kNoPeer) c->set_leader_uuid(UuidOfPeer(info.leader));
+  c->set_committed_index(info.commit_index);
+  c->set_applied_index(info.applied_index);
+  c->set_last_index(info.last_index);
+  for (uint64_t v : info.config.voters()) c->add_voter_uuids(UuidOfPeer(v));
+  for (uint64_t l : info.config.learners()) c->add_learner_uuids(UuidOfPeer(l));
+}
+
+namespace {
 }  // namespace
 
 int64_t TabletManager::BuildReport(bool full, int64_t since, master::TabletReportPB* report) const {
   MutexLock l(mu_);
   report->set_is_incremental(!full);
   if (full) {
-    for (const auto& [id, t] : tablets_) FillReported(*t, report->add_updated_tablets());
+    for (const auto& [id, t] : tablets_) {
+      auto* pb = report->add_updated_tablets();
+      FillReported(*t, pb);
+      FillConsensus(*t, pb);
+    }
     return last_change_;
   }
   for (const auto& [id, change] : changes_) {
@@ -268,7 +423,11 @@ int64_t TabletManager::BuildReport(bool full, int64_t since, master::TabletRepor
       continue;
     }
     auto it = tablets_.find(id);
-    if (it != tablets_.end()) FillReported(*it->second, report->add_updated_tablets());
+    if (it != tablets_.end()) {
+      auto* pb = report->add_updated_tablets();
+      FillReported(*it->second, pb);
+      FillConsensus(*it->second, pb);
+    }
   }
   return last_change_;
 }

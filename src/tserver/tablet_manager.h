@@ -32,6 +32,10 @@
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver_admin.pb.h"
 
+namespace nyala::consensus {
+class ConsensusRuntime;
+}
+
 namespace nyala::tserver {
 
 class RequestTracker;
@@ -51,6 +55,19 @@ class TabletManager {
   // request), and deletes those not worth keeping (expired, superseded, or of no
   // tablet). Corruption when a record does not decode.
   Status LoadRequestRecords(RequestTracker* tracker);
+  // Makes every tablet a replica of its Raft group on `runtime` (this server being
+  // `uuid`), replaying what the log holds past each tablet's applied index; tablets
+  // created later join at creation. Applied writes that other replicas led go to
+  // `tracker`. Call once, after LoadRequestRecords. A tablet whose group cannot start
+  // is FAILED (reported to the master), the others run.
+  Status StartReplication(consensus::ConsensusRuntime* runtime, RequestTracker* tracker,
+                          const std::string& uuid);
+  // Where the other tablet servers listen (from the master's heartbeat responses):
+  // the consensus transport's peers.
+  void UpdatePeers(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers);
+  // The uuid of the server with Raft peer id `id`, or "".
+  std::string UuidOfPeer(uint64_t id) const;
+
   // Flushes and closes the stores. Call after everything using tablets stopped.
   void Shutdown();
 
@@ -85,6 +102,14 @@ class TabletManager {
 
  private:
   void NotifyChange();
+  // Starts `tablet`'s Raft group (campaigning at once when `campaign`). On failure
+  // the tablet is replaced by a FAILED one.
+  Status StartGroup(const std::shared_ptr<Tablet>& tablet, bool campaign) EXCLUDES(mu_);
+  void AddPeer(const std::string& uuid, const std::string& host, uint32_t port)
+      EXCLUDES(peers_mu_);
+  TabletReplicaHooks MakeHooks();
+  // The replica's Raft state, for a report. Takes peers_mu_ (mu_ may be held).
+  void FillConsensus(const Tablet& t, master::ReportedTabletPB* pb) const;
   // Records a change of `id` (live, or deleted) and returns its number.
   int64_t RecordChangeLocked(const std::string& id, bool deleted) REQUIRES(mu_);
   Status OpenStore(const std::string& dir);
@@ -115,6 +140,14 @@ class TabletManager {
   std::map<std::string, Change> changes_ GUARDED_BY(mu_);
   int64_t last_change_ GUARDED_BY(mu_) = 0;
   std::function<void()> change_cb_ GUARDED_BY(mu_);
+
+  // Set by StartReplication, then read only.
+  consensus::ConsensusRuntime* runtime_ = nullptr;
+  RequestTracker* tracker_ = nullptr;
+  std::string uuid_;
+  mutable Mutex peers_mu_;
+  std::unordered_map<uint64_t, std::string> peer_uuids_ GUARDED_BY(peers_mu_);
+  std::unordered_map<std::string, std::string> peer_addrs_ GUARDED_BY(peers_mu_);  // uuid -> host:port
 };
 
 // The report state of a tablet for the master.

@@ -3,6 +3,8 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "consensus/peer_id.h"
+#include "consensus/runtime.h"
 #include "tserver/heartbeater.h"
 #include "tserver/request_tracker.h"
 #include "tserver/scanners.h"
@@ -13,6 +15,11 @@
 DEFINE_string(tserver_master_addrs, "127.0.0.1:7051",
               "Comma-separated host:port addresses of the masters this tablet server "
               "heartbeats to (a missing port is 7051).");
+
+DEFINE_string(fs_wal_dir, "",
+              "Directory of the tablet server's consensus log, shared by every tablet "
+              "replica on the server (default: <first --fs_data_dirs>/wal). Put it on a "
+              "fast disk: every write waits for its fdatasync (see --log_fsync).");
 
 namespace nyala::tserver {
 
@@ -38,6 +45,15 @@ Status TabletServer::Init() {
   RETURN_NOT_OK(tablets_->Open());
   tracker_ = std::make_unique<RequestTracker>();
   RETURN_NOT_OK(tablets_->LoadRequestRecords(tracker_.get()));
+  consensus::RuntimeOptions ro;
+  ro.server_id = consensus::PeerIdFromUuid(uuid());
+  ro.messenger = messenger();
+  ro.log = consensus::LogOptions::FromFlags(
+      FLAGS_fs_wal_dir.empty() ? fs()->data_dirs().front() + "/wal" : FLAGS_fs_wal_dir);
+  consensus::RecoveryReport report;
+  ASSIGN_OR_RETURN(consensus_, consensus::ConsensusRuntime::Start(ro, &report));
+  LOG(INFO) << "consensus log " << ro.log.dir << ": " << report.ToString();
+  RETURN_NOT_OK(tablets_->StartReplication(consensus_.get(), tracker_.get(), uuid()));
   scanners_ = std::make_unique<ScannerManager>(tmetrics_.get());
   TabletServiceDeps deps;
   deps.tablets = tablets_.get();
@@ -90,6 +106,9 @@ void TabletServer::Shutdown() {
   shut_down_ = true;
   if (tablets_) tablets_->set_change_callback(nullptr);
   if (heartbeater_) heartbeater_->Stop();
+  // Writes waiting for their groups get an unknown outcome (the client retries with
+  // the same request id); the services then drain.
+  if (consensus_) consensus_->Shutdown();
   metrics()->RemoveFunctionGauges(this);
   ServerBase::Shutdown();  // web UI, then the messenger: stops accepting, drains calls
   if (scanners_) scanners_->Shutdown();

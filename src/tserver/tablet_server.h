@@ -4,8 +4,10 @@
 // services, the heartbeater and the /tablets and /scans pages.
 //
 // Life cycle: Init() (dirs, stores, the write-retry tracker restored from the
-// stores' request records, services), Start() (listen, web UI,
-// heartbeats), Shutdown() (stop heartbeating, stop accepting and drain calls, drop
+// stores' request records, the consensus runtime over the shared log in
+// --fs_wal_dir with every tablet's Raft group, services), Start() (listen, web UI,
+// heartbeats), Shutdown() (stop heartbeating, stop the consensus runtime (writes
+// waiting for it fail with an unknown outcome), stop accepting and drain calls, drop
 // scanners, flush and close RocksDB). Shutdown is idempotent and also run by the
 // destructor.
 //
@@ -17,6 +19,10 @@
 
 #include "rpc/sockaddr.h"
 #include "server/server_base.h"
+
+namespace nyala::consensus {
+class ConsensusRuntime;
+}
 
 namespace nyala::tserver {
 
@@ -48,6 +54,7 @@ class TabletServer : public server::ServerBase {
   ScannerManager* scanner_manager() const { return scanners_.get(); }
   RequestTracker* request_tracker() const { return tracker_.get(); }
   Heartbeater* heartbeater() const { return heartbeater_.get(); }
+  consensus::ConsensusRuntime* consensus() const { return consensus_.get(); }
 
  protected:
   void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) override;
@@ -61,6 +68,7 @@ class TabletServer : public server::ServerBase {
   std::unique_ptr<ScannerManager> scanners_;
   std::unique_ptr<RequestTracker> tracker_;
   std::unique_ptr<Heartbeater> heartbeater_;
+  std::unique_ptr<consensus::ConsensusRuntime> consensus_;
   bool shut_down_ = false;
 };
 

@@ -64,6 +64,7 @@ constexpr char kRequestsCfName[] = "requests";
 constexpr char kRowsCfPrefix[] = "rows-";  // + the tablet seq in decimal
 constexpr char kTabletMetaPrefix[] = "tablet/";
 constexpr char kNextSeqKey[] = "next_tablet_seq";
+std::string AppliedStateKey(uint64_t seq) { return "applied/" + TabletPrefix(seq); }
 
 // The one place a rocksdb::Status becomes a nyala Status.
 Status FromRocks(const rocksdb::Status& s, const char* context = nullptr) {
@@ -561,6 +562,7 @@ Status TabletStore::DropTablet(uint64_t seq, const std::string& tablet_id) {
   const std::string begin = TabletPrefix(seq), end = TabletPrefix(seq + 1);
   rocksdb::WriteBatch batch;
   RETURN_NOT_OK(FromRocks(batch.DeleteRange(requests_cf_, begin, end)));
+  RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, AppliedStateKey(seq))));
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping request records"));
   if (std::shared_ptr<TabletRows> rows = Rows(seq)) {
     // The files go once the last holder of `rows` (the tablet, an open scan) lets go.
@@ -578,6 +580,21 @@ Status TabletStore::Write(StoreWriteBatch* batch) {
   wo.sync = FLAGS_fsync_writes;
   return FromRocks(db_->Write(wo, batch->rep_.get()), "write");
 }
+
+void TabletStore::PutAppliedState(StoreWriteBatch* batch, uint64_t seq, Slice value) {
+  rocksdb::Status s = batch->rep_->Put(meta_cf_, AppliedStateKey(seq), ToRocks(value));
+  DCHECK(s.ok()) << s.ToString();
+}
+
+Result<std::string> TabletStore::GetAppliedState(uint64_t seq) {
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, AppliedStateKey(seq), &v);
+  if (s.IsNotFound()) return std::string();
+  RETURN_NOT_OK(FromRocks(s, "reading a tablet's applied index"));
+  return v;
+}
+
+Status TabletStore::SyncWal() { return FromRocks(db_->SyncWAL(), "syncing the WAL"); }
 
 void TabletStore::PutRequestRecord(StoreWriteBatch* batch, Slice key, Slice value) {
   rocksdb::Status s = batch->rep_->Put(requests_cf_, ToRocks(key), ToRocks(value));

@@ -252,6 +252,16 @@ class TabletStore {
   // (clean shutdown).
   Status Flush();
 
+  // --- A replicated tablet's applied state (meta family, key "applied/" + 8-byte BE
+  // seq): the index of the last Raft entry applied to its rows and the configuration
+  // in effect there (TabletAppliedStatePB). Written in the apply's own batch, so rows,
+  // request records and applied index are consistent after any crash.
+  void PutAppliedState(StoreWriteBatch* batch, uint64_t seq, Slice value);
+  // The stored value, or "" when the tablet never applied an entry.
+  Result<std::string> GetAppliedState(uint64_t seq);
+  // Syncs the RocksDB WAL: every write done before the call is durable after it.
+  Status SyncWal();
+
   // --- Write-request records (requests column family; see RequestTracker).
   // Adds the record `key` -> `value` to `batch`, to be applied with its rows.
   void PutRequestRecord(StoreWriteBatch* batch, Slice key, Slice value);

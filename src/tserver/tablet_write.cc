@@ -12,6 +12,7 @@
 #include "common/wire_protocol.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet.h"
+#include "tserver/tablet_replication.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
 
@@ -73,11 +74,12 @@ struct WriteScratch {
   std::vector<Slice> read_keys;
   std::vector<uint32_t> read_slots;
   std::string value;
-  std::string record_key;  // the request's record, when it has a request id
-  std::string record_value;
+  // The write's row changes as replicas apply them (EncodeRowChange), then the whole
+  // command (tablet_replication.cc).
+  std::string changes;
+  uint32_t num_changes = 0;
   Arena arena;  // values of duplicated keys, which later operations may read
   RowLockSet locks;
-  StoreWriteBatch batch;
   StoreMultiGet reads;
   // A stored row being merged with an update: made on the write's first merge, with
   // that tablet's schema, and dropped with the write (Reset).
@@ -99,13 +101,22 @@ struct WriteScratch {
     read_keys.clear();
     read_slots.clear();
     arena.Reset();
-    batch.Clear();
+    changes.clear();
+    num_changes = 0;
     merge.reset();
     counts = Counts();
   }
 };
 
 namespace {
+// A put (value) or delete (null) of `storage_key`, without its tablet prefix: each
+// replica stores under its own seq.
+void AppendRowChange(Slice storage_key, const Slice* value, WriteScratch* w) {
+  storage_key.remove_prefix(kTabletPrefixSize);
+  EncodeRowChange(storage_key, value, &w->changes);
+  w->num_changes++;
+}
+
 WriteScratch* ThreadScratch() {
   thread_local WriteScratch scratch;
   return &scratch;
@@ -122,6 +133,7 @@ void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
     SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
     return;
   }
+  if (!CheckLeader(resp->mutable_error())) return;
   WriteLocked(req, request_id, resp);
 }
 
@@ -141,7 +153,20 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   if (!s.ok()) {
     resp->clear_per_row_errors();
     resp->clear_rows_applied();
-    SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
+    if (s.IsIllegalState() || s.IsAborted()) {
+      // Not applied: the leader changed before the write could commit here.
+      CheckLeader(resp->mutable_error());
+      if (!resp->has_error()) {
+        SetError(TabletServerErrorPB::NOT_THE_LEADER, s, resp->mutable_error());
+      }
+      resp->mutable_error()->mutable_status()->set_message(s.ToString());
+    } else if (s.IsServiceUnavailable()) {
+      // The group stopped first: the write may still commit; a retry with the same
+      // request id finds it applied, or applies it.
+      SetError(TabletServerErrorPB::TABLET_NOT_RUNNING, s, resp->mutable_error());
+    } else {
+      SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
+    }
     LOG(WARNING) << "tablet " << tablet_id() << ": write failed: " << s.ToString();
     return;
   }
@@ -204,20 +229,12 @@ Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* requ
   RowLockGuard held(&w->locks, locks_);
   RETURN_NOT_OK(ReadExistingRows(w));
   ApplyInBlockOrder(w, resp);
-  // The response is final: store it with the rows when the request has an id
-  // (deletions of forgotten records first, in case one has the same key).
+  // The response is final: it travels with the rows, to be stored as the request's
+  // record when the request has an id.
   resp->set_rows_applied(w->counts.applied());
-  store_->TakeRequestRecordDeletes(&w->batch);
-  if (request_id) AddRequestRecord(*request_id, *resp, w);
-  // Commit and raise the key bound before the locks go. (Raising it even when the
-  // write failed only costs later writes a read.)
-  Status s = w->batch.Count() > 0 ? store_->Write(&w->batch) : Status::OK();
-  if (!w->slots.empty()) {
-    const Slice largest = w->slots.back().key;
-    MutexLock l(key_bound_mu_);
-    if (Slice(key_bound_).compare(largest) < 0) key_bound_.assign(largest.cdata(), largest.size());
-  }
-  return s;
+  if (w->num_changes == 0 && request_id == nullptr) return Status::OK();
+  // Replicated and applied (rows, record, key bound) before the locks go.
+  return Replicate(EncodeWriteCommand(w->num_changes, w->changes, request_id, *resp));
 }
 
 Status Tablet::ReadExistingRows(WriteScratch* w) {
@@ -296,7 +313,7 @@ void Tablet::ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) {
         continue;
     }
     if (IsDeleteLike(op.type)) {
-      w->batch.Delete(*rows_, slot.key);
+      AppendRowChange(slot.key, nullptr, w);
       slot.exists = false;
       c.deleted++;
       continue;
@@ -330,21 +347,11 @@ Status Tablet::PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot*
   } else {
     RETURN_NOT_OK(EncodeRowValue(op.row, &w->value));
   }
-  w->batch.Put(*rows_, slot->key, Slice(w->value));
+  const Slice value(w->value);
+  AppendRowChange(slot->key, &value, w);
   if (slot->duplicated) slot->value = w->arena.Copy(Slice(w->value));
   slot->exists = true;
   return Status::OK();
-}
-
-void Tablet::AddRequestRecord(const rpc::RequestIdPB& request_id, const WriteResponsePB& resp,
-                              WriteScratch* w) {
-  w->record_key.clear();
-  AppendRequestRecordKey(seq(), request_id.client_id(), request_id.seq_no(), &w->record_key);
-  w->record_value.clear();
-  AppendRequestRecordHeader(GetWallTimeMicros(), request_id.first_incomplete_seq_no(),
-                            &w->record_value);
-  resp.AppendToString(&w->record_value);
-  store_->PutRequestRecord(&w->batch, w->record_key, w->record_value);
 }
 
 void Tablet::CountWrittenRows(const WriteScratch& w) const {

@@ -1,0 +1,299 @@
+// Tablet as a replica of its Raft group (tablet.h), and the write command's codec
+// (tablet_replication.h).
+#include "tserver/tablet_replication.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+
+#include "common/coding.h"
+#include "common/monotime.h"
+#include "consensus/raft.pb.h"
+#include "tserver/tablet.h"
+#include "tserver/tablet_store.h"
+
+namespace nyala::tserver {
+
+namespace {
+constexpr uint64_t kCommandVersion = 1;
+constexpr uint8_t kPut = 0, kDelete = 1;
+
+// A callback's outcome, waited for by the thread that made the call.
+struct Waiter {
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  Status status GUARDED_BY(mu);
+
+  void Set(const Status& s) {
+    MutexLock l(mu);
+    status = s;
+    done = true;
+    cv.notify_all();
+  }
+};
+}  // namespace
+
+void EncodeRowChange(Slice key, const Slice* value, std::string* dst) {
+  dst->push_back(char(value ? kPut : kDelete));
+  PutLengthPrefixed(dst, key);
+  if (value) PutLengthPrefixed(dst, *value);
+}
+
+std::string EncodeWriteCommand(uint32_t num_changes, const std::string& changes,
+                               const rpc::RequestIdPB* request_id, const WriteResponsePB& resp) {
+  std::string out;
+  out.reserve(changes.size() + 16);
+  PutVarint64(&out, kCommandVersion);
+  PutVarint64(&out, num_changes);
+  out.append(changes);
+  out.push_back(request_id ? 1 : 0);
+  if (request_id) {
+    PutLengthPrefixed(&out, request_id->SerializeAsString());
+    PutLengthPrefixed(&out, resp.SerializeAsString());
+  }
+  return out;
+}
+
+Status DecodeWriteCommand(Slice in, DecodedWriteCommand* out) {
+  auto bad = [](const char* what) {
+    return Status::Corruption("replicated write command", what);
+  };
+  uint64_t version = 0, n = 0;
+  if (!GetVarint64(&in, &version)) return bad("truncated version");
+  if (version != kCommandVersion) return bad("unknown format version");
+  if (!GetVarint64(&in, &n) || n > in.size()) return bad("bad number of row changes");
+  out->changes.clear();
+  out->changes.reserve(n);
+  for (uint64_t i = 0; i < n; i++) {
+    if (in.size() < 1) return bad("truncated row change");
+    const uint8_t kind = in.data()[0];
+    in.remove_prefix(1);
+    DecodedWriteCommand::Change c;
+    if (kind != kPut && kind != kDelete) return bad("unknown row change kind");
+    c.is_delete = kind == kDelete;
+    if (!GetLengthPrefixed(&in, &c.key)) return bad("truncated key");
+    if (!c.is_delete && !GetLengthPrefixed(&in, &c.value)) return bad("truncated value");
+    out->changes.push_back(c);
+  }
+  if (in.size() < 1) return bad("truncated request flag");
+  out->has_request = in.data()[0] == 1;
+  in.remove_prefix(1);
+  if (out->has_request) {
+    Slice id, resp;
+    if (!GetLengthPrefixed(&in, &id) || !GetLengthPrefixed(&in, &resp)) {
+      return bad("truncated request record");
+    }
+    if (!out->request_id.ParseFromArray(id.data(), int(id.size())) ||
+        !out->response.ParseFromArray(resp.data(), int(resp.size()))) {
+      return bad("unparseable request record");
+    }
+  }
+  if (in.size() != 0) return bad("trailing bytes");
+  return Status::OK();
+}
+
+// --- Tablet ------------------------------------------------------------------------
+
+Status Tablet::LoadAppliedState(uint64_t* index, std::optional<consensus::ConfigPB>* config) {
+  ASSIGN_OR_RETURN(std::string v, store_->GetAppliedState(seq()));
+  *index = 0;
+  config->reset();
+  if (v.empty()) return Status::OK();
+  if (v.size() < 8) return Status::Corruption("tablet " + tablet_id(), "short applied state");
+  *index = DecodeFixed64BE(reinterpret_cast<const uint8_t*>(v.data()));
+  if (v.size() > 8) {
+    consensus::ConfigPB c;
+    if (!c.ParseFromArray(v.data() + 8, int(v.size() - 8))) {
+      return Status::Corruption("tablet " + tablet_id(), "unparseable applied configuration");
+    }
+    applied_config_ = c;
+    has_applied_config_ = true;
+    *config = std::move(c);
+  }
+  applied_index_ = *index;
+  return Status::OK();
+}
+
+void Tablet::SetReplicaHooks(TabletReplicaHooks hooks) { hooks_ = std::move(hooks); }
+
+void Tablet::AttachGroup(std::shared_ptr<consensus::RaftGroup> group) {
+  MutexLock l(group_mu_);
+  DCHECK(!group_);
+  group_ = std::move(group);
+}
+
+std::shared_ptr<consensus::RaftGroup> Tablet::group() const {
+  MutexLock l(group_mu_);
+  return group_;
+}
+
+consensus::GroupInfo Tablet::ConsensusInfo() const {
+  if (auto g = group()) return g->info();
+  consensus::GroupInfo info;
+  info.role = consensus::RaftRole::kLeader;
+  return info;
+}
+
+bool Tablet::CheckLeader(TabletServerErrorPB* error) const {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return true;
+  const uint64_t term = g->leader_term();
+  if (term != 0 && applied_term_.load(std::memory_order_acquire) == term) return true;
+  const consensus::GroupInfo info = g->info();
+  std::string leader;
+  if (info.leader != consensus::kNoPeer && hooks_.uuid_of) leader = hooks_.uuid_of(info.leader);
+  Status s;
+  if (info.role == consensus::RaftRole::kLeader) {
+    s = Status::IllegalState("tablet " + tablet_id() + ": this replica was elected leader in term " +
+                                 std::to_string(info.term) +
+                                 " and has not yet applied the entries of earlier terms",
+                             "retry shortly");
+  } else {
+    s = Status::IllegalState(
+        "tablet " + tablet_id() + ": this replica is not the leader",
+        leader.empty() ? "no leader is known (an election may be running)" : "the leader is " + leader);
+  }
+  SetError(TabletServerErrorPB::NOT_THE_LEADER, s, error);
+  error->set_leader_uuid(leader);
+  return false;
+}
+
+bool Tablet::WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* error) const {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return true;
+  if (!CheckLeader(error)) return false;
+  auto w = std::make_shared<Waiter>();
+  g->Read([w](const Status& s) { w->Set(s); });
+  Status s;
+  {
+    UniqueLock l(w->mu);
+    const bool done = w->cv.wait_for(l, std::chrono::microseconds(timeout.ToMicroseconds()),
+                                     [&]() NO_THREAD_SAFETY_ANALYSIS { return w->done; });
+    s = done ? w->status
+             : Status::TimedOut("tablet " + tablet_id() + ": the leader could not confirm its " +
+                                "leadership in time for a linearizable read");
+  }
+  if (s.ok()) return true;
+  if (s.IsIllegalState()) {
+    if (CheckLeader(error)) SetError(TabletServerErrorPB::NOT_THE_LEADER, s, error);
+  } else {
+    SetError(TabletServerErrorPB::TABLET_NOT_RUNNING, s, error);
+  }
+  return false;
+}
+
+Status Tablet::Replicate(std::string command) {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return ApplyWrite(command, 0);
+  // No timeout: the outcome must be known before the request's tracker entry is
+  // finished (a write abandoned here could still commit and be applied, and a retry
+  // run again). The group answers once the entry is applied, replaced, or the group
+  // stops.
+  auto w = std::make_shared<Waiter>();
+  g->Propose(std::move(command), [w](const Status& s, uint64_t) { w->Set(s); });
+  UniqueLock l(w->mu);
+  w->cv.wait(l, [&]() NO_THREAD_SAFETY_ANALYSIS { return w->done; });
+  if (w->status.ok() && state() == TabletState::kFailed) return failure_;
+  return w->status;
+}
+
+void Tablet::AddAppliedState(uint64_t index, StoreWriteBatch* batch) {
+  std::string v;
+  PutFixed64BE(&v, index);
+  if (has_applied_config_) applied_config_.AppendToString(&v);
+  store_->PutAppliedState(batch, seq(), v);
+}
+
+Status Tablet::ApplyWrite(Slice command, uint64_t index) {
+  DecodedWriteCommand cmd;
+  RETURN_NOT_OK(DecodeWriteCommand(command, &cmd));
+  thread_local StoreWriteBatch batch;
+  batch.Clear();
+  std::string key, largest;
+  for (const DecodedWriteCommand::Change& c : cmd.changes) {
+    key = TabletPrefix(seq());
+    key.append(c.key.cdata(), c.key.size());
+    if (c.is_delete) {
+      batch.Delete(*rows_, key);
+    } else {
+      batch.Put(*rows_, key, c.value);
+    }
+    if (Slice(largest).compare(Slice(key)) < 0) largest = key;
+  }
+  // Deletions of forgotten records first, in case one has the same key.
+  store_->TakeRequestRecordDeletes(&batch);
+  if (cmd.has_request) {
+    std::string record_key, record_value;
+    AppendRequestRecordKey(seq(), cmd.request_id.client_id(), cmd.request_id.seq_no(), &record_key);
+    AppendRequestRecordHeader(GetWallTimeMicros(), cmd.request_id.first_incomplete_seq_no(),
+                              &record_value);
+    cmd.response.AppendToString(&record_value);
+    store_->PutRequestRecord(&batch, record_key, record_value);
+  }
+  if (index > 0) AddAppliedState(index, &batch);
+  RETURN_NOT_OK(store_->Write(&batch));
+  if (!largest.empty()) {
+    MutexLock l(key_bound_mu_);
+    if (Slice(key_bound_).compare(Slice(largest)) < 0) key_bound_ = largest;
+  }
+  if (cmd.has_request && index > 0 && hooks_.applied_request) {
+    hooks_.applied_request(*this, cmd.request_id, cmd.response);
+  }
+  return Status::OK();
+}
+
+void Tablet::Apply(const consensus::EntryPB& e) {
+  if (state() == TabletState::kRunning) {
+    Status s;
+    switch (e.type()) {
+      case consensus::ENTRY_NORMAL:
+        s = ApplyWrite(e.data(), e.index());
+        break;
+      case consensus::ENTRY_CONFIG: {
+        consensus::ConfigPB c;
+        if (!c.ParseFromString(e.data())) {
+          s = Status::Corruption("unparseable configuration entry " + std::to_string(e.index()));
+          break;
+        }
+        applied_config_ = std::move(c);
+        has_applied_config_ = true;
+        StoreWriteBatch batch;
+        AddAppliedState(e.index(), &batch);
+        s = store_->Write(&batch);
+        break;
+      }
+      case consensus::ENTRY_NOOP:
+      default:
+        break;  // the applied index advances; stored with the next write
+    }
+    if (!s.ok()) {
+      // The rows would fall out of step with the other replicas: stop serving.
+      LOG(ERROR) << "tablet " << tablet_id() << ": applying entry " << e.index()
+                 << " failed; the tablet stops: " << s.ToString();
+      failure_ = s.CloneAndPrepend("applying entry " + std::to_string(e.index()));
+      state_.store(TabletState::kFailed, std::memory_order_release);
+      if (hooks_.consensus_changed) hooks_.consensus_changed();
+    }
+  }
+  applied_index_ = e.index();
+  applied_term_.store(e.term(), std::memory_order_release);
+}
+
+void Tablet::FlushRequested() {
+  if (state() != TabletState::kRunning) return;
+  const uint64_t index = applied_index_;
+  // Every write applied so far is in the WAL: syncing it makes them durable.
+  Status s = store_->SyncWal();
+  if (!s.ok()) {
+    LOG(WARNING) << "tablet " << tablet_id() << ": " << s.ToString();
+    return;
+  }
+  if (auto g = group()) g->ReportDurable(index);
+}
+
+void Tablet::LeadershipChanged() {
+  if (hooks_.consensus_changed) hooks_.consensus_changed();
+}
+
+}  // namespace nyala::tserver
