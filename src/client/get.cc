@@ -36,6 +36,7 @@ class GetCall {
  private:
   struct Group {
     TabletPtr tablet;
+    std::shared_ptr<RemoteTabletServer> server;  // the replica asked
     std::vector<int> key_indexes;
     tserver::GetRequestPB req;
     tserver::GetResponsePB resp;
@@ -155,8 +156,8 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
     call->rpc.set_timeout(std::min(data->rpc_timeout(), deadline - MonoTime::Now()));
     (void)(*proxy)->Get(call->req, &call->resp, &call->rpc);  // verdict below
     data->get_coalescer()->Count(int64_t(batch.size()));
-    TabletRpcVerdict v =
-        ClassifyTabletRpc(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr);
+    TabletRpcVerdict v = ClassifyReplicaRpc(*tablet, server.get(), call->rpc,
+                                            call->resp.has_error() ? &call->resp.error() : nullptr);
     const tserver::GetResponsePB& resp = call->resp;
     if (v.action == TabletRpcAction::kRelookup) {
       data->meta_cache()->InvalidateTablet(table_id, tablet->tablet_id);
@@ -263,9 +264,9 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
     const bool sync = groups.size() == 1;
     CountDownLatch latch(int(groups.size()));
     for (auto& [id, g] : groups) {
-      auto server = g->tablet->leader();
+      g->server = g->tablet->leader();
       Result<std::shared_ptr<tserver::TabletServerServiceProxy>> proxy =
-          server ? server->GetProxy(data->messenger())
+          g->server ? g->server->GetProxy(data->messenger())
                  : Result<std::shared_ptr<tserver::TabletServerServiceProxy>>(
                        Status::NotFound("no replica"));
       if (!proxy.ok()) {
@@ -289,8 +290,8 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
         pending.insert(pending.end(), g->key_indexes.begin(), g->key_indexes.end());
         continue;
       }
-      TabletRpcVerdict v =
-          ClassifyTabletRpc(g->rpc, g->resp.has_error() ? &g->resp.error() : nullptr);
+      TabletRpcVerdict v = ClassifyReplicaRpc(*g->tablet, g->server.get(), g->rpc,
+                                              g->resp.has_error() ? &g->resp.error() : nullptr);
       if (v.action == TabletRpcAction::kFail) {
         return v.status.CloneAndPrepend("Get from tablet " + id);
       }

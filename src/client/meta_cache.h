@@ -69,13 +69,36 @@ class RemoteTabletServer {
 struct RemoteTablet {
   std::string tablet_id;
   Partition partition;
-  // Leader first when one is known.
+  // As the master listed them: its leader first when one is known.
   std::vector<std::shared_ptr<RemoteTabletServer>> replicas;
 
-  // The replica to send writes and reads to; nullptr when there is none.
+  // The replica believed to lead, to send writes and reads to; nullptr when there is
+  // none. Starts at the master's leader and moves as replicas answer (below), for
+  // every call that shares this tablet.
   std::shared_ptr<RemoteTabletServer> leader() const {
-    return replicas.empty() ? nullptr : replicas.front();
+    return replicas.empty() ? nullptr : replicas[leader_hint.load(std::memory_order_relaxed) %
+                                                 replicas.size()];
   }
+  // A replica named the leader: false if it is not among `replicas` (look it up again).
+  bool MarkLeader(const std::string& uuid) const {
+    for (size_t i = 0; i < replicas.size(); i++) {
+      if (replicas[i]->uuid() == uuid) {
+        leader_hint.store(i, std::memory_order_relaxed);
+        return true;
+      }
+    }
+    return false;
+  }
+  // `server` does not lead (or does not answer): the next replica is tried, unless
+  // another call moved the hint already.
+  void MarkFollower(const RemoteTabletServer* server) const {
+    size_t cur = leader_hint.load(std::memory_order_relaxed);
+    if (!replicas.empty() && replicas[cur % replicas.size()].get() == server) {
+      leader_hint.compare_exchange_strong(cur, (cur + 1) % replicas.size());
+    }
+  }
+
+  mutable std::atomic<size_t> leader_hint{0};
 };
 using TabletPtr = std::shared_ptr<const RemoteTablet>;
 

@@ -130,7 +130,10 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
       st = std::make_shared<ScanCallState>();
       st->rpc.set_timeout(std::min(timeout_, deadline - MonoTime::Now()));
       (void)proxy->Scan(req, &st->resp, &st->rpc);
-      v = internal::ClassifyTabletRpc(st->rpc, st->resp.has_error() ? &st->resp.error() : nullptr);
+      // A scan continues on its scanner's server; a new one goes to the leader.
+      const tserver::TabletServerErrorPB* err = st->resp.has_error() ? &st->resp.error() : nullptr;
+      v = new_scan ? internal::ClassifyReplicaRpc(*current_, current_server_.get(), st->rpc, err)
+                   : internal::ClassifyTabletRpc(st->rpc, err);
     }
     if (v.action == TabletRpcAction::kSuccess) {
       MutexLock l(keep_alive_->mu);

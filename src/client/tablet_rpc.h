@@ -5,6 +5,11 @@
 //   server unreachable, tablet not found, wrong server              -> forget the
 //                                          location, look it up again, retry later
 //   anything else                                                   -> fail
+// and, for a call to one replica of a tablet (ClassifyReplicaRpc):
+//   not the leader, naming a replica      -> retry there
+//   not the leader, naming nobody         -> retry on the next replica
+//   not the leader, naming another server -> look it up again, retry
+//   server unreachable (several replicas) -> retry on the next replica
 // A timed-out call may have run: only idempotent calls and writes carrying a request
 // id (all of ours) may be retried after it.
 //
@@ -13,6 +18,7 @@
 
 #include "common/status.h"
 #include "common/wire_protocol.h"
+#include "client/meta_cache.h"
 #include "rpc/rpc_controller.h"
 #include "tserver/tserver.pb.h"
 
@@ -50,10 +56,37 @@ inline TabletRpcVerdict ClassifyTabletRpc(const rpc::RpcController& rpc,
       return {TabletRpcAction::kRelookup, es};
     case tserver::TabletServerErrorPB::TABLET_NOT_RUNNING:
     case tserver::TabletServerErrorPB::THROTTLED:
+    case tserver::TabletServerErrorPB::NOT_THE_LEADER:
       return {TabletRpcAction::kRetry, es};
     default:
       return {TabletRpcAction::kFail, es};
   }
+}
+
+// ClassifyTabletRpc for a call to `server`, one replica of `tablet`: also moves the
+// tablet's leader hint (RemoteTablet::leader) after a not-the-leader answer or an
+// unreachable server, so the retry goes to the replica most likely to lead.
+inline TabletRpcVerdict ClassifyReplicaRpc(const RemoteTablet& tablet,
+                                           const RemoteTabletServer* server,
+                                           const rpc::RpcController& rpc,
+                                           const tserver::TabletServerErrorPB* err) {
+  TabletRpcVerdict v = ClassifyTabletRpc(rpc, err);
+  if (err != nullptr && rpc.status().ok() &&
+      err->code() == tserver::TabletServerErrorPB::NOT_THE_LEADER) {
+    const std::string& leader = err->leader_uuid();
+    if (leader.empty()) {
+      tablet.MarkFollower(server);
+    } else if (!tablet.MarkLeader(leader)) {
+      v.action = TabletRpcAction::kRelookup;  // a replica the cached locations lack
+    }
+    return v;
+  }
+  if (v.action == TabletRpcAction::kRelookup && !rpc.status().ok() && tablet.replicas.size() > 1) {
+    // The others may lead now; they say so, or name the leader.
+    tablet.MarkFollower(server);
+    v.action = TabletRpcAction::kRetry;
+  }
+  return v;
 }
 
 }  // namespace nyala::client::internal

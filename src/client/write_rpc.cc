@@ -35,9 +35,9 @@ void WriteRpc::Send() {
                              " timed out before it could be sent"));
     return;
   }
-  auto server = tablet_->leader();
+  server_ = tablet_->leader();
   Result<std::shared_ptr<tserver::TabletServerServiceProxy>> proxy =
-      server ? server->GetProxy(client->messenger())
+      server_ ? server_->GetProxy(client->messenger())
              : Result<std::shared_ptr<tserver::TabletServerServiceProxy>>(
                    Status::NotFound("tablet " + tablet_->tablet_id + " has no live replica"));
   if (!proxy.ok()) {
@@ -58,7 +58,8 @@ void WriteRpc::Send() {
 }
 
 void WriteRpc::OnResponse() {
-  TabletRpcVerdict v = ClassifyTabletRpc(rpc_, resp_.has_error() ? &resp_.error() : nullptr);
+  TabletRpcVerdict v = ClassifyReplicaRpc(*tablet_, server_.get(), rpc_,
+                                          resp_.has_error() ? &resp_.error() : nullptr);
   switch (v.action) {
     case TabletRpcAction::kSuccess:
       for (const auto& e : resp_.per_row_errors()) {

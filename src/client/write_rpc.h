@@ -51,6 +51,7 @@ class WriteRpc {
   Batcher* const batcher_;
   TabletBuffer* const buffer_;
   TabletPtr tablet_;
+  std::shared_ptr<RemoteTabletServer> server_;  // the replica of the call in flight
   int num_rows_ = 0;
   std::string table_id_;
   tserver::WriteRequestPB req_;

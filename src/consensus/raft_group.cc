@@ -166,7 +166,16 @@ void RaftGroup::Process() {
   PublishInfo();
 }
 
+void RaftGroup::PublishLease() {
+  const int64_t now = GetMonoTimeMicros();
+  const bool held = failed_.ok() && raft_->role() == RaftRole::kLeader && raft_->HasLease(now);
+  lease_expiry_us_.store(held ? raft_->lease_expiry_us() : 0, std::memory_order_release);
+}
+
 void RaftGroup::HandleReady(Ready rd) {
+  // Before this Ready's messages leave: a leader that gave its lease up (a transfer)
+  // must not be read from under it once its successor may be elected.
+  PublishLease();
   std::vector<LogRecord> records;
   records.reserve(rd.entries.size() + 2);
   if (rd.truncate_from) records.push_back(LogRecord::MakeTruncate(id_, *rd.truncate_from));
@@ -365,6 +374,7 @@ void RaftGroup::PublishInfo() {
   info_.status = failed_;
   leader_term_.store(failed_.ok() && info_.role == RaftRole::kLeader ? info_.term : 0,
                      std::memory_order_release);
+  PublishLease();
 }
 
 }  // namespace nyala::consensus

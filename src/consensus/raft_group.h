@@ -130,6 +130,13 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // The term this server leads in, or 0 when it does not lead (as of the last
   // published state; one atomic load, for the hot paths).
   uint64_t leader_term() const { return leader_term_.load(std::memory_order_acquire); }
+  // Whether this server leads under its lease at monotonic time `now_us` (as of the
+  // last published state; given up before any message that could elect a successor
+  // leaves). With leader_term() and an applied entry of that term, a read of the
+  // state machine now is linearizable without asking the worker.
+  bool HoldsLease(int64_t now_us) const {
+    return now_us < lease_expiry_us_.load(std::memory_order_acquire);
+  }
 
  private:
   friend class ConsensusRuntime;
@@ -201,6 +208,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   bool dirty_ = false;  // in the worker's list of groups to Process
 
   std::atomic<uint64_t> leader_term_{0};
+  std::atomic<int64_t> lease_expiry_us_{0};
+  // Worker thread: publishes the lease (0 unless leading under one now).
+  void PublishLease();
   mutable Mutex info_mu_;
   GroupInfo info_ GUARDED_BY(info_mu_);
   // (configuration entry index, snapshot index) info_.config was taken at.

@@ -258,7 +258,8 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
     return;
   }
   // Linearizable: the scan's snapshot holds every write committed before it began.
-  if (!tablet->WaitForLinearizableRead(MonoDelta::FromSeconds(10), resp->mutable_error())) {
+  if (TabletServerErrorPB err; !tablet->WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
+    *resp->mutable_error() = std::move(err);
     return;
   }
   auto proj = tablet->MakeProjection(ns.projected_columns());

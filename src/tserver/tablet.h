@@ -187,6 +187,11 @@ class Tablet : public consensus::StateMachine {
   // unless this replica leads and has applied every entry of earlier terms (so its
   // existence checks see every committed write).
   bool CheckLeader(TabletServerErrorPB* error) const;
+  // Whether a read here is linearizable now without waiting: this replica leads
+  // under its lease with its own term's first entry applied (true without a group).
+  bool CanReadNow() const;
+  // Waits until CheckLeader would pass: false after `timeout`.
+  bool WaitUntilLeader(MonoDelta timeout) const;
   // Waits until a read here sees every write committed before the call (the leader's
   // lease, or a heartbeat round, then the apply): false with `error` set when this
   // replica does not lead or `timeout` passes first.
@@ -274,6 +279,9 @@ class Tablet : public consensus::StateMachine {
   // The term of the last entry applied: the leader takes writes once it equals the
   // group's term (its own no-op applied, so is everything before it).
   std::atomic<uint64_t> applied_term_{0};
+  // Notified when applied_term_ or the group's leadership changes (WaitUntilLeader).
+  mutable Mutex leader_mu_;
+  mutable CondVar leader_cv_;
   // Worker thread only: the applied index and the configuration in effect there.
   uint64_t applied_index_ = 0;
   consensus::ConfigPB applied_config_;

@@ -32,8 +32,9 @@ GetScratch* ThreadGetScratch() {
 void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                  std::string* indirect) {
   // Linearizable: confirmed leadership, and every write committed before now applied.
-  if (state() == TabletState::kRunning &&
-      !WaitForLinearizableRead(MonoDelta::FromSeconds(10), resp->mutable_error())) {
+  if (TabletServerErrorPB err; state() == TabletState::kRunning &&
+                                !WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
+    *resp->mutable_error() = std::move(err);
     return;
   }
   SharedLock gate(ops_mu_);
@@ -42,8 +43,8 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
 
 bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                                    std::string* indirect) {
-  // A replicated tablet confirms its leadership first, which may wait.
-  if (group()) return false;
+  // Without a lease, confirming leadership may wait.
+  if (!CanReadNow()) return false;
   if (!ops_mu_.TryLockShared()) return false;
   const bool done = GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
   ops_mu_.UnlockShared();

@@ -313,6 +313,12 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
     tablets_[req.tablet_id()] = tablet;
     RecordChangeLocked(req.tablet_id(), false);
   }
+  // A tablet of one replica elects itself within an fdatasync or two: answer once it
+  // takes writes, so a table of such tablets is writable when its creation is done.
+  if (runtime_ != nullptr && req.peers_size() <= 1 &&
+      !tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+    LOG(WARNING) << "tablet " << req.tablet_id() << " has no leader 5 s after its creation";
+  }
   LOG(INFO) << "created tablet " << req.tablet_id() << " of table " << req.table_name() << " ("
             << req.table_id() << ") seq " << tablet->seq() << " in " << store->path();
   NotifyChange();

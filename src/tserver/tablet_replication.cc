@@ -159,9 +159,36 @@ bool Tablet::CheckLeader(TabletServerErrorPB* error) const {
   return false;
 }
 
-bool Tablet::WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* error) const {
+bool Tablet::CanReadNow() const {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) return true;
+  // Every write acknowledged before now was applied here first: by this leader, or,
+  // of earlier terms, before its own first entry.
+  const uint64_t term = g->leader_term();
+  return term != 0 && applied_term_.load(std::memory_order_acquire) == term &&
+         g->HoldsLease(GetMonoTimeMicros());
+}
+
+bool Tablet::WaitUntilLeader(MonoDelta timeout) const {
+  const MonoTime deadline = MonoTime::Now() + timeout;
+  auto ready = [this] {
+    std::shared_ptr<consensus::RaftGroup> g = group();
+    if (!g) return true;
+    const uint64_t term = g->leader_term();
+    return term != 0 && applied_term_.load(std::memory_order_acquire) == term;
+  };
+  UniqueLock l(leader_mu_);
+  while (!ready()) {
+    const MonoDelta left = deadline - MonoTime::Now();
+    if (left <= MonoDelta()) return false;
+    leader_cv_.wait_for(l, std::chrono::microseconds(left.ToMicroseconds()));
+  }
+  return true;
+}
+
+bool Tablet::WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* error) const {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g || CanReadNow()) return true;
   if (!CheckLeader(error)) return false;
   auto w = std::make_shared<Waiter>();
   g->Read([w](const Status& s) { w->Set(s); });
@@ -277,7 +304,11 @@ void Tablet::Apply(const consensus::EntryPB& e) {
     }
   }
   applied_index_ = e.index();
-  applied_term_.store(e.term(), std::memory_order_release);
+  if (applied_term_.load(std::memory_order_relaxed) != e.term()) {
+    MutexLock l(leader_mu_);
+    applied_term_.store(e.term(), std::memory_order_release);
+    leader_cv_.notify_all();
+  }
 }
 
 void Tablet::FlushRequested() {
@@ -293,6 +324,10 @@ void Tablet::FlushRequested() {
 }
 
 void Tablet::LeadershipChanged() {
+  {
+    MutexLock l(leader_mu_);
+    leader_cv_.notify_all();
+  }
   if (hooks_.consensus_changed) hooks_.consensus_changed();
 }
 

@@ -133,7 +133,10 @@ void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
     SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
     return;
   }
-  if (!CheckLeader(resp->mutable_error())) return;
+  if (TabletServerErrorPB err; !CheckLeader(&err)) {
+    *resp->mutable_error() = std::move(err);
+    return;
+  }
   WriteLocked(req, request_id, resp);
 }
 
@@ -155,8 +158,9 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     resp->clear_rows_applied();
     if (s.IsIllegalState() || s.IsAborted()) {
       // Not applied: the leader changed before the write could commit here.
-      CheckLeader(resp->mutable_error());
-      if (!resp->has_error()) {
+      if (TabletServerErrorPB err; !CheckLeader(&err)) {
+        *resp->mutable_error() = std::move(err);
+      } else {
         SetError(TabletServerErrorPB::NOT_THE_LEADER, s, resp->mutable_error());
       }
       resp->mutable_error()->mutable_status()->set_message(s.ToString());
