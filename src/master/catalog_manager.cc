@@ -185,8 +185,7 @@ ServerLoads CatalogManager::LiveServerLoadsLocked(ServerLoads* leaders) const {
       if (it != loads.end()) it->second++;
     }
     if (leaders && tablet->pb.replica_uuids_size() > 0) {
-      (*leaders)[tablet->leader_uuid.empty() ? tablet->pb.replica_uuids(0)
-                                             : tablet->leader_uuid]++;
+      (*leaders)[tablet->leader_uuid.empty() ? tablet->pb.replica_uuids(0) : tablet->leader_uuid]++;
     }
   }
   return loads;

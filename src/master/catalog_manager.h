@@ -79,8 +79,8 @@ namespace nyala::master {
 struct TabletSnapshot {
   std::string id;
   SysTabletEntryPB entry;
-  std::string leader_uuid;  // "" while no leader is known
-  uint64_t term = 0;        // the newest term reported
+  std::string leader_uuid;                                 // "" while no leader is known
+  uint64_t term = 0;                                       // the newest term reported
   std::map<std::string, ConsensusStatePB> replica_states;  // by server uuid, as reported
   std::map<std::string, ReplicaRolePB> roles;              // as GetTableLocations says
 };
@@ -193,8 +193,8 @@ class CatalogManager {
       REQUIRES_SHARED(state_mu_);
   // A new tablet id whose Raft group id (consensus/peer_id.h) is neither an existing
   // tablet's nor in `taken` (ids picked for the same batch); adds it to `taken`.
-  Result<std::string> NewTabletIdLocked(std::set<uint64_t>* taken) const
-      REQUIRES(write_mu_) REQUIRES_SHARED(state_mu_);
+  Result<std::string> NewTabletIdLocked(std::set<uint64_t>* taken) const REQUIRES(write_mu_)
+      REQUIRES_SHARED(state_mu_);
   // Records a tablet just written to the sys catalog in the in-memory maps.
   void AddTabletLocked(std::shared_ptr<TabletInfo> tablet) REQUIRES(state_mu_);
 
@@ -221,8 +221,8 @@ class CatalogManager {
       EXCLUDES(write_mu_, state_mu_);
   // Stores (or, with nullptr, drops) `uuid`'s consensus state of `t`, purging the
   // table's cached locations first when the leader, term or a role changes.
-  void SetReplicaStateLocked(TabletInfo* t, const std::string& uuid,
-                             const ConsensusStatePB* state) REQUIRES(state_mu_);
+  void SetReplicaStateLocked(TabletInfo* t, const std::string& uuid, const ConsensusStatePB* state)
+      REQUIRES(state_mu_);
 
   // --- catalog_manager_locations.cc ---
   // Builds the answer for `table`; an error response for TABLET_NOT_RUNNING.

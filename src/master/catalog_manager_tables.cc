@@ -195,15 +195,15 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   std::set<uint64_t> group_ids;  // of this table's new tablets
   for (const Partition& p : partitions) {
     auto t = std::make_shared<TabletInfo>();
-    Result<std::string> id = [&] {
+    {
       SharedLock l(state_mu_);
-      return NewTabletIdLocked(&group_ids);
-    }();
-    if (!id.ok()) {
-      SetError(MasterErrorPB::UNKNOWN_ERROR, id.status(), resp->mutable_error());
-      return;
+      Result<std::string> id = NewTabletIdLocked(&group_ids);
+      if (!id.ok()) {
+        SetError(MasterErrorPB::UNKNOWN_ERROR, id.status(), resp->mutable_error());
+        return;
+      }
+      t->id = std::move(*id);
     }
-    t->id = std::move(*id);
     t->partition = p;
     t->creation_deadline = deadline;
     t->pb.set_table_id(table->id);

@@ -72,13 +72,15 @@ void CatalogManager::SetReplicaStateLocked(TabletInfo* t, const std::string& uui
   if (before == after) return;
   // The exclusive lock is held, so no answer built from the old view is cached after this.
   InvalidateLocked(t->pb.table_id());
-  if (after.leader != before.leader) {
+  if (after.leader != before.leader && before.term == 0) {
+    // The first reports (a new tablet, or any tablet after a master restart).
+    VLOG(1) << "tablet " << t->id << ": leader " << after.leader << " in term " << after.term;
+  } else if (after.leader != before.leader) {
     if (after.leader.empty()) {
-      LOG(INFO) << "tablet " << t->id << ": no leader known in term " << after.term
-                << " (was " << before.leader << ")";
+      LOG(INFO) << "tablet " << t->id << ": no leader known in term " << after.term << " (was "
+                << before.leader << ")";
     } else {
-      LOG(INFO) << "tablet " << t->id << ": leader " << after.leader << " in term "
-                << after.term;
+      LOG(INFO) << "tablet " << t->id << ": leader " << after.leader << " in term " << after.term;
     }
   } else {
     VLOG(1) << "tablet " << t->id << ": term " << after.term << ", replica " << uuid << " now "
@@ -166,7 +168,8 @@ void CatalogManager::ApplyTaskResults() {
   if (results.empty()) return;
   ExclusiveLock l(state_mu_);  // in-memory bookkeeping only; no answer changes
   for (const auto& r : results) {
-    if (r.key.kind == TabletRpcTasks::Kind::kDelete) orphans_.erase({r.key.ts_uuid, r.key.tablet_id});
+    if (r.key.kind == TabletRpcTasks::Kind::kDelete)
+      orphans_.erase({r.key.ts_uuid, r.key.tablet_id});
     auto it = tablets_.find(r.key.tablet_id);
     if (it == tablets_.end()) continue;
     TabletInfo& t = *it->second;
@@ -211,7 +214,8 @@ Status CatalogManager::ReplaceTimedOutTablets(MonoTime now) {
       for (const auto& r : old->pb.replica_uuids()) {
         if (!old->confirmed.count(r)) avoid.insert(r);
       }
-      if (avoid.empty()) avoid.insert(old->pb.replica_uuids().begin(), old->pb.replica_uuids().end());
+      if (avoid.empty())
+        avoid.insert(old->pb.replica_uuids().begin(), old->pb.replica_uuids().end());
       auto placed = PlaceReplicas(table->pb.num_replicas(), &loads, &rng_, avoid);
       if (!placed.ok()) {
         LOG(WARNING) << "tablet " << id << " timed out creating but cannot be placed again: "
@@ -352,9 +356,9 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
     for (const auto& rt : report.updated_tablets()) {
       reported.insert(rt.tablet_id());
       auto it = tablets_.find(rt.tablet_id());
-      const bool ours = it != tablets_.end() && HasReplica(it->second->pb, uuid) &&
-                        (it->second->pb.state() == TABLET_CREATING ||
-                         it->second->pb.state() == TABLET_RUNNING);
+      const bool ours =
+          it != tablets_.end() && HasReplica(it->second->pb, uuid) &&
+          (it->second->pb.state() == TABLET_CREATING || it->second->pb.state() == TABLET_RUNNING);
       if (!ours) {
         if (rt.state() != TABLET_DELETED && orphans_.emplace(uuid, rt.tablet_id()).second) {
           LOG(INFO) << "tablet server " << uuid << " reported tablet " << rt.tablet_id()

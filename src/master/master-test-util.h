@@ -15,8 +15,8 @@
 
 #include <atomic>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,7 +39,7 @@ class FakeTabletServer {
   struct State {
     Mutex mu;
     std::map<std::string, tserver::CreateTabletRequestPB> tablets GUARDED_BY(mu);  // by id
-    std::map<std::string, ConsensusStatePB> consensus GUARDED_BY(mu);               // by id
+    std::map<std::string, ConsensusStatePB> consensus GUARDED_BY(mu);              // by id
     std::set<std::string> changed GUARDED_BY(mu);  // for the next incremental report
     std::set<std::string> removed GUARDED_BY(mu);
     std::string uuid;  // set before serving

@@ -60,9 +60,8 @@ void Master::RegisterWebPages() {
           auto st = tablet.replica_states.find(uuid);
           if (st != tablet.replica_states.end()) {
             const ConsensusStatePB& c = st->second;
-            b += ", term " + std::to_string(c.term()) + ", " +
-                 std::to_string(c.committed_index()) + " / " + std::to_string(c.applied_index()) +
-                 " / " + std::to_string(c.last_index());
+            b += ", term " + std::to_string(c.term()) + ", " + std::to_string(c.committed_index()) +
+                 " / " + std::to_string(c.applied_index()) + " / " + std::to_string(c.last_index());
           } else {
             b += ", not reported";
           }

@@ -100,9 +100,9 @@ TEST(TSManagerTest, ServerWhoseRaftPeerIdCollidesIsRefused) {
   EXPECT_EQ(1u, m.GetAll().size());
   // The registered one re-registers (a new instance) as before.
   ASSERT_OK(m.Heartbeat(Beat(a, 2, true, true), MonoTime::Now(), true).error);
-  ASSERT_OK(m.Heartbeat(Beat("0123456789abcdee0000000000000000", 1, true, true),
-                        MonoTime::Now(), true)
-                .error);
+  ASSERT_OK(
+      m.Heartbeat(Beat("0123456789abcdee0000000000000000", 1, true, true), MonoTime::Now(), true)
+          .error);
   ASSERT_EQ(2u, m.AllTSInfos().size());
   EXPECT_EQ(7050u, m.AllTSInfos()[0].rpc_addresses(0).port());
 }
