@@ -212,9 +212,9 @@ TEST_F(MasterITest, BadInput) {
       {MakeRequest("overlap", 0, true, {}, {{0, 20}, {10, 30}}),
        MasterErrorPB::INVALID_PARTITION_SCHEMA},
       {MakeRequest("even", 0, false, {}, {}, 2), MasterErrorPB::ILLEGAL_REPLICATION_FACTOR},
-      // Refused until tablets are replicated.
-      {MakeRequest("three", 0, false, {}, {}, 3), MasterErrorPB::ILLEGAL_REPLICATION_FACTOR},
-      {MakeRequest("five", 0, false, {}, {}, 5), MasterErrorPB::ILLEGAL_REPLICATION_FACTOR},
+      {MakeRequest("nine", 0, false, {}, {}, 9), MasterErrorPB::ILLEGAL_REPLICATION_FACTOR},
+      // Five replicas need five live tablet servers; the cluster has three.
+      {MakeRequest("five", 0, false, {}, {}, 5), MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH},
   };
   for (const auto& [req, code] : bad) {
     CreateTableResponsePB resp;

@@ -93,12 +93,21 @@ class CatalogManagerTest : public NyalaTest {
   void WaitRunning(const std::string& table_id) {
     ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
       cm_->RunBackgroundPassForTests();
+      HeartbeatAll(down_);  // reports of the tablets created: their leaders
       IsCreateTableDoneRequestPB req;
       req.mutable_table()->set_table_id(table_id);
       IsCreateTableDoneResponsePB resp;
       cm_->IsCreateTableDone(req, &resp);
       ASSERT_FALSE(resp.has_error());
       ASSERT_TRUE(resp.done()) << resp.tablets_running() << "/" << resp.tablets_total();
+      // Running needs only the leader's report; wait for the followers' too, so that
+      // the roles are known (their CreateTablet calls may have finished later).
+      GetTableLocationsRequestPB loc_req;
+      loc_req.mutable_table()->set_table_id(table_id);
+      const auto locs = Locations(loc_req, false);
+      for (const auto& loc : locs.tablet_locations()) {
+        for (const auto& r : loc.replicas()) ASSERT_NE(UNKNOWN_ROLE, r.role()) << loc.tablet_id();
+      }
     });
   }
   GetTableLocationsResponsePB Locations(const GetTableLocationsRequestPB& req,
@@ -119,6 +128,21 @@ class CatalogManagerTest : public NyalaTest {
     return nullptr;
   }
 
+  // The locations answer of `tablet_id` in `table_id`'s locations (uncached when
+  // !use_cache); fails the test when it is missing.
+  TabletLocationsPB TabletLocations(const std::string& table_id, const std::string& tablet_id,
+                                    bool use_cache = true) {
+    GetTableLocationsRequestPB req;
+    req.mutable_table()->set_table_id(table_id);
+    const auto locs = Locations(req, use_cache);
+    for (const auto& loc : locs.tablet_locations()) {
+      if (loc.tablet_id() == tablet_id) return loc;
+    }
+    ADD_FAILURE() << "tablet " << tablet_id << " not in the locations";
+    return TabletLocationsPB();
+  }
+
+  std::set<int> down_;  // servers WaitRunning does not heartbeat
   int32_t saved_unresponsive_ = 0;
   int32_t saved_creation_ = 0;
   MetricRegistry metrics_;
@@ -140,6 +164,8 @@ TEST_F(CatalogManagerTest, PartitionShapesArePlacedAndRun) {
       {MakeCreateTableRequest("hash_range", 2, true, {0, 100}), 6},
       {MakeCreateTableRequest("bounded", 0, true, {5}, {{0, 10}, {20, 30}}), 3},
       {MakeCreateTableRequest("single", 0, false), 1},
+      {MakeCreateTableRequest("hash3", 4, false, {}, {}, 3), 4},
+      {MakeCreateTableRequest("range3", 0, true, {10, 20}, {}, 3), 3},
   };
   std::map<std::string, int> tablets_per_server;
   for (auto& shape : shapes) {
@@ -160,6 +186,11 @@ TEST_F(CatalogManagerTest, PartitionShapesArePlacedAndRun) {
       prev_end = loc.partition().partition_key_end();
       ASSERT_EQ(shape.req.num_replicas(), loc.replicas_size());
       std::set<std::string> uuids;
+      // Every replica was created with the same peers, the leader (the first peer,
+      // which campaigned at once) first.
+      const auto peers =
+          ServerByUuid(loc.replicas(0).ts_info().permanent_uuid())->PeersOf(loc.tablet_id());
+      ASSERT_EQ(size_t(loc.replicas_size()), peers.size());
       for (int r = 0; r < loc.replicas_size(); r++) {
         const auto& rep = loc.replicas(r);
         EXPECT_EQ(r == 0 ? LEADER : FOLLOWER, rep.role());
@@ -169,15 +200,23 @@ TEST_F(CatalogManagerTest, PartitionShapesArePlacedAndRun) {
         EXPECT_TRUE(ts->HasTablet(loc.tablet_id()));
         EXPECT_EQ(ts->addr().port(), rep.ts_info().rpc_addresses(0).port());
         tablets_per_server[rep.ts_info().permanent_uuid()]++;
+        const auto mine = ts->PeersOf(loc.tablet_id());
+        ASSERT_EQ(peers.size(), mine.size());
+        for (size_t i = 0; i < peers.size(); i++) {
+          EXPECT_EQ(peers[i].ShortDebugString(), mine[i].ShortDebugString());
+        }
+        EXPECT_EQ(rep.ts_info().permanent_uuid(), peers[r].permanent_uuid());
+        EXPECT_EQ(ts->addr().port(), peers[r].port());
       }
       EXPECT_EQ(size_t(loc.replicas_size()), uuids.size()) << "two replicas on one server";
     }
   }
-  // 18 replicas over 3 servers: power of two choices keeps them close to 6 each.
+  // 18 single replicas over 3 servers: power of two choices keeps them close to 6
+  // each; the 7 tablets of 3 replicas put 7 more on each.
   ASSERT_EQ(3u, tablets_per_server.size());
   for (const auto& [uuid, n] : tablets_per_server) {
-    EXPECT_GE(n, 4) << uuid;
-    EXPECT_LE(n, 8) << uuid;
+    EXPECT_GE(n, 4 + 7) << uuid;
+    EXPECT_LE(n, 8 + 7) << uuid;
   }
 }
 
@@ -262,12 +301,11 @@ TEST_F(CatalogManagerTest, EveryInvalidCreateTableHasItsCode) {
                    MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "-1"});
   cases.push_back({"too many replicas", MakeCreateTableRequest("nine", 0, false, {}, {}, 9),
                    MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "9"});
-  // Until tablets are replicated, a table of more than one replica is refused.
-  cases.push_back({"three replicas", MakeCreateTableRequest("three", 3, false, {}, {}, 3),
-                   MasterErrorPB::ILLEGAL_REPLICATION_FACTOR,
-                   "num_replicas=3: replication is not available yet"});
-  cases.push_back({"five replicas", MakeCreateTableRequest("five", 0, false, {}, {}, 5),
-                   MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, "replication is not available yet"});
+  cases.push_back({"more replicas than servers",
+                   MakeCreateTableRequest("five", 0, false, {}, {}, 5),
+                   MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
+                   "num_replicas 5 needs 5 live tablet servers, 3 are alive: start more tablet "
+                   "servers or create the table with num_replicas 1"});
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     MasterErrorPB err = CreateTableError(c.req);
@@ -278,6 +316,10 @@ TEST_F(CatalogManagerTest, EveryInvalidCreateTableHasItsCode) {
   ListTablesResponsePB list;
   cm_->ListTables(ListTablesRequestPB(), &list);
   EXPECT_EQ(1, list.tables_size());  // nothing but "exists" was created
+  // Three and seven are odd and within --max_num_replicas; seven needs seven servers.
+  EXPECT_FALSE(CreateTable(MakeCreateTableRequest("three", 3, false, {}, {}, 3)).empty());
+  EXPECT_EQ(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
+            CreateTableError(MakeCreateTableRequest("seven", 0, false, {}, {}, 7)).code());
 }
 
 TEST_F(CatalogManagerTest, NoLiveServersIsAnError) {
@@ -285,6 +327,36 @@ TEST_F(CatalogManagerTest, NoLiveServersIsAnError) {
   RestartCatalog();  // no server has registered with this instance
   MasterErrorPB err = CreateTableError(MakeCreateTableRequest("t", 0, false));
   EXPECT_EQ(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, err.code());
+  EXPECT_NE(std::string::npos, err.status().message().find("1 live tablet servers, 0 are alive"))
+      << err.status().message();
+}
+
+TEST_F(CatalogManagerTest, ReplicatedTablesAreAcceptedAndThreeIsTheDefault) {
+  for (int rf : {0, 3}) {  // 0: --default_num_replicas
+    const std::string name = "rf" + std::to_string(rf);
+    const std::string id = CreateTable(MakeCreateTableRequest(name, 2, false, {}, {}, rf));
+    ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+    GetTableSchemaRequestPB req;
+    req.mutable_table()->set_table_id(id);
+    GetTableSchemaResponsePB schema;
+    cm_->GetTableSchema(req, &schema);
+    EXPECT_EQ(3, schema.num_replicas());
+    const auto locs = Locations(id);
+    for (const auto& loc : locs.tablet_locations()) EXPECT_EQ(3, loc.replicas_size());
+  }
+  for (auto& s : servers_) EXPECT_EQ(4u, s->NumTablets());
+
+  // With one server left, the default is refused and says what to do.
+  servers_.resize(1);
+  RestartCatalog();
+  HeartbeatAll();
+  MasterErrorPB err = CreateTableError(MakeCreateTableRequest("t", 0, false, {}, {}, 0));
+  EXPECT_EQ(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, err.code());
+  EXPECT_EQ(
+      "num_replicas 3 needs 3 live tablet servers, 1 is alive: start more tablet servers "
+      "or create the table with num_replicas 1",
+      err.status().message());
+  EXPECT_FALSE(CreateTable(MakeCreateTableRequest("t", 0, false, {}, {}, 1)).empty());
 }
 
 TEST_F(CatalogManagerTest, UnknownTableInEveryCall) {
@@ -316,6 +388,204 @@ TEST_F(CatalogManagerTest, UnknownTableInEveryCall) {
   }
   // An empty identifier too.
   EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, Locations(GetTableLocationsRequestPB()).error().code());
+}
+
+// A tablet of three replicas runs once a leader is reported, not before: created
+// replicas are not enough.
+TEST_F(CatalogManagerTest, ReplicatedTabletRunsWhenItsLeaderIsReported) {
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 0, false, {}, {}, 3));
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    cm_->RunBackgroundPassForTests();
+    for (auto& s : servers_) ASSERT_EQ(1u, s->NumTablets());
+  });
+  cm_->RunBackgroundPassForTests();  // the CreateTablet successes are applied
+  EXPECT_EQ(MasterErrorPB::TABLET_NOT_RUNNING, Locations(id).error().code());
+  // The first peer campaigns; until it reports, the followers' reports are not enough.
+  std::string tablet_id;
+  {
+    MutexLock l(servers_[0]->state()->mu);
+    tablet_id = servers_[0]->state()->tablets.begin()->first;
+  }
+  const std::string first = servers_[0]->PeersOf(tablet_id)[0].permanent_uuid();
+  for (auto& s : servers_) {
+    if (s->uuid() != first) Heartbeat(*s, false, false);
+  }
+  cm_->RunBackgroundPassForTests();
+  EXPECT_EQ(MasterErrorPB::TABLET_NOT_RUNNING, Locations(id).error().code());
+  Heartbeat(*ServerByUuid(first), false, false);
+  const auto loc = TabletLocations(id, tablet_id);
+  ASSERT_EQ(3, loc.replicas_size());
+  EXPECT_EQ(first, loc.replicas(0).ts_info().permanent_uuid());
+  EXPECT_EQ(LEADER, loc.replicas(0).role());
+  EXPECT_EQ(FOLLOWER, loc.replicas(1).role());
+  EXPECT_EQ(FOLLOWER, loc.replicas(2).role());
+  cm_->RunBackgroundPassForTests();
+  EXPECT_EQ(0u, cm_->NumPendingTabletsForTests());  // every replica confirmed
+}
+
+// The table-locations cache never serves a deposed leader: every change of leader,
+// term or role that the replicas report purges the table's answers.
+TEST_F(CatalogManagerTest, LeaderChangesAreNeverServedStaleFromTheCache) {
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 2, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  const auto before = Locations(id);
+  ASSERT_EQ(2, before.tablet_locations_size());
+  const std::string tablet_id = before.tablet_locations(0).tablet_id();
+  const std::string old_leader = before.tablet_locations(0).replicas(0).ts_info().permanent_uuid();
+  const std::string other_tablet_leader =
+      before.tablet_locations(1).replicas(0).ts_info().permanent_uuid();
+  std::string next_leader = before.tablet_locations(0).replicas(2).ts_info().permanent_uuid();
+  const int64_t hits = cm_->locations_cache()->hits();
+  EXPECT_EQ(before.SerializeAsString(), Locations(id).SerializeAsString());
+  EXPECT_EQ(hits + 1, cm_->locations_cache()->hits());  // cached
+
+  // The new leader's election: it reports a newer term as follower first (a
+  // candidate): no leader is known, the old claim is superseded.
+  ServerByUuid(next_leader)->SetConsensusForTests(tablet_id, FOLLOWER, 2);
+  HeartbeatAll();
+  auto loc = TabletLocations(id, tablet_id);
+  ASSERT_EQ(3, loc.replicas_size());
+  for (const auto& r : loc.replicas())
+    EXPECT_EQ(FOLLOWER, r.role()) << r.ts_info().permanent_uuid();
+  EXPECT_EQ(loc.SerializeAsString(), TabletLocations(id, tablet_id, false).SerializeAsString());
+
+  // It wins: named first, as LEADER, by cached and fresh answers alike.
+  ServerByUuid(next_leader)->SetConsensusForTests(tablet_id, LEADER, 2, next_leader);
+  HeartbeatAll();
+  for (bool use_cache : {true, true, false}) {
+    loc = TabletLocations(id, tablet_id, use_cache);
+    ASSERT_EQ(3, loc.replicas_size());
+    EXPECT_EQ(next_leader, loc.replicas(0).ts_info().permanent_uuid());
+    EXPECT_EQ(LEADER, loc.replicas(0).role());
+    for (int i = 1; i < 3; i++) {
+      EXPECT_EQ(FOLLOWER, loc.replicas(i).role());
+      EXPECT_NE(next_leader, loc.replicas(i).ts_info().permanent_uuid());
+    }
+  }
+  // The old leader has not heard yet: its claim (term 1) is older and changes nothing.
+  EXPECT_EQ(LEADER, [&] {
+    ServerByUuid(old_leader)->SetConsensusForTests(tablet_id, LEADER, 1, old_leader);
+    HeartbeatAll();
+    return TabletLocations(id, tablet_id).replicas(0).role();
+  }());
+  EXPECT_EQ(next_leader, TabletLocations(id, tablet_id).replicas(0).ts_info().permanent_uuid());
+  // The other tablet's leader is untouched.
+  EXPECT_EQ(other_tablet_leader,
+            Locations(id).tablet_locations(1).replicas(0).ts_info().permanent_uuid());
+
+  // Interned answers agree.
+  GetTableLocationsRequestPB req;
+  req.mutable_table()->set_table_id(id);
+  req.set_intern_ts_infos_in_response(true);
+  const auto interned = Locations(req);
+  ASSERT_FALSE(interned.has_error());
+  const auto& first = interned.tablet_locations(0).interned_replicas(0);
+  EXPECT_EQ(LEADER, first.role());
+  EXPECT_EQ(next_leader, interned.ts_infos(first.ts_info_idx()).permanent_uuid());
+  EXPECT_EQ(interned.SerializeAsString(), Locations(req, false).SerializeAsString());
+
+  // The web page names the leader.
+  const auto snapshots = cm_->GetTableSnapshots();
+  ASSERT_EQ(1u, snapshots.size());
+  for (const auto& t : snapshots[0].tablets) {
+    if (t.id != tablet_id) continue;
+    EXPECT_EQ(next_leader, t.leader_uuid);
+    EXPECT_EQ(2u, t.term);
+    EXPECT_EQ(LEADER, t.roles.at(next_leader));
+    EXPECT_EQ(FOLLOWER, t.roles.at(old_leader));
+  }
+}
+
+// After a restart no leader is known until the replicas report: the locations list
+// every live replica with UNKNOWN_ROLE.
+TEST_F(CatalogManagerTest, RolesAreUnknownAfterRestartUntilReported) {
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 0, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  const auto before = Locations(id);
+  ASSERT_NO_FATAL_FAILURE(RestartCatalog());
+  for (auto& s : servers_) Heartbeat(*s, true, false);  // registered, no report yet
+  auto loc = Locations(id);
+  ASSERT_FALSE(loc.has_error()) << loc.error().ShortDebugString();
+  ASSERT_EQ(3, loc.tablet_locations(0).replicas_size());
+  for (const auto& r : loc.tablet_locations(0).replicas()) EXPECT_EQ(UNKNOWN_ROLE, r.role());
+  HeartbeatAll();  // asked for full reports
+  EXPECT_EQ(before.SerializeAsString(), Locations(id).SerializeAsString());
+}
+
+TEST_F(CatalogManagerTest, HeartbeatResponsesListEveryServer) {
+  TSHeartbeatResponsePB resp = Heartbeat(*servers_[1], false, false);
+  ASSERT_FALSE(resp.has_error());
+  ASSERT_EQ(3, resp.tablet_servers_size());
+  std::set<std::string> uuids;
+  for (const auto& info : resp.tablet_servers()) {
+    uuids.insert(info.permanent_uuid());
+    FakeTabletServer* ts = ServerByUuid(info.permanent_uuid());
+    ASSERT_NE(nullptr, ts);
+    ASSERT_EQ(1, info.rpc_addresses_size());
+    EXPECT_EQ(ts->addr().port(), info.rpc_addresses(0).port());
+  }
+  EXPECT_EQ(3u, uuids.size());
+}
+
+TEST_F(CatalogManagerTest, ServerWithAnotherServersRaftPeerIdIsRefused) {
+  FakeTabletServer a("0123456789abcdef0000000000000000");
+  FakeTabletServer b("0123456789abcdef1111111111111111");
+  ASSERT_OK(a.Start());
+  ASSERT_OK(b.Start());
+  EXPECT_FALSE(Heartbeat(a, true, true).has_error());
+  const TSHeartbeatResponsePB resp = Heartbeat(b, true, true);
+  EXPECT_EQ(MasterErrorPB::INVALID_ARGUMENT, resp.error().code());
+  EXPECT_NE(std::string::npos, resp.error().status().message().find(a.uuid()))
+      << resp.error().status().message();
+  EXPECT_EQ(4, ts_manager_->NumLiveServers());
+  EXPECT_FALSE(ts_manager_->Lookup(b.uuid()).has_value());
+}
+
+TEST_F(CatalogManagerTest, TabletIdsWithATakenRaftGroupIdAreRegenerated) {
+  // Ids sharing their first 16 hex digits share a Raft group id.
+  std::vector<std::string> ids = {
+      "aaaaaaaaaaaaaaaa0000000000000000", "aaaaaaaaaaaaaaaa1111111111111111",  // same batch
+      "bbbbbbbbbbbbbbbb0000000000000000", "aaaaaaaaaaaaaaaa2222222222222222",  // taken
+      "bbbbbbbbbbbbbbbb3333333333333333", "cccccccccccccccc0000000000000000"};
+  size_t next = 0;
+  cm_->SetTabletIdGeneratorForTests([&] { return ids.at(next++); });
+  const std::string t1 = CreateTable(MakeCreateTableRequest("t1", 2, false));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(t1));
+  const std::string t2 = CreateTable(MakeCreateTableRequest("t2", 0, false));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(t2));
+  EXPECT_EQ(ids.size(), next);
+  std::set<std::string> got;
+  for (const auto& id : {t1, t2}) {
+    const auto locs = Locations(id);
+    for (const auto& loc : locs.tablet_locations()) got.insert(loc.tablet_id());
+  }
+  EXPECT_EQ((std::set<std::string>{ids[0], ids[2], ids[5]}), got);
+  // A generator that only collides fails the creation cleanly.
+  cm_->SetTabletIdGeneratorForTests([] { return std::string("aaaaaaaaaaaaaaaa9999999999999999"); });
+  EXPECT_EQ(MasterErrorPB::UNKNOWN_ERROR,
+            CreateTableError(MakeCreateTableRequest("t3", 0, false)).code());
+  cm_->SetTabletIdGeneratorForTests([] { return server::GenerateUuid(); });
+}
+
+TEST_F(CatalogManagerTest, InitialLeadersAreSpreadOverTheServers) {
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 6, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  std::map<std::string, int> leaders;
+  const auto locs = Locations(id);
+  for (const auto& loc : locs.tablet_locations()) {
+    ASSERT_EQ(LEADER, loc.replicas(0).role());
+    leaders[loc.replicas(0).ts_info().permanent_uuid()]++;
+  }
+  ASSERT_EQ(3u, leaders.size());
+  for (const auto& [uuid, n] : leaders) EXPECT_EQ(2, n) << uuid;
+  // Across tables too: three more tablets give each server one more.
+  const std::string id2 = CreateTable(MakeCreateTableRequest("t2", 3, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id2));
+  const auto locs2 = Locations(id2);
+  for (const auto& loc : locs2.tablet_locations()) {
+    leaders[loc.replicas(0).ts_info().permanent_uuid()]++;
+  }
+  for (const auto& [uuid, n] : leaders) EXPECT_EQ(3, n) << uuid;
 }
 
 TEST_F(CatalogManagerTest, ListTablesAndSchema) {
@@ -644,12 +914,29 @@ TEST_F(CatalogManagerTest, CachedAnswersAreNeverStale) {
     HeartbeatAll(down);
     cm_->RunBackgroundPassForTests();
     ASSERT_NO_FATAL_FAILURE(check_some(5));
-    switch (uniform(6)) {
+    switch (uniform(9)) {
+      case 6:
+      case 7: {  // a replica reports another role or term (elections, step-downs)
+        FakeTabletServer& ts = *servers_[uniform(3)];
+        std::vector<std::pair<std::string, uint64_t>> held;  // tablet, term
+        {
+          MutexLock l(ts.state()->mu);
+          for (const auto& [id, c] : ts.state()->consensus) held.emplace_back(id, c.term());
+        }
+        if (held.empty()) break;
+        const auto& [tablet_id, term] = held[uniform(int(held.size()))];
+        const ReplicaRolePB roles[] = {LEADER, FOLLOWER, LEARNER};
+        ts.SetConsensusForTests(tablet_id, roles[uniform(3)], term + uniform(2));
+        break;
+      }
       case 0:
-      case 1: {  // create
+      case 1:
+      case 8: {  // create
         const std::string name = "tmp" + std::to_string(step);
         CreateTableResponsePB resp;
-        cm_->CreateTable(MakeCreateTableRequest(name, uniform(3) + 1, uniform(2), {0, 50}), &resp);
+        cm_->CreateTable(MakeCreateTableRequest(name, uniform(3) + 1, uniform(2), {0, 50}, {},
+                                                down.empty() && uniform(2) ? 3 : 1),
+                         &resp);
         if (resp.has_error()) break;  // e.g. every server down
         tables.emplace_back(resp.table_id(), name);
         break;

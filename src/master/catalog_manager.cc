@@ -8,6 +8,8 @@
 #include <glog/logging.h>
 
 #include "common/wire_protocol.h"
+#include "consensus/peer_id.h"
+#include "server/fs_manager.h"
 
 DEFINE_int32(table_locations_cache_capacity_mb, 64,
              "Capacity of the master's table-locations cache (serialized GetTableLocations "
@@ -41,7 +43,8 @@ CatalogManager::CatalogManager(SysCatalog* sys_catalog, TSManager* ts_manager,
       messenger_(std::move(messenger)),
       cache_(MakeCache(metrics)),
       tasks_(std::make_shared<TabletRpcTasks>(messenger_)),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()),
+      tablet_id_generator_([] { return server::GenerateUuid(); }) {}
 
 CatalogManager::~CatalogManager() { Shutdown(); }
 
@@ -88,6 +91,12 @@ Status CatalogManager::Load() {
     if (st == TABLET_CREATING || st == TABLET_DELETED || st == TABLET_REPLACED) {
       pending_tablets_.insert(t->id);
     }
+    const uint64_t group = consensus::GroupIdFromTabletId(t->id);
+    if (auto [it, fresh] = tablet_ids_by_group_.emplace(group, t->id); !fresh) {
+      // Written by a version that did not check; the ids are random, so this is rare.
+      LOG(WARNING) << "sys catalog: tablets " << it->second << " and " << t->id
+                   << " have the same Raft group id";
+    }
     tablets_[t->id] = std::move(t);
   }
   LOG(INFO) << "catalog loaded: " << tables_.size() << " tables (" << table_ids_by_name_.size()
@@ -116,6 +125,8 @@ void CatalogManager::BackgroundPass() {
   const MonoTime now = MonoTime::Now();
   CheckDeadServers(now);
   ApplyTaskResults();
+  // Normally done when the leader is reported; this retries a failed write.
+  WARN_NOT_OK(MarkTabletsRunning(PendingTabletsWithLeader()), "marking tablets running");
   WARN_NOT_OK(ReplaceTimedOutTablets(now), "replacing timed-out tablets");
   SendPendingRpcs(now);
 }
@@ -163,7 +174,7 @@ std::shared_ptr<CatalogManager::TableInfo> CatalogManager::FindTableLocked(
   return t;
 }
 
-ServerLoads CatalogManager::LiveServerLoadsLocked() const {
+ServerLoads CatalogManager::LiveServerLoadsLocked(ServerLoads* leaders) const {
   ServerLoads loads;
   for (const auto& uuid : ts_manager_->LiveServerUuids()) loads[uuid] = 0;
   for (const auto& [id, tablet] : tablets_) {
@@ -173,8 +184,34 @@ ServerLoads CatalogManager::LiveServerLoadsLocked() const {
       auto it = loads.find(r);
       if (it != loads.end()) it->second++;
     }
+    if (leaders && tablet->pb.replica_uuids_size() > 0) {
+      (*leaders)[tablet->leader_uuid.empty() ? tablet->pb.replica_uuids(0) : tablet->leader_uuid]++;
+    }
   }
   return loads;
+}
+
+Result<std::string> CatalogManager::NewTabletIdLocked(std::set<uint64_t>* taken) const {
+  constexpr int kMaxAttempts = 100;  // a collision of random 64-bit ids is already rare
+  for (int i = 0; i < kMaxAttempts; i++) {
+    std::string id = tablet_id_generator_();
+    const uint64_t group = consensus::GroupIdFromTabletId(id);
+    auto existing = tablet_ids_by_group_.find(group);
+    if (existing == tablet_ids_by_group_.end() && !taken->count(group) && !tablets_.count(id)) {
+      taken->insert(group);
+      return id;
+    }
+    LOG(WARNING) << "new tablet id " << id << " has the Raft group id of tablet "
+                 << (existing != tablet_ids_by_group_.end() ? existing->second : "(same batch)")
+                 << "; generating another";
+  }
+  return Status::IllegalState("no tablet id with an unused Raft group id after " +
+                              std::to_string(kMaxAttempts) + " attempts");
+}
+
+void CatalogManager::AddTabletLocked(std::shared_ptr<TabletInfo> tablet) {
+  tablet_ids_by_group_[consensus::GroupIdFromTabletId(tablet->id)] = tablet->id;
+  tablets_[tablet->id] = std::move(tablet);
 }
 
 std::map<std::string, int64_t> CatalogManager::ReplicasPerServer() const {
@@ -210,7 +247,13 @@ std::vector<TableSnapshot> CatalogManager::GetTableSnapshots() const {
     s.id = id;
     s.entry = table->pb;
     for (const auto& [start, tablet] : table->tablets_by_start) {
-      s.tablets.emplace_back(tablet->id, tablet->pb);
+      TabletSnapshot& ts = s.tablets.emplace_back();
+      ts.id = tablet->id;
+      ts.entry = tablet->pb;
+      ts.leader_uuid = tablet->leader_uuid;
+      ts.term = tablet->max_term;
+      ts.replica_states = tablet->replica_states;
+      for (const auto& r : tablet->pb.replica_uuids()) ts.roles[r] = tablet->RoleOf(r);
     }
     out.push_back(std::move(s));
   }

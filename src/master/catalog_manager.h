@@ -4,20 +4,31 @@
 // (tablet_rpc_tasks.h), follows tablet reports from heartbeats, and answers
 // GetTableLocations through the table-locations cache.
 //
-// State machine. Tablet: CREATING (placed, CreateTablet sent) -> RUNNING (every
-// replica confirmed, by a successful CreateTablet response or by a heartbeat
-// reporting it RUNNING, whichever comes first) -> DELETED with its table; or
-// CREATING -> REPLACED when it is not running within --tablet_creation_timeout_ms,
-// a new tablet with the same partition being placed in its stead (avoiding the
-// old servers where possible). Table: CREATING -> RUNNING (all its tablets
-// running) -> DELETED. Deleted tables and their tablets stay in the catalog so
-// that servers reporting them later are told to delete them.
+// State machine. Tablet: CREATING (placed, CreateTablet sent to every replica with
+// the tablet's Raft configuration) -> RUNNING (a leader is known: some replica
+// reported role LEADER in the newest term reported) -> DELETED with its table; or
+// CREATING -> REPLACED when no leader is known within --tablet_creation_timeout_ms,
+// a new tablet with the same partition being placed in its stead (avoiding the old
+// replicas that never confirmed, where possible). CreateTablet keeps being sent to
+// replicas that have not confirmed (by a successful response or by reporting the
+// tablet running) after the tablet runs, while this master instance lives. Table:
+// CREATING -> RUNNING (all its tablets running) -> DELETED. Deleted tables and
+// their tablets stay in the catalog so that servers reporting them later are told
+// to delete them.
+//
+// Leaders. Each replica's last reported ConsensusStatePB is kept in memory (not in
+// the sys catalog, whose replica_uuids stay the tablet's replica set). A tablet's
+// leader is the replica reporting LEADER in the highest term any replica reported
+// (terms seen never go back in this instance); a higher term reported as follower
+// supersedes an older leader claim. GetTableLocations lists the leader first, every
+// replica with its role (UNKNOWN_ROLE until it reports). After a restart no leader
+// is known until reports arrive.
 //
 // Durability. Every change to persisted state is written to the SysCatalog
 // (sync, one batch) before the in-memory state changes; Load() rebuilds the
-// in-memory state. Which replicas confirmed, and RPC progress, are in memory only
-// (after a restart, CREATING tablets are simply created again: CreateTablet is
-// idempotent).
+// in-memory state. Which replicas confirmed, their reported consensus states, and
+// RPC progress are in memory only (after a restart, CREATING tablets are simply
+// created again: CreateTablet is idempotent).
 //
 // Lock ordering (acquire in this order, never the reverse):
 //   write_mu_  serialises every catalog mutation: read state, write the sys
@@ -36,6 +47,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -50,6 +62,7 @@
 #include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/partition.h"
+#include "common/result.h"
 #include "common/rw_mutex.h"
 #include "common/status.h"
 #include "master/master.pb.h"
@@ -62,11 +75,21 @@
 
 namespace nyala::master {
 
+// What the web UI shows of one tablet (a copy).
+struct TabletSnapshot {
+  std::string id;
+  SysTabletEntryPB entry;
+  std::string leader_uuid;                                 // "" while no leader is known
+  uint64_t term = 0;                                       // the newest term reported
+  std::map<std::string, ConsensusStatePB> replica_states;  // by server uuid, as reported
+  std::map<std::string, ReplicaRolePB> roles;              // as GetTableLocations says
+};
+
 // What the web UI shows of one table (a copy).
 struct TableSnapshot {
   std::string id;
   SysTableEntryPB entry;
-  std::vector<std::pair<std::string, SysTabletEntryPB>> tablets;  // current ones, by partition
+  std::vector<TabletSnapshot> tablets;  // current ones, by partition
 };
 
 class CatalogManager {
@@ -117,6 +140,11 @@ class CatalogManager {
   void RunBackgroundPassForTests() { BackgroundPass(); }
   size_t NumPendingTabletsForTests() const EXCLUDES(state_mu_);
   size_t NumRpcTasksForTests() const { return tasks_->NumTasks(); }
+  // Replaces the generator of new tablet ids (default: server::GenerateUuid).
+  void SetTabletIdGeneratorForTests(std::function<std::string()> gen) EXCLUDES(write_mu_) {
+    MutexLock w(write_mu_);
+    tablet_id_generator_ = std::move(gen);
+  }
 
  private:
   struct TabletInfo {
@@ -124,9 +152,19 @@ class CatalogManager {
     SysTabletEntryPB pb;
     Partition partition;
     // In memory only.
-    std::set<std::string> confirmed;     // replicas known to run it
+    std::set<std::string> confirmed;     // replicas known to hold it
     std::set<std::string> delete_acked;  // replicas known to have dropped it
     MonoTime creation_deadline;
+    // Each replica's last report (only replicas reporting it RUNNING), by uuid.
+    std::map<std::string, ConsensusStatePB> replica_states;
+    uint64_t max_term = 0;    // the newest term any replica reported
+    std::string leader_uuid;  // the replica reporting LEADER in max_term; "" if none
+
+    // The role GetTableLocations gives `uuid`: LEADER for the leader, a stale leader
+    // claim (an older term) FOLLOWER, UNKNOWN_ROLE without a report.
+    ReplicaRolePB RoleOf(const std::string& uuid) const;
+    // Recomputes max_term and leader_uuid from replica_states.
+    void UpdateLeader();
   };
   struct TableInfo {
     std::string id;
@@ -136,7 +174,6 @@ class CatalogManager {
     // Every tablet ever created for the table, including replaced ones.
     std::vector<std::string> all_tablet_ids;
   };
-  using Confirmation = std::pair<std::string, std::string>;  // tablet id, server uuid
 
   // --- catalog_manager.cc: loading, background thread, helpers ---
   void BackgroundLoop();
@@ -150,7 +187,16 @@ class CatalogManager {
   // Table by id or name (id wins); nullptr if unknown or deleted.
   std::shared_ptr<TableInfo> FindTableLocked(const TableIdentifierPB& id) const
       REQUIRES_SHARED(state_mu_);
-  ServerLoads LiveServerLoadsLocked() const REQUIRES_SHARED(state_mu_);
+  // Replicas per live server; with `leaders`, also leaders per server (the known
+  // leader of each tablet, else its first replica: the one that campaigns first).
+  ServerLoads LiveServerLoadsLocked(ServerLoads* leaders = nullptr) const
+      REQUIRES_SHARED(state_mu_);
+  // A new tablet id whose Raft group id (consensus/peer_id.h) is neither an existing
+  // tablet's nor in `taken` (ids picked for the same batch); adds it to `taken`.
+  Result<std::string> NewTabletIdLocked(std::set<uint64_t>* taken) const REQUIRES(write_mu_)
+      REQUIRES_SHARED(state_mu_);
+  // Records a tablet just written to the sys catalog in the in-memory maps.
+  void AddTabletLocked(std::shared_ptr<TabletInfo> tablet) REQUIRES(state_mu_);
 
   // --- catalog_manager_tables.cc ---
   // Validates `req`; fills the parsed schema pieces. Sets *code on failure.
@@ -159,15 +205,24 @@ class CatalogManager {
                              int* num_replicas, MasterErrorPB::Code* code) const;
 
   // --- catalog_manager_tablets.cc ---
-  // Confirms replicas (from RPCs or reports); tablets fully confirmed become RUNNING,
-  // tables with every tablet running become RUNNING.
-  Status ConfirmReplicas(const std::vector<Confirmation>& confirmations)
+  // CREATING tablets among `tablet_ids` that have a leader become RUNNING; tables
+  // with every tablet running become RUNNING.
+  Status MarkTabletsRunning(const std::vector<std::string>& tablet_ids)
       EXCLUDES(write_mu_, state_mu_);
+  // CREATING tablets in pending_tablets_ that have a leader (e.g. a failed write).
+  std::vector<std::string> PendingTabletsWithLeader() const EXCLUDES(state_mu_);
+  // Records that `uuid` holds `t` (in memory); drops `t` from pending_tablets_ when
+  // it runs and every replica confirmed.
+  void ConfirmReplicaLocked(TabletInfo* t, const std::string& uuid) REQUIRES(state_mu_);
   void ApplyTaskResults() EXCLUDES(write_mu_, state_mu_);
   Status ReplaceTimedOutTablets(MonoTime now) EXCLUDES(write_mu_, state_mu_);
   void SendPendingRpcs(MonoTime now) EXCLUDES(state_mu_);
   void ProcessTabletReport(const std::string& uuid, const TabletReportPB& report)
       EXCLUDES(write_mu_, state_mu_);
+  // Stores (or, with nullptr, drops) `uuid`'s consensus state of `t`, purging the
+  // table's cached locations first when the leader, term or a role changes.
+  void SetReplicaStateLocked(TabletInfo* t, const std::string& uuid, const ConsensusStatePB* state)
+      REQUIRES(state_mu_);
 
   // --- catalog_manager_locations.cc ---
   // Builds the answer for `table`; an error response for TABLET_NOT_RUNNING.
@@ -187,11 +242,14 @@ class CatalogManager {
 
   Mutex write_mu_ ACQUIRED_BEFORE(state_mu_);
   std::mt19937_64 rng_ GUARDED_BY(write_mu_);
+  std::function<std::string()> tablet_id_generator_ GUARDED_BY(write_mu_);
 
   mutable RwMutex state_mu_;
   std::unordered_map<std::string, std::shared_ptr<TableInfo>> tables_ GUARDED_BY(state_mu_);
   std::unordered_map<std::string, std::string> table_ids_by_name_ GUARDED_BY(state_mu_);
   std::unordered_map<std::string, std::shared_ptr<TabletInfo>> tablets_ GUARDED_BY(state_mu_);
+  // Raft group id -> tablet id, for every tablet in tablets_.
+  std::unordered_map<uint64_t, std::string> tablet_ids_by_group_ GUARDED_BY(state_mu_);
   // Tablets with RPC work left: CREATING, or DELETED/REPLACED with replicas to drop.
   std::set<std::string> pending_tablets_ GUARDED_BY(state_mu_);
   // (server, tablet) pairs a server reported that it should not have.

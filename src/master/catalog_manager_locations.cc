@@ -100,22 +100,31 @@ void CatalogManager::BuildLocationsLocked(
     auto* loc = resp->add_tablet_locations();
     loc->set_tablet_id(t.id);
     *loc->mutable_partition() = t.pb.partition();
-    for (int r = 0; r < t.pb.replica_uuids_size(); r++) {
-      const std::string& uuid = t.pb.replica_uuids(r);
-      const ReplicaRolePB role = r == 0 ? LEADER : FOLLOWER;
+    // The leader first, then the others in placement order.
+    std::vector<const std::string*> order;
+    order.reserve(t.pb.replica_uuids_size());
+    for (const auto& uuid : t.pb.replica_uuids()) {
+      if (uuid == t.leader_uuid) {
+        order.insert(order.begin(), &uuid);
+      } else {
+        order.push_back(&uuid);
+      }
+    }
+    for (const std::string* uuid : order) {
+      const ReplicaRolePB role = t.RoleOf(*uuid);
       if (!intern) {
-        auto info = ts_manager_->LiveTSInfo(uuid);
+        auto info = ts_manager_->LiveTSInfo(*uuid);
         if (!info) continue;  // dead or not (yet) registered: not offered to clients
         auto* replica = loc->add_replicas();
         *replica->mutable_ts_info() = std::move(*info);
         replica->set_role(role);
         continue;
       }
-      auto found = interned.find(uuid);
+      auto found = interned.find(*uuid);
       if (found == interned.end()) {
-        auto info = ts_manager_->LiveTSInfo(uuid);
+        auto info = ts_manager_->LiveTSInfo(*uuid);
         if (!info) continue;
-        found = interned.emplace(uuid, uint32_t(resp->ts_infos_size())).first;
+        found = interned.emplace(*uuid, uint32_t(resp->ts_infos_size())).first;
         *resp->add_ts_infos() = std::move(*info);
       }
       auto* replica = loc->add_interned_replicas();

@@ -10,16 +10,12 @@
 #include "master/catalog_manager.h"
 #include "server/fs_manager.h"
 
-DEFINE_int32(default_num_replicas, 1,
-             "Replicas of each tablet when CreateTable does not say. Only 1 is accepted until "
-             "tablets are replicated (a table of more replicas is refused).");
-DEFINE_validator(default_num_replicas, [](const char* flag, int32_t v) {
-  if (v == 1) return true;
-  fprintf(stderr, "--%s=%d: replication is not available yet; only 1 replica per tablet\n", flag,
-          v);
-  return false;
-});
+DEFINE_int32(default_num_replicas, 3,
+             "Replicas of each tablet (the size of its Raft group) when CreateTable does not "
+             "say. Must be odd and at most --max_num_replicas.");
+DEFINE_validator(default_num_replicas, [](const char*, int32_t v) { return v >= 1 && v % 2 == 1; });
 DEFINE_int32(max_num_replicas, 7, "The largest replication factor a table may have.");
+DEFINE_validator(max_num_replicas, [](const char*, int32_t v) { return v >= 1; });
 DEFINE_int32(max_create_tablets_per_ts, 1000,
              "CreateTable fails with TOO_MANY_TABLETS when tablets x replicas would exceed this "
              "many per live tablet server.");
@@ -106,13 +102,6 @@ Status CatalogManager::ValidateCreateTable(const CreateTableRequestPB& req, Sche
         "num_replicas must be odd and between 1 and " + std::to_string(FLAGS_max_num_replicas),
         std::to_string(*num_replicas));
   }
-  // Until tablets are replicated, extra replicas would be independent copies that
-  // nothing keeps in step: a client routed to another one reads stale or missing rows.
-  if (*num_replicas > 1) {
-    return Status::NotSupported("num_replicas=" + std::to_string(*num_replicas) +
-                                ": replication is not available yet; only 1 replica per "
-                                "tablet is supported (create the table with num_replicas 1)");
-  }
 
   *code = MasterErrorPB::INVALID_SCHEMA;
   RETURN_NOT_OK(PrecheckSchema(req.schema()));
@@ -156,6 +145,7 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
 
   MutexLock w(write_mu_);
   ServerLoads loads;
+  ServerLoads leaders;
   {
     SharedLock l(state_mu_);
     if (table_ids_by_name_.count(req.name())) {
@@ -163,13 +153,16 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
                Status::AlreadyPresent("table already exists", req.name()), resp->mutable_error());
       return;
     }
-    loads = LiveServerLoadsLocked();
+    loads = LiveServerLoadsLocked(&leaders);
   }
   if (int(loads.size()) < num_replicas) {
+    const std::string n = std::to_string(num_replicas);
     SetError(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
-             Status::InvalidArgument("num_replicas " + std::to_string(num_replicas) +
-                                     " is more than the " + std::to_string(loads.size()) +
-                                     " live tablet servers"),
+             Status::InvalidArgument("num_replicas " + n + " needs " + n +
+                                     " live tablet servers, " + std::to_string(loads.size()) +
+                                     (loads.size() == 1 ? " is" : " are") +
+                                     " alive: start more tablet servers or create the table "
+                                     "with num_replicas 1"),
              resp->mutable_error());
     return;
   }
@@ -199,9 +192,18 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   std::vector<std::shared_ptr<TabletInfo>> tablets;
   const MonoTime deadline =
       MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_tablet_creation_timeout_ms);
+  std::set<uint64_t> group_ids;  // of this table's new tablets
   for (const Partition& p : partitions) {
     auto t = std::make_shared<TabletInfo>();
-    t->id = server::GenerateUuid();
+    {
+      SharedLock l(state_mu_);
+      Result<std::string> id = NewTabletIdLocked(&group_ids);
+      if (!id.ok()) {
+        SetError(MasterErrorPB::UNKNOWN_ERROR, id.status(), resp->mutable_error());
+        return;
+      }
+      t->id = std::move(*id);
+    }
     t->partition = p;
     t->creation_deadline = deadline;
     t->pb.set_table_id(table->id);
@@ -212,6 +214,7 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
       SetError(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, placed.status(), resp->mutable_error());
       return;
     }
+    OrderForLeadership(&*placed, &leaders);  // the first replica campaigns first
     for (const auto& uuid : *placed) t->pb.add_replica_uuids(uuid);
     batch.put_tablets.emplace_back(t->id, t->pb);
     table->all_tablet_ids.push_back(t->id);
@@ -231,7 +234,7 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
     table_ids_by_name_[req.name()] = table->id;
     for (auto& t : tablets) {
       pending_tablets_.insert(t->id);
-      tablets_[t->id] = t;
+      AddTabletLocked(t);
     }
   }
   LOG(INFO) << "created table " << req.name() << " (" << table->id << ") with " << tablets.size()

@@ -27,32 +27,101 @@ bool AllConfirmed(const SysTabletEntryPB& pb, const std::set<std::string>& confi
   }
   return true;
 }
+// What a tablet's locations say of its replicas: the leader, the term, each role.
+struct LeaderView {
+  std::string leader;
+  uint64_t term;
+  std::vector<ReplicaRolePB> roles;
+  bool operator==(const LeaderView& o) const {
+    return leader == o.leader && term == o.term && roles == o.roles;
+  }
+};
 }  // namespace
 
-Status CatalogManager::ConfirmReplicas(const std::vector<Confirmation>& confirmations) {
-  if (confirmations.empty()) return Status::OK();
+ReplicaRolePB CatalogManager::TabletInfo::RoleOf(const std::string& uuid) const {
+  if (!leader_uuid.empty() && uuid == leader_uuid) return LEADER;
+  auto it = replica_states.find(uuid);
+  if (it == replica_states.end()) return UNKNOWN_ROLE;
+  const ReplicaRolePB role = it->second.role();
+  return role == LEADER ? FOLLOWER : role;  // a claim from an older term
+}
+
+void CatalogManager::TabletInfo::UpdateLeader() {
+  for (const auto& [uuid, st] : replica_states) max_term = std::max(max_term, st.term());
+  leader_uuid.clear();
+  for (const auto& [uuid, st] : replica_states) {
+    if (st.role() == LEADER && st.term() == max_term) leader_uuid = uuid;
+  }
+}
+
+void CatalogManager::SetReplicaStateLocked(TabletInfo* t, const std::string& uuid,
+                                           const ConsensusStatePB* state) {
+  auto view = [&] {
+    LeaderView v{t->leader_uuid, t->max_term, {}};
+    for (const auto& r : t->pb.replica_uuids()) v.roles.push_back(t->RoleOf(r));
+    return v;
+  };
+  const LeaderView before = view();
+  if (state) {
+    t->replica_states[uuid] = *state;
+  } else if (!t->replica_states.erase(uuid)) {
+    return;
+  }
+  t->UpdateLeader();
+  const LeaderView after = view();
+  if (before == after) return;
+  // The exclusive lock is held, so no answer built from the old view is cached after this.
+  InvalidateLocked(t->pb.table_id());
+  if (after.leader != before.leader && before.term == 0) {
+    // The first reports (a new tablet, or any tablet after a master restart).
+    VLOG(1) << "tablet " << t->id << ": leader " << after.leader << " in term " << after.term;
+  } else if (after.leader != before.leader) {
+    if (after.leader.empty()) {
+      LOG(INFO) << "tablet " << t->id << ": no leader known in term " << after.term << " (was "
+                << before.leader << ")";
+    } else {
+      LOG(INFO) << "tablet " << t->id << ": leader " << after.leader << " in term " << after.term;
+    }
+  } else {
+    VLOG(1) << "tablet " << t->id << ": term " << after.term << ", replica " << uuid << " now "
+            << ReplicaRolePB_Name(t->RoleOf(uuid));
+  }
+}
+
+void CatalogManager::ConfirmReplicaLocked(TabletInfo* t, const std::string& uuid) {
+  const TabletStatePB st = t->pb.state();
+  if ((st != TABLET_CREATING && st != TABLET_RUNNING) || !HasReplica(t->pb, uuid)) return;
+  t->confirmed.insert(uuid);
+  if (st == TABLET_RUNNING && AllConfirmed(t->pb, t->confirmed)) pending_tablets_.erase(t->id);
+}
+
+std::vector<std::string> CatalogManager::PendingTabletsWithLeader() const {
+  SharedLock l(state_mu_);
+  std::vector<std::string> out;
+  for (const auto& id : pending_tablets_) {
+    const TabletInfo& t = *tablets_.at(id);
+    if (t.pb.state() == TABLET_CREATING && !t.leader_uuid.empty()) out.push_back(id);
+  }
+  return out;
+}
+
+Status CatalogManager::MarkTabletsRunning(const std::vector<std::string>& tablet_ids) {
+  if (tablet_ids.empty()) return Status::OK();
   MutexLock w(write_mu_);
   SysCatalogBatch batch;
-  std::map<std::string, std::set<std::string>> new_confirmed;  // tablet -> confirmed set
   std::set<std::string> now_running;
   std::set<std::shared_ptr<TableInfo>> tables_running;
   {
     SharedLock l(state_mu_);
-    for (const auto& [tablet_id, uuid] : confirmations) {
+    for (const auto& tablet_id : tablet_ids) {
       auto it = tablets_.find(tablet_id);
       if (it == tablets_.end()) continue;
       const TabletInfo& t = *it->second;
-      if (t.pb.state() != TABLET_CREATING || !HasReplica(t.pb, uuid)) continue;
-      auto [c, inserted] = new_confirmed.emplace(tablet_id, t.confirmed);
-      c->second.insert(uuid);
-    }
-    for (const auto& [tablet_id, confirmed] : new_confirmed) {
-      const TabletInfo& t = *tablets_.at(tablet_id);
-      if (!AllConfirmed(t.pb, confirmed)) continue;
+      if (t.pb.state() != TABLET_CREATING || t.leader_uuid.empty()) continue;
+      if (!now_running.insert(tablet_id).second) continue;
       SysTabletEntryPB pb = t.pb;
       pb.set_state(TABLET_RUNNING);
       batch.put_tablets.emplace_back(tablet_id, std::move(pb));
-      now_running.insert(tablet_id);
     }
     std::set<std::string> seen_tables;
     for (const auto& tablet_id : now_running) {
@@ -71,13 +140,15 @@ Status CatalogManager::ConfirmReplicas(const std::vector<Confirmation>& confirma
       tables_running.insert(table);
     }
   }
-  if (!batch.empty()) RETURN_NOT_OK_PREPEND(sys_catalog_->Write(batch), "marking tablets running");
+  if (batch.empty()) return Status::OK();
+  RETURN_NOT_OK_PREPEND(sys_catalog_->Write(batch), "marking tablets running");
   ExclusiveLock l(state_mu_);
   for (const auto& [id, pb] : batch.put_tablets) InvalidateLocked(pb.table_id());
-  for (auto& [tablet_id, confirmed] : new_confirmed) tablets_.at(tablet_id)->confirmed = confirmed;
   for (auto& [id, pb] : batch.put_tablets) {
-    tablets_.at(id)->pb = pb;
-    pending_tablets_.erase(id);
+    TabletInfo& t = *tablets_.at(id);
+    t.pb = pb;
+    // Still pending while a replica has not confirmed: CreateTablet keeps going to it.
+    if (AllConfirmed(t.pb, t.confirmed)) pending_tablets_.erase(id);
   }
   for (auto& [id, pb] : batch.put_tables) tables_.at(id)->pb = pb;
   for (const auto& t : tables_running) LOG(INFO) << "table " << t->pb.name() << " is running";
@@ -85,28 +156,27 @@ Status CatalogManager::ConfirmReplicas(const std::vector<Confirmation>& confirma
 }
 
 void CatalogManager::ApplyTaskResults() {
-  std::vector<Confirmation> confirmations;
-  std::vector<TabletRpcTasks::Result> deleted;
+  std::vector<TabletRpcTasks::Result> results;
   for (auto& r : tasks_->TakeResults()) {
     if (!r.status.ok()) {
       VLOG(1) << (r.key.kind == TabletRpcTasks::Kind::kCreate ? "CreateTablet " : "DeleteTablet ")
               << r.key.tablet_id << " on " << r.key.ts_uuid << " failed: " << r.status.ToString();
       continue;
     }
-    if (r.key.kind == TabletRpcTasks::Kind::kCreate) {
-      confirmations.emplace_back(r.key.tablet_id, r.key.ts_uuid);
-    } else {
-      deleted.push_back(std::move(r));
-    }
+    results.push_back(std::move(r));
   }
-  WARN_NOT_OK(ConfirmReplicas(confirmations), "confirming created replicas");
-  if (deleted.empty()) return;
+  if (results.empty()) return;
   ExclusiveLock l(state_mu_);  // in-memory bookkeeping only; no answer changes
-  for (const auto& r : deleted) {
-    orphans_.erase({r.key.ts_uuid, r.key.tablet_id});
+  for (const auto& r : results) {
+    if (r.key.kind == TabletRpcTasks::Kind::kDelete)
+      orphans_.erase({r.key.ts_uuid, r.key.tablet_id});
     auto it = tablets_.find(r.key.tablet_id);
     if (it == tablets_.end()) continue;
     TabletInfo& t = *it->second;
+    if (r.key.kind == TabletRpcTasks::Kind::kCreate) {
+      ConfirmReplicaLocked(&t, r.key.ts_uuid);
+      continue;
+    }
     t.delete_acked.insert(r.key.ts_uuid);
     const TabletStatePB st = t.pb.state();
     if ((st == TABLET_DELETED || st == TABLET_REPLACED) && AllConfirmed(t.pb, t.delete_acked)) {
@@ -123,24 +193,40 @@ Status CatalogManager::ReplaceTimedOutTablets(MonoTime now) {
   {
     SharedLock l(state_mu_);
     ServerLoads loads;
+    ServerLoads leaders;
     bool have_loads = false;
+    std::set<uint64_t> group_ids;  // of the replacements
     for (const auto& id : pending_tablets_) {
       const auto& old = tablets_.at(id);
-      if (old->pb.state() != TABLET_CREATING || old->creation_deadline > now) continue;
+      // A tablet with a leader is about to be marked running, not replaced.
+      if (old->pb.state() != TABLET_CREATING || old->creation_deadline > now ||
+          !old->leader_uuid.empty()) {
+        continue;
+      }
       const auto& table = tables_.at(old->pb.table_id());
       if (!have_loads) {
-        loads = LiveServerLoadsLocked();
+        loads = LiveServerLoadsLocked(&leaders);
         have_loads = true;
       }
-      std::set<std::string> avoid(old->pb.replica_uuids().begin(), old->pb.replica_uuids().end());
+      // Avoid the replicas that never confirmed (their servers failed to create it);
+      // when all did (they never elected a leader), avoid them all.
+      std::set<std::string> avoid;
+      for (const auto& r : old->pb.replica_uuids()) {
+        if (!old->confirmed.count(r)) avoid.insert(r);
+      }
+      if (avoid.empty())
+        avoid.insert(old->pb.replica_uuids().begin(), old->pb.replica_uuids().end());
       auto placed = PlaceReplicas(table->pb.num_replicas(), &loads, &rng_, avoid);
       if (!placed.ok()) {
         LOG(WARNING) << "tablet " << id << " timed out creating but cannot be placed again: "
                      << placed.status().ToString();
         continue;
       }
+      OrderForLeadership(&*placed, &leaders);
+      auto fresh_id = NewTabletIdLocked(&group_ids);
+      if (!fresh_id.ok()) return fresh_id.status();
       auto fresh = std::make_shared<TabletInfo>();
-      fresh->id = server::GenerateUuid();
+      fresh->id = std::move(*fresh_id);
       fresh->partition = old->partition;
       fresh->creation_deadline =
           now + MonoDelta::FromMilliseconds(FLAGS_tablet_creation_timeout_ms);
@@ -151,7 +237,7 @@ Status CatalogManager::ReplaceTimedOutTablets(MonoTime now) {
       SysTabletEntryPB old_pb = old->pb;
       old_pb.set_state(TABLET_REPLACED);
       old_pb.set_replaced_by_tablet_id(fresh->id);
-      old_pb.set_state_msg("not running within --tablet_creation_timeout_ms");
+      old_pb.set_state_msg("no leader within --tablet_creation_timeout_ms");
       batch.put_tablets.emplace_back(old->id, std::move(old_pb));
       batch.put_tablets.emplace_back(fresh->id, fresh->pb);
       replaced.emplace_back(old, std::move(fresh));
@@ -162,14 +248,16 @@ Status CatalogManager::ReplaceTimedOutTablets(MonoTime now) {
   ExclusiveLock l(state_mu_);
   for (size_t i = 0; i < replaced.size(); i++) {
     auto& [old, fresh] = replaced[i];
-    LOG(WARNING) << "tablet " << old->id << " was not running within "
-                 << FLAGS_tablet_creation_timeout_ms << " ms; replaced by " << fresh->id;
+    LOG(WARNING) << "tablet " << old->id << " had no leader within "
+                 << FLAGS_tablet_creation_timeout_ms << " ms (" << old->confirmed.size() << " of "
+                 << old->pb.replica_uuids_size() << " replicas confirmed); replaced by "
+                 << fresh->id;
     const auto& table = tables_.at(old->pb.table_id());
     InvalidateLocked(table->id);
     old->pb = batch.put_tablets[2 * i].second;
     table->tablets_by_start[fresh->partition.partition_key_start] = fresh;
     table->all_tablet_ids.push_back(fresh->id);
-    tablets_[fresh->id] = fresh;
+    AddTabletLocked(fresh);
     pending_tablets_.insert(fresh->id);  // the old one stays pending: its replicas are dropped
   }
   return Status::OK();
@@ -197,7 +285,20 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
     for (const auto& id : pending_tablets_) {
       const TabletInfo& t = *tablets_.at(id);
       const TabletStatePB st = t.pb.state();
-      if (st == TABLET_CREATING) {
+      if (st == TABLET_CREATING || st == TABLET_RUNNING) {
+        if (AllConfirmed(t.pb, t.confirmed)) continue;
+        // Every replica gets the same Raft configuration; wait until every server's
+        // address is known (after a master restart, until they all registered).
+        google::protobuf::RepeatedPtrField<tserver::RaftPeerPB> peers;
+        for (const auto& uuid : t.pb.replica_uuids()) {
+          auto ts = ts_manager_->Lookup(uuid);
+          if (!ts || ts->registration.rpc_addresses_size() == 0) break;
+          auto* peer = peers.Add();
+          peer->set_permanent_uuid(uuid);
+          peer->set_host(ts->registration.rpc_addresses(0).host());
+          peer->set_port(ts->registration.rpc_addresses(0).port());
+        }
+        if (peers.size() != t.pb.replica_uuids_size()) continue;
         const TableInfo& table = *tables_.at(t.pb.table_id());
         for (const auto& uuid : t.pb.replica_uuids()) {
           if (t.confirmed.count(uuid)) continue;
@@ -210,6 +311,7 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
           *w->create.mutable_partition() = t.pb.partition();
           *w->create.mutable_schema() = table.pb.schema();
           *w->create.mutable_partition_schema() = table.pb.partition_schema();
+          *w->create.mutable_peers() = peers;
         }
       } else if (st == TABLET_DELETED || st == TABLET_REPLACED) {
         for (const auto& uuid : t.pb.replica_uuids()) {
@@ -242,40 +344,59 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
 }
 
 void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletReportPB& report) {
-  std::vector<Confirmation> confirmations;
-  std::vector<std::string> orphans;
+  const bool full = !report.is_incremental();
+  if (!full && report.updated_tablets().empty() && report.removed_tablet_ids().empty()) return;
+  std::vector<std::string> with_leader;  // CREATING tablets that now have a leader
+  bool new_orphans = false;
   {
-    SharedLock l(state_mu_);
+    // Reports change what locations say (roles, leaders): exclusive. Incremental
+    // reports carry only changed tablets, so this is rare.
+    ExclusiveLock l(state_mu_);
+    std::set<std::string> reported;
     for (const auto& rt : report.updated_tablets()) {
+      reported.insert(rt.tablet_id());
       auto it = tablets_.find(rt.tablet_id());
-      if (it == tablets_.end()) {
-        orphans.push_back(rt.tablet_id());
+      const bool ours =
+          it != tablets_.end() && HasReplica(it->second->pb, uuid) &&
+          (it->second->pb.state() == TABLET_CREATING || it->second->pb.state() == TABLET_RUNNING);
+      if (!ours) {
+        if (rt.state() != TABLET_DELETED && orphans_.emplace(uuid, rt.tablet_id()).second) {
+          LOG(INFO) << "tablet server " << uuid << " reported tablet " << rt.tablet_id()
+                    << " it should not have; deleting it there";
+          new_orphans = true;
+        }
         continue;
       }
-      const TabletInfo& t = *it->second;
-      const TabletStatePB st = t.pb.state();
-      if (st == TABLET_DELETED || st == TABLET_REPLACED || !HasReplica(t.pb, uuid)) {
-        if (rt.state() != TABLET_DELETED) orphans.push_back(rt.tablet_id());
-        continue;
+      TabletInfo& t = *it->second;
+      if (rt.state() == TABLET_RUNNING) {
+        ConfirmReplicaLocked(&t, uuid);
+        SetReplicaStateLocked(&t, uuid, &rt.consensus());
+        if (t.pb.state() == TABLET_CREATING && !t.leader_uuid.empty()) {
+          with_leader.push_back(t.id);
+        }
+      } else {
+        SetReplicaStateLocked(&t, uuid, nullptr);
+        if (rt.state() == TABLET_FAILED) {
+          LOG(WARNING) << "tablet " << rt.tablet_id() << " failed on " << uuid << ": "
+                       << rt.error().message();
+        }
       }
-      if (rt.state() == TABLET_RUNNING && st == TABLET_CREATING) {
-        confirmations.emplace_back(rt.tablet_id(), uuid);
-      } else if (rt.state() == TABLET_FAILED) {
-        LOG(WARNING) << "tablet " << rt.tablet_id() << " failed on " << uuid << ": "
-                     << rt.error().message();
+    }
+    for (const auto& id : report.removed_tablet_ids()) {
+      auto it = tablets_.find(id);
+      if (it != tablets_.end()) SetReplicaStateLocked(it->second.get(), uuid, nullptr);
+    }
+    if (full) {
+      // What the server no longer lists, it no longer reports on.
+      for (auto& [id, t] : tablets_) {
+        if (!reported.count(id) && t->replica_states.count(uuid)) {
+          SetReplicaStateLocked(t.get(), uuid, nullptr);
+        }
       }
     }
   }
-  if (!orphans.empty()) {
-    ExclusiveLock l(state_mu_);  // bookkeeping only; no answer changes
-    for (auto& id : orphans) {
-      LOG(INFO) << "tablet server " << uuid << " reported tablet " << id
-                << " it should not have; deleting it there";
-      orphans_.emplace(uuid, std::move(id));
-    }
-  }
-  WARN_NOT_OK(ConfirmReplicas(confirmations), "confirming reported replicas");
-  if (!orphans.empty() || !confirmations.empty()) tasks_->Wake();
+  WARN_NOT_OK(MarkTabletsRunning(with_leader), "marking reported tablets running");
+  if (new_orphans) tasks_->Wake();
 }
 
 void CatalogManager::TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatResponsePB* resp) {
@@ -289,11 +410,19 @@ void CatalogManager::TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatRes
   }
   const MonoTime now = MonoTime::Now();
   TSManager::HeartbeatOutcome out = ts_manager_->Heartbeat(req, now, false);
+  if (!out.error.ok()) {
+    SetError(MasterErrorPB::INVALID_ARGUMENT, out.error, resp->mutable_error());
+    return;
+  }
   if (out.needs_exclusive) {
     // A change answers can see: purge the server's tables first, atomically with it.
     ExclusiveLock l(state_mu_);
     for (const auto& table_id : TablesOnServerLocked(uuid)) InvalidateLocked(table_id);
     out = ts_manager_->Heartbeat(req, now, true);
+  }
+  if (!out.error.ok()) {
+    SetError(MasterErrorPB::INVALID_ARGUMENT, out.error, resp->mutable_error());
+    return;
   }
   resp->set_needs_reregister(out.needs_reregister);
   resp->set_needs_full_tablet_report(out.needs_full_report);
@@ -301,6 +430,8 @@ void CatalogManager::TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatRes
     ProcessTabletReport(uuid, req.tablet_report());
     resp->set_acked_report_sequence_number(req.tablet_report().sequence_number());
   }
+  // Where this server's consensus transport reaches the other replicas.
+  for (auto& info : ts_manager_->AllTSInfos()) *resp->add_tablet_servers() = std::move(info);
 }
 
 }  // namespace nyala::master

@@ -3,6 +3,10 @@
 //    TabletServerAdminService (CreateTablet / DeleteTablet / ListTablets) that
 //    records its tablets, and builds the heartbeats the real tablet server sends.
 //    Stands in for nyala-tserver until the integration tests run the real one.
+//    Each tablet's consensus state is made up as the real server's would start: the
+//    first peer of CreateTablet's `peers` (or the only replica, with none) LEADER in
+//    term 1, the others FOLLOWER; SetConsensusForTests() changes it. Incremental
+//    reports carry the tablets created, deleted or changed since the last report.
 //  - MakeCreateTableRequest: CreateTable requests of the test schema
 //    (key INT64 KEY, v STRING NULLABLE) with hash buckets, splits and bounds.
 #pragma once
@@ -12,6 +16,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +39,10 @@ class FakeTabletServer {
   struct State {
     Mutex mu;
     std::map<std::string, tserver::CreateTabletRequestPB> tablets GUARDED_BY(mu);  // by id
+    std::map<std::string, ConsensusStatePB> consensus GUARDED_BY(mu);              // by id
+    std::set<std::string> changed GUARDED_BY(mu);  // for the next incremental report
+    std::set<std::string> removed GUARDED_BY(mu);
+    std::string uuid;  // set before serving
     std::atomic<bool> fail_creates{false};
     std::atomic<int> creates{0};
     std::atomic<int> deletes{0};
@@ -52,7 +61,19 @@ class FakeTabletServer {
         resp->mutable_error()->mutable_status()->set_message("injected failure");
       } else {
         MutexLock l(st_->mu);
+        const bool fresh = st_->tablets.count(req->tablet_id()) == 0;
         st_->tablets[req->tablet_id()] = *req;
+        if (fresh) {
+          ConsensusStatePB c;
+          c.set_term(1);
+          const bool first = req->peers().empty() || req->peers(0).permanent_uuid() == st_->uuid;
+          c.set_role(first ? LEADER : FOLLOWER);
+          c.set_leader_uuid(req->peers().empty() ? st_->uuid : req->peers(0).permanent_uuid());
+          for (const auto& p : req->peers()) c.add_voter_uuids(p.permanent_uuid());
+          st_->consensus[req->tablet_id()] = c;
+          st_->changed.insert(req->tablet_id());
+          st_->removed.erase(req->tablet_id());
+        }
       }
       ctx->RespondSuccess();
     }
@@ -63,6 +84,10 @@ class FakeTabletServer {
       if (st_->tablets.erase(req->tablet_id()) == 0) {
         resp->mutable_error()->set_code(tserver::TabletServerErrorPB::TABLET_NOT_FOUND);
         resp->mutable_error()->mutable_status()->set_code(Status::kNotFound);
+      } else {
+        st_->consensus.erase(req->tablet_id());
+        st_->changed.erase(req->tablet_id());
+        st_->removed.insert(req->tablet_id());
       }
       ctx->RespondSuccess();
     }
@@ -81,7 +106,10 @@ class FakeTabletServer {
     const std::shared_ptr<State> st_;
   };
 
-  FakeTabletServer() : uuid_(server::GenerateUuid()), state_(std::make_shared<State>()) {}
+  explicit FakeTabletServer(std::string uuid = server::GenerateUuid())
+      : uuid_(std::move(uuid)), state_(std::make_shared<State>()) {
+    state_->uuid = uuid_;
+  }
   ~FakeTabletServer() {
     if (messenger_) messenger_->Shutdown();
   }
@@ -100,8 +128,9 @@ class FakeTabletServer {
     messenger_.reset();
   }
 
-  // A heartbeat as the tablet server sends it: registration and a full report
-  // (`first`), or an incremental report with nothing changed.
+  // A heartbeat as the tablet server sends it: registration (when `registration`)
+  // and a full report (`full_report`) or an incremental one of what changed since
+  // the previous report.
   TSHeartbeatRequestPB MakeHeartbeat(bool registration, bool full_report) const {
     TSHeartbeatRequestPB req;
     req.mutable_common()->set_permanent_uuid(uuid_);
@@ -114,22 +143,47 @@ class FakeTabletServer {
     auto* report = req.mutable_tablet_report();
     report->set_is_incremental(!full_report);
     report->set_sequence_number(seq_++);
-    if (full_report) {
-      MutexLock l(state_->mu);
-      for (const auto& [id, t] : state_->tablets) {
-        auto* rt = report->add_updated_tablets();
-        rt->set_tablet_id(id);
-        rt->set_table_id(t.table_id());
-        rt->set_state(TABLET_RUNNING);
-      }
+    MutexLock l(state_->mu);
+    for (const auto& [id, t] : state_->tablets) {
+      if (!full_report && !state_->changed.count(id)) continue;
+      auto* rt = report->add_updated_tablets();
+      rt->set_tablet_id(id);
+      rt->set_table_id(t.table_id());
+      rt->set_state(TABLET_RUNNING);
+      auto c = state_->consensus.find(id);
+      if (c != state_->consensus.end()) *rt->mutable_consensus() = c->second;
     }
+    if (!full_report) {
+      for (const auto& id : state_->removed) report->add_removed_tablet_ids(id);
+    }
+    state_->changed.clear();
+    state_->removed.clear();
     return req;
+  }
+
+  // Sets this server's consensus state of `tablet_id` (reported next time).
+  void SetConsensusForTests(const std::string& tablet_id, ReplicaRolePB role, uint64_t term,
+                            const std::string& leader_uuid = "") {
+    MutexLock l(state_->mu);
+    ConsensusStatePB& c = state_->consensus[tablet_id];
+    c.set_role(role);
+    c.set_term(term);
+    c.set_leader_uuid(leader_uuid);
+    state_->changed.insert(tablet_id);
+  }
+  // The peers of the CreateTablet that made `tablet_id` here (empty if none).
+  std::vector<tserver::RaftPeerPB> PeersOf(const std::string& tablet_id) const {
+    MutexLock l(state_->mu);
+    auto it = state_->tablets.find(tablet_id);
+    if (it == state_->tablets.end()) return {};
+    return {it->second.peers().begin(), it->second.peers().end()};
   }
 
   // Pretends to hold `tablet_id` (e.g. one the master never created).
   void AddTabletForTests(const std::string& tablet_id) {
     MutexLock l(state_->mu);
     state_->tablets[tablet_id].set_tablet_id(tablet_id);
+    state_->changed.insert(tablet_id);
   }
   bool HasTablet(const std::string& id) const {
     MutexLock l(state_->mu);

@@ -86,12 +86,19 @@ TEST_F(MasterTest, ServiceEndToEnd) {
   EXPECT_EQ(1, reg.num_live_tablet_servers());
 
   CreateTableResponsePB created;
+  // One server: a table of one replica (the default, 3, would be refused).
   ASSERT_OK(
       Call(&MasterServiceProxy::CreateTable, MakeCreateTableRequest("t", 3, false), &created));
   ASSERT_FALSE(created.has_error()) << created.error().ShortDebugString();
   IsCreateTableDoneRequestPB done_req;
   done_req.mutable_table()->set_table_name("t");
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    // The tablets run once their leader (here the only replica) reports.
+    TSHeartbeatResponsePB beat;
+    ASSERT_OK(Call(&MasterServiceProxy::TSHeartbeat, ts.MakeHeartbeat(false, false), &beat));
+    ASSERT_FALSE(beat.has_error());
+    ASSERT_EQ(1, beat.tablet_servers_size());
+    EXPECT_EQ(ts.uuid(), beat.tablet_servers(0).permanent_uuid());
     IsCreateTableDoneResponsePB done;
     ASSERT_OK(Call(&MasterServiceProxy::IsCreateTableDone, done_req, &done));
     ASSERT_TRUE(done.done());
@@ -124,11 +131,9 @@ TEST_F(MasterTest, ServiceEndToEnd) {
   ASSERT_OK(Call(&MasterServiceProxy::ListTabletServers, ListTabletServersRequestPB(), &servers));
   ASSERT_EQ(1, servers.servers_size());
   EXPECT_TRUE(servers.servers(0).live());
-  // The fake reported its tablets in the registering full report, before they existed.
-  EXPECT_EQ(0, servers.servers(0).num_live_tablets());
-  ASSERT_NO_FATAL_FAILURE(Register(ts));  // a full report now lists all three
-  ASSERT_OK(Call(&MasterServiceProxy::ListTabletServers, ListTabletServersRequestPB(), &servers));
+  // Reported (incrementally) while the table was being created.
   EXPECT_EQ(3, servers.servers(0).num_live_tablets());
+  EXPECT_EQ(LEADER, b.tablet_locations(0).interned_replicas(0).role());
 }
 
 TEST_F(MasterTest, WebPagesEscapeNames) {
@@ -152,6 +157,16 @@ TEST_F(MasterTest, WebPagesEscapeNames) {
   const std::string latency = HttpGet(port, "/rpc-latency?method=CreateTable");
   EXPECT_NE(std::string::npos, latency.find("Count: 1")) << latency;
   EXPECT_NE(std::string::npos, latency.find("99.99%"));
+  // Tablets show their leader once it reports.
+  EXPECT_NE(std::string::npos, tables.find("none known")) << tables;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    TSHeartbeatResponsePB beat;
+    ASSERT_OK(Call(&MasterServiceProxy::TSHeartbeat, ts.MakeHeartbeat(false, false), &beat));
+    const std::string page = HttpGet(port, "/tables");
+    ASSERT_NE(std::string::npos, page.find("TABLET_RUNNING")) << page;
+    EXPECT_NE(std::string::npos, page.find(ts.uuid() + "</td><td>1</td>")) << page;  // leader, term
+    EXPECT_NE(std::string::npos, page.find(" LEADER, term 1, 0 / 0 / 0")) << page;
+  });
   const std::string metrics = HttpGet(port, "/metrics?metrics=table_locations_cache");
   EXPECT_NE(std::string::npos, metrics.find("table_locations_cache_hits")) << metrics;
 }

@@ -43,13 +43,30 @@ void Master::RegisterWebPages() {
         b += EscapeHtml(c.name()) + " " + DataTypePB_Name(c.type()) + (c.is_key() ? " KEY" : "") +
              (c.is_nullable() ? " NULLABLE" : "") + "; ";
       }
-      b += "</p><table><tr><th>Tablet</th><th>Partition</th><th>State</th><th>Servers</th></tr>";
-      for (const auto& [id, pb] : t.tablets) {
-        b += "<tr><td>" + EscapeHtml(id) + "</td><td>" +
-             EscapeHtml(Partition::FromPB(pb.partition()).ToString()) + "</td><td>" +
-             TabletStatePB_Name(pb.state()) + "</td><td>";
-        for (const auto& uuid : pb.replica_uuids())
-          b += ServerCell(uuid, ts_manager_.get()) + "<br>";
+      b += "</p><table><tr><th>Tablet</th><th>Partition</th><th>State</th><th>Leader</th>"
+           "<th>Term</th><th>Replicas (role, term, committed / applied / last index)</th></tr>";
+      for (const TabletSnapshot& tablet : t.tablets) {
+        b += "<tr><td>" + EscapeHtml(tablet.id) + "</td><td>" +
+             EscapeHtml(Partition::FromPB(tablet.entry.partition()).ToString()) + "</td><td>" +
+             TabletStatePB_Name(tablet.entry.state()) + "</td><td>" +
+             (tablet.leader_uuid.empty() ? std::string("none known")
+                                         : EscapeHtml(tablet.leader_uuid)) +
+             "</td><td>" + std::to_string(tablet.term) + "</td><td>";
+        for (const auto& uuid : tablet.entry.replica_uuids()) {
+          b += ServerCell(uuid, ts_manager_.get());
+          auto role = tablet.roles.find(uuid);
+          b += " ";
+          b += ReplicaRolePB_Name(role == tablet.roles.end() ? UNKNOWN_ROLE : role->second);
+          auto st = tablet.replica_states.find(uuid);
+          if (st != tablet.replica_states.end()) {
+            const ConsensusStatePB& c = st->second;
+            b += ", term " + std::to_string(c.term()) + ", " + std::to_string(c.committed_index()) +
+                 " / " + std::to_string(c.applied_index()) + " / " + std::to_string(c.last_index());
+          } else {
+            b += ", not reported";
+          }
+          b += "<br>";
+        }
         b += "</td></tr>";
       }
       b += "</table>";

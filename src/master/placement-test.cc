@@ -66,6 +66,38 @@ TEST(PlacementTest, AvoidedServersOnlyWhenNeeded) {
   EXPECT_EQ(2u, r->size());
 }
 
+TEST(PlacementTest, LeadersSpreadLikeReplicas) {
+  std::mt19937_64 rng(TestRandomSeed());
+  ServerLoads loads = {{"a", 0}, {"b", 0}, {"c", 0}, {"d", 0}, {"e", 0}};
+  ServerLoads leaders;
+  for (int i = 0; i < 100; i++) {
+    auto r = PlaceReplicas(3, &loads, &rng);
+    ASSERT_OK(r.status());
+    const std::set<std::string> before(r->begin(), r->end());
+    OrderForLeadership(&*r, &leaders);
+    EXPECT_EQ(before, std::set<std::string>(r->begin(), r->end()));  // only reordered
+  }
+  int64_t total = 0;
+  for (const auto& [uuid, n] : leaders) {
+    total += n;
+    EXPECT_GE(n, 17) << uuid;  // 20 each; the fewest-first rule keeps them within a few
+    EXPECT_LE(n, 23) << uuid;
+  }
+  EXPECT_EQ(100, total);
+}
+
+TEST(PlacementTest, FewestLeadersGoesFirstAndTiesKeepTheOrder) {
+  ServerLoads leaders = {{"a", 2}, {"b", 1}, {"c", 1}};
+  std::vector<std::string> r = {"a", "c", "b"};
+  OrderForLeadership(&r, &leaders);
+  EXPECT_EQ((std::vector<std::string>{"c", "a", "b"}), r);
+  EXPECT_EQ(2, leaders["c"]);
+  r = {"a", "d"};  // "d" leads nothing yet
+  OrderForLeadership(&r, &leaders);
+  EXPECT_EQ((std::vector<std::string>{"d", "a"}), r);
+  EXPECT_EQ(1, leaders["d"]);
+}
+
 TEST(PlacementTest, NotEnoughServers) {
   std::mt19937_64 rng(1);
   ServerLoads none;

@@ -50,4 +50,18 @@ Result<std::vector<std::string>> PlaceReplicas(int num_replicas, ServerLoads* lo
   return chosen;
 }
 
+void OrderForLeadership(std::vector<std::string>* replicas, ServerLoads* leader_loads) {
+  if (replicas->empty()) return;
+  auto count = [&](const std::string& uuid) {
+    auto it = leader_loads->find(uuid);
+    return it == leader_loads->end() ? int64_t(0) : it->second;
+  };
+  auto best = replicas->begin();
+  for (auto it = replicas->begin(); it != replicas->end(); ++it) {
+    if (count(*it) < count(*best)) best = it;
+  }
+  std::rotate(replicas->begin(), best, best + 1);
+  (*leader_loads)[replicas->front()]++;
+}
+
 }  // namespace nyala::master

@@ -29,4 +29,9 @@ Result<std::vector<std::string>> PlaceReplicas(int num_replicas, ServerLoads* lo
                                                std::mt19937_64* rng,
                                                const std::set<std::string>& avoid = {});
 
+// Moves to the front of `replicas` the one with the fewest leaders in
+// `leader_loads` (absent = 0; ties: the earlier one), keeping the others' order,
+// and adds one to its leader count.
+void OrderForLeadership(std::vector<std::string>* replicas, ServerLoads* leader_loads);
+
 }  // namespace nyala::master

@@ -83,6 +83,30 @@ TEST(TSManagerTest, NewInstanceMustReregister) {
   EXPECT_EQ(2, m.Lookup("a")->instance_seqno);
 }
 
+TEST(TSManagerTest, ServerWhoseRaftPeerIdCollidesIsRefused) {
+  TSManager m;
+  const std::string a = "0123456789abcdef0000000000000000";
+  const std::string b = "0123456789abcdef1111111111111111";  // same first 64 bits
+  ASSERT_OK(m.Heartbeat(Beat(a, 1, true, true), MonoTime::Now(), true).error);
+  for (bool exclusive : {false, true}) {
+    auto out = m.Heartbeat(Beat(b, 1, true, true), MonoTime::Now(), exclusive);
+    EXPECT_TRUE(out.error.IsAlreadyPresent()) << out.error.ToString();
+    EXPECT_NE(std::string::npos, out.error.ToString().find(a)) << out.error.ToString();
+    EXPECT_NE(std::string::npos, out.error.ToString().find("0123456789abcdef"));
+    EXPECT_NE(std::string::npos, out.error.ToString().find("new uuid"));
+    EXPECT_FALSE(out.process_report);
+  }
+  EXPECT_FALSE(m.Lookup(b).has_value());
+  EXPECT_EQ(1u, m.GetAll().size());
+  // The registered one re-registers (a new instance) as before.
+  ASSERT_OK(m.Heartbeat(Beat(a, 2, true, true), MonoTime::Now(), true).error);
+  ASSERT_OK(
+      m.Heartbeat(Beat("0123456789abcdee0000000000000000", 1, true, true), MonoTime::Now(), true)
+          .error);
+  ASSERT_EQ(2u, m.AllTSInfos().size());
+  EXPECT_EQ(7050u, m.AllTSInfos()[0].rpc_addresses(0).port());
+}
+
 TEST(TSManagerTest, DeadAfterTimeoutAndLiveAgainOnNextHeartbeat) {
   const int32_t saved = FLAGS_tserver_unresponsive_timeout_ms;
   FLAGS_tserver_unresponsive_timeout_ms = 100;

@@ -3,6 +3,10 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <cinttypes>
+
+#include "consensus/peer_id.h"
+
 DEFINE_int32(tserver_unresponsive_timeout_ms, 60000,
              "A tablet server is considered dead after this long without a heartbeat; it is "
              "live again on its next heartbeat.");
@@ -42,6 +46,21 @@ TSManager::HeartbeatOutcome TSManager::Heartbeat(const TSHeartbeatRequestPB& req
   auto it = servers_.find(uuid);
   if (req.has_registration()) {
     // A (re)registration: new server, new instance, or the same one asked to re-send.
+    if (it == servers_.end()) {
+      const uint64_t peer_id = consensus::PeerIdFromUuid(uuid);
+      for (const auto& [other, d] : servers_) {
+        if (consensus::PeerIdFromUuid(other) != peer_id) continue;
+        char hex[17];
+        snprintf(hex, sizeof(hex), "%016" PRIx64, peer_id);
+        out.error = Status::AlreadyPresent(
+            "tablet server " + uuid + " has the Raft peer id " + hex +
+            " of the registered tablet server " + other +
+            " (peer ids are the first 16 hex digits of the uuid): start it with empty data "
+            "directories so that it gets a new uuid");
+        LOG(WARNING) << "refused registration: " << out.error.ToString();
+        return out;
+      }
+    }
     const bool visible = it == servers_.end() || !it->second.live ||
                          !SameAddresses(it->second.registration, req.registration());
     if (visible && !allow_visible_change) {
@@ -159,6 +178,18 @@ std::vector<TSDescriptor> TSManager::GetAll() const {
   std::vector<TSDescriptor> out;
   out.reserve(servers_.size());
   for (const auto& [uuid, ts] : servers_) out.push_back(ts);
+  return out;
+}
+
+std::vector<TSInfoPB> TSManager::AllTSInfos() const {
+  MutexLock l(mu_);
+  std::vector<TSInfoPB> out;
+  out.reserve(servers_.size());
+  for (const auto& [uuid, ts] : servers_) {
+    TSInfoPB& info = out.emplace_back();
+    info.set_permanent_uuid(uuid);
+    *info.mutable_rpc_addresses() = ts.registration.rpc_addresses();
+  }
   return out;
 }
 

@@ -13,6 +13,10 @@
 // holds the catalog state lock exclusively (allow_visible_change), and otherwise
 // reports that it needs to be called again that way.
 //
+// Raft peer ids (consensus/peer_id.h) are derived from uuids; a registration whose
+// peer id equals that of another registered server (a different uuid) is refused,
+// since the two servers' replicas could not be told apart in one Raft group.
+//
 // Thread-safety: thread-safe; mu_ is a leaf lock (nothing is called while holding it).
 #pragma once
 
@@ -25,6 +29,7 @@
 
 #include "common/monotime.h"
 #include "common/mutex.h"
+#include "common/status.h"
 #include "master/master.pb.h"
 
 namespace nyala::master {
@@ -54,6 +59,8 @@ class TSManager {
     bool needs_exclusive = false;
     // A visible change was made (only with allow_visible_change).
     bool visible_change = false;
+    // The registration was refused (nothing was changed): the reason.
+    Status error;
   };
 
   TSManager() = default;
@@ -75,6 +82,8 @@ class TSManager {
   // The first advertised RPC address of a live server; nullopt if dead or unknown.
   std::optional<TSInfoPB> LiveTSInfo(const std::string& uuid) const EXCLUDES(mu_);
   std::vector<TSDescriptor> GetAll() const EXCLUDES(mu_);
+  // Every registered server (live or not) with its RPC addresses, by uuid.
+  std::vector<TSInfoPB> AllTSInfos() const EXCLUDES(mu_);
   std::vector<std::string> LiveServerUuids() const EXCLUDES(mu_);
   int NumLiveServers() const EXCLUDES(mu_);
 
