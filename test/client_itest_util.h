@@ -32,6 +32,7 @@ class ClientTestCluster {
   const std::shared_ptr<Client>& client() const { return client_; }
   test::ExternalDaemon* tserver(int i) { return cluster_.tserver(i); }
   test::ExternalDaemon* master() { return cluster_.master(); }
+  test::MiniCluster* mini_cluster() { return &cluster_; }
   int num_tservers() const { return cluster_.num_tservers(); }
   // The tablet server listening on `rpc_address` ("host:port"), or nullptr.
   test::ExternalDaemon* TserverAt(const std::string& rpc_address) {

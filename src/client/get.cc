@@ -228,12 +228,16 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
   std::vector<int> pending(keys.size());
   for (size_t i = 0; i < keys.size(); i++) pending[i] = int(i);
   Status last_error;
+  bool leader_search = false;  // the last round moved a tablet's leader hint
   for (int attempt = 0; !pending.empty(); attempt++) {
     if (attempt > 0) {
-      if (!rpc::BackoffBeforeRetry(attempt, deadline)) {
+      if (!rpc::BackoffBeforeRetry(attempt, deadline,
+                                   leader_search ? LeaderSearchMaxBackoff()
+                                                 : MonoDelta::FromSeconds(2))) {
         return Status::TimedOut("Get did not finish before its deadline", last_error.ToString());
       }
     }
+    leader_search = false;
     // Group the pending keys by tablet.
     std::unordered_map<std::string, std::shared_ptr<Group>> groups;
     for (int k : pending) {
@@ -300,6 +304,7 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
           data->meta_cache()->InvalidateTablet(table.id(), id);
         }
         last_error = v.status;
+        leader_search |= v.next_replica;
         pending.insert(pending.end(), g->key_indexes.begin(), g->key_indexes.end());
         continue;
       }

@@ -163,7 +163,9 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
           table_->id(), current_->partition.partition_key_start, deadline, LookupMode::kExact);
       if (t.ok() && (*t)->tablet_id == current_->tablet_id) current_ = *t;
     }
-    if (!rpc::BackoffBeforeRetry(attempt, deadline)) {
+    if (!rpc::BackoffBeforeRetry(attempt, deadline,
+                                 v.next_replica ? internal::LeaderSearchMaxBackoff()
+                                                : MonoDelta::FromSeconds(2))) {
       return Status::TimedOut(where + ": no answer before the deadline", v.status.ToString());
     }
   }

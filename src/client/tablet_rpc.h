@@ -29,7 +29,14 @@ enum class TabletRpcAction { kSuccess, kRetry, kRelookup, kFail };
 struct TabletRpcVerdict {
   TabletRpcAction action;
   Status status;  // why, when not kSuccess
+  // kRetry on another replica: the tablet's leader hint moved. The retry need not back
+  // off long (a leader is being looked for, not a server waited out).
+  bool next_replica = false;
 };
+
+// The longest backoff between attempts that look for a tablet's leader: an election
+// takes a few hundred milliseconds, and the client should notice its end soon.
+inline MonoDelta LeaderSearchMaxBackoff() { return MonoDelta::FromMilliseconds(100); }
 
 inline Status TabletServerErrorToStatus(const tserver::TabletServerErrorPB& err) {
   const std::string code = tserver::TabletServerErrorPB::Code_Name(err.code());
@@ -79,12 +86,14 @@ inline TabletRpcVerdict ClassifyReplicaRpc(const RemoteTablet& tablet,
     } else if (!tablet.MarkLeader(leader)) {
       v.action = TabletRpcAction::kRelookup;  // a replica the cached locations lack
     }
+    v.next_replica = true;
     return v;
   }
   if (v.action == TabletRpcAction::kRelookup && !rpc.status().ok() && tablet.replicas.size() > 1) {
     // The others may lead now; they say so, or name the leader.
     tablet.MarkFollower(server);
     v.action = TabletRpcAction::kRetry;
+    v.next_replica = true;
   }
   return v;
 }

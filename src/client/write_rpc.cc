@@ -74,21 +74,28 @@ void WriteRpc::OnResponse() {
     case TabletRpcAction::kFail:
       return FailAll(v.status.CloneAndPrepend("write to tablet " + tablet_->tablet_id));
     case TabletRpcAction::kRetry:
-      return Retry(v.status, false);
+      if (resp_.has_error()) last_replica_answer_ = v.status;
+      return Retry(v.status, false,
+                   v.next_replica ? LeaderSearchMaxBackoff() : MonoDelta::FromSeconds(2));
     case TabletRpcAction::kRelookup:
       batcher_->client_->meta_cache()->InvalidateTablet(table_id_, tablet_->tablet_id);
       return Retry(v.status, true);
   }
 }
 
-void WriteRpc::Retry(const Status& why, bool relookup) {
+void WriteRpc::Retry(const Status& why, bool relookup, MonoDelta max_backoff) {
   attempt_++;
-  MonoDelta backoff = rpc::ComputeBackoff(attempt_);
+  MonoDelta backoff = rpc::ComputeBackoff(attempt_, MonoDelta::FromMilliseconds(10), max_backoff);
   if (MonoTime::Now() + backoff >= batcher_->deadline_) {
     // The server may have applied the write: TimedOut says the outcome is unknown.
+    // The last answer of a replica says more than a dead server's refusal.
+    std::string detail = why.ToString();
+    if (!last_replica_answer_.ok() && last_replica_answer_.ToString() != detail) {
+      detail += "; the last replica to answer said: " + last_replica_answer_.ToString();
+    }
     FailAll(Status::TimedOut("write to tablet " + tablet_->tablet_id + " not acknowledged after " +
                                  std::to_string(attempt_) + " attempts before the deadline",
-                             why.ToString()));
+                             detail));
     return;
   }
   VLOG(1) << "retrying write to tablet " << tablet_->tablet_id << ": " << why.ToString();

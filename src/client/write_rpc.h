@@ -43,7 +43,7 @@ class WriteRpc {
  private:
   void OnResponse();
   // Backs off, then sends again (after a fresh lookup when `relookup`).
-  void Retry(const Status& why, bool relookup);
+  void Retry(const Status& why, bool relookup, MonoDelta max_backoff = MonoDelta::FromSeconds(2));
   void Relookup();
   void FailAll(const Status& s);
   void Done();
@@ -52,6 +52,7 @@ class WriteRpc {
   TabletBuffer* const buffer_;
   TabletPtr tablet_;
   std::shared_ptr<RemoteTabletServer> server_;  // the replica of the call in flight
+  Status last_replica_answer_;  // the last error a tablet server answered (not a dead one's)
   int num_rows_ = 0;
   std::string table_id_;
   tserver::WriteRequestPB req_;

@@ -34,8 +34,9 @@ inline MonoDelta ComputeBackoff(int attempt, MonoDelta base = MonoDelta::FromMil
 
 // Sleeps before retry `attempt` unless that would pass `deadline`; returns false (no
 // sleep) when there is no time left for another attempt.
-inline bool BackoffBeforeRetry(int attempt, MonoTime deadline) {
-  MonoDelta d = ComputeBackoff(attempt);
+inline bool BackoffBeforeRetry(int attempt, MonoTime deadline,
+                               MonoDelta max = MonoDelta::FromSeconds(2)) {
+  MonoDelta d = ComputeBackoff(attempt, MonoDelta::FromMilliseconds(10), max);
   if (MonoTime::Now() + d >= deadline) return false;
   SleepFor(d);
   return true;

@@ -45,6 +45,7 @@
 #include <atomic>
 #include <functional>
 #include <optional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -282,6 +283,9 @@ class Tablet : public consensus::StateMachine {
   // Notified when applied_term_ or the group's leadership changes (WaitUntilLeader).
   mutable Mutex leader_mu_;
   mutable CondVar leader_cv_;
+  // Writes waiting in Replicate for their entry: told when the leadership changes.
+  struct ProposalWaiter;
+  std::set<ProposalWaiter*> proposals_waiting_ GUARDED_BY(leader_mu_);
   // Worker thread only: the applied index and the configuration in effect there.
   uint64_t applied_index_ = 0;
   consensus::ConfigPB applied_config_;

@@ -24,6 +24,13 @@ struct Waiter {
   CondVar cv;
   bool done GUARDED_BY(mu) = false;
   Status status GUARDED_BY(mu);
+  std::atomic<bool> leadership_changed{false};
+
+  void NoteLeadershipChange() {
+    MutexLock l(mu);
+    leadership_changed.store(true, std::memory_order_release);
+    cv.notify_all();
+  }
 
   void Set(const Status& s) {
     MutexLock l(mu);
@@ -33,6 +40,8 @@ struct Waiter {
   }
 };
 }  // namespace
+
+struct Tablet::ProposalWaiter : Waiter {};
 
 void EncodeRowChange(Slice key, const Slice* value, std::string* dst) {
   dst->push_back(char(value ? kPut : kDelete));
@@ -152,7 +161,9 @@ bool Tablet::CheckLeader(TabletServerErrorPB* error) const {
   } else {
     s = Status::IllegalState(
         "tablet " + tablet_id() + ": this replica is not the leader",
-        leader.empty() ? "no leader is known (an election may be running)" : "the leader is " + leader);
+        leader.empty() ? "no leader is known: an election is running, or a majority of the "
+                         "tablet's replicas is unreachable"
+                       : "the leader is " + leader);
   }
   SetError(TabletServerErrorPB::NOT_THE_LEADER, s, error);
   error->set_leader_uuid(leader);
@@ -213,16 +224,47 @@ bool Tablet::WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* err
 Status Tablet::Replicate(std::string command) {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) return ApplyWrite(command, 0);
-  // No timeout: the outcome must be known before the request's tracker entry is
-  // finished (a write abandoned here could still commit and be applied, and a retry
-  // run again). The group answers once the entry is applied, replaced, or the group
-  // stops.
-  auto w = std::make_shared<Waiter>();
+  // The group answers once the entry is applied here, replaced by another leader's,
+  // or the group stops. A leader that loses its leadership (a majority unreachable: it
+  // steps down after an election timeout) answers sooner, with an unknown outcome: the
+  // entry may still commit under a successor. Its row locks may go then: this replica
+  // takes writes again only as a leader that applied every earlier entry, this one
+  // included or replaced (CheckLeader); a retry with the same request id is answered
+  // from the record wherever the entry was applied.
+  const uint64_t term = g->leader_term();
+  auto w = std::make_shared<ProposalWaiter>();
+  {
+    MutexLock l(leader_mu_);
+    proposals_waiting_.insert(w.get());
+  }
   g->Propose(std::move(command), [w](const Status& s, uint64_t) { w->Set(s); });
-  UniqueLock l(w->mu);
-  w->cv.wait(l, [&]() NO_THREAD_SAFETY_ANALYSIS { return w->done; });
-  if (w->status.ok() && state() == TabletState::kFailed) return failure_;
-  return w->status;
+  Status s;
+  {
+    UniqueLock l(w->mu);
+    for (;;) {
+      w->cv.wait(l, [&]() NO_THREAD_SAFETY_ANALYSIS {
+        return w->done || w->leadership_changed.load(std::memory_order_acquire);
+      });
+      if (w->done) {
+        s = w->status;
+        break;
+      }
+      if (g->leader_term() != term) {
+        s = Status::ServiceUnavailable(
+            "tablet " + tablet_id() + ": this replica lost its leadership (term " +
+                std::to_string(term) + ") before the write committed",
+            "its outcome is unknown: retry with the same request id");
+        break;
+      }
+      w->leadership_changed.store(false, std::memory_order_release);  // still leading
+    }
+  }
+  {
+    MutexLock l(leader_mu_);
+    proposals_waiting_.erase(w.get());
+  }
+  if (s.ok() && state() == TabletState::kFailed) return failure_;
+  return s;
 }
 
 void Tablet::AddAppliedState(uint64_t index, StoreWriteBatch* batch) {
@@ -327,6 +369,7 @@ void Tablet::LeadershipChanged() {
   {
     MutexLock l(leader_mu_);
     leader_cv_.notify_all();
+    for (ProposalWaiter* w : proposals_waiting_) w->NoteLeadershipChange();
   }
   if (hooks_.consensus_changed) hooks_.consensus_changed();
 }

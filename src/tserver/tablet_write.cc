@@ -165,9 +165,14 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
       }
       resp->mutable_error()->mutable_status()->set_message(s.ToString());
     } else if (s.IsServiceUnavailable()) {
-      // The group stopped first: the write may still commit; a retry with the same
-      // request id finds it applied, or applies it.
-      SetError(TabletServerErrorPB::TABLET_NOT_RUNNING, s, resp->mutable_error());
+      // Leadership lost, or the group stopped, first: the write may still commit; a
+      // retry with the same request id finds it applied, or applies it.
+      if (TabletServerErrorPB err; !CheckLeader(&err)) {
+        *resp->mutable_error() = std::move(err);
+        resp->mutable_error()->mutable_status()->set_message(s.ToString());
+      } else {
+        SetError(TabletServerErrorPB::TABLET_NOT_RUNNING, s, resp->mutable_error());
+      }
     } else {
       SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
     }

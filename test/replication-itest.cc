@@ -1,0 +1,268 @@
+// Replicated tablets with real daemons: a table of 3 replicas on 3 tablet servers
+// keeps taking writes, and loses none it acknowledged, while servers are killed
+// (SIGKILL, by PID) and restarted.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "client/client.h"
+#include "common/test_util.h"
+#include "test/client_itest_util.h"
+
+namespace nyala::client {
+namespace {
+
+class ReplicationITest : public NyalaTest {
+ protected:
+  void SetUp() override {
+    NyalaTest::SetUp();
+    // A shorter election timeout than the default: failovers take ~1 s, not ~2 s.
+    cluster_ = std::make_unique<itest::ClientTestCluster>(
+        test_dir(), 3, std::vector<std::string>{"--raft_election_timeout_ms=500"});
+    ASSERT_OK(cluster_->Start());
+    client_ = cluster_->client();
+  }
+  void TearDown() override {
+    client_.reset();
+    if (cluster_) EXPECT_OK(cluster_->Shutdown());
+    NyalaTest::TearDown();
+  }
+
+  // (key INT64, v INT64) with `tablets` hash buckets, 3 replicas.
+  std::shared_ptr<Table> CreateTable(const std::string& name, int tablets) {
+    auto schema = SchemaBuilder()
+                      .AddKeyColumn("key", DataType::kInt64)
+                      .AddColumn("v", DataType::kInt64)
+                      .Build();
+    CHECK_OK(schema.status());
+    auto creator = client_->NewTableCreator();
+    creator->table_name(name).schema(*schema).num_replicas(3);
+    if (tablets > 1) creator->add_hash_partitions({"key"}, tablets);
+    CHECK_OK(creator->Create());
+    auto t = client_->OpenTable(name);
+    CHECK_OK(t.status());
+    return *t;
+  }
+
+  static std::unique_ptr<WriteOperation> UpsertOf(const Table& t, int64_t key, int64_t v) {
+    auto op = t.NewUpsert();
+    CHECK_OK(op->Set("key", Cell::Int64(key)));
+    CHECK_OK(op->Set("v", Cell::Int64(v)));
+    return op;
+  }
+
+  // key -> v of every row, read from the tablets' leaders.
+  static std::map<int64_t, int64_t> ScanAll(const std::shared_ptr<Table>& t) {
+    std::map<int64_t, int64_t> rows;
+    Scanner scanner(t);
+    CHECK_OK(scanner.SetTimeout(MonoDelta::FromSeconds(30)));
+    CHECK_OK(scanner.Open());
+    for (int n = 0; scanner.HasMoreRows() && n < 100000; n++) {
+      ScanBatch batch;
+      Status s = scanner.NextBatch(&batch);
+      CHECK(s.ok()) << s.ToString();
+      for (int r = 0; r < batch.num_rows(); r++) {
+        rows[*batch.row(r).GetInt64("key")] = *batch.row(r).GetInt64("v");
+      }
+    }
+    return rows;
+  }
+
+  // The index of the tablet server the master names leader of the table's first
+  // tablet, or -1 while none is known.
+  int LeaderIndex(const std::string& table) {
+    master::GetTableLocationsRequestPB req;
+    req.mutable_table()->set_table_name(table);
+    master::GetTableLocationsResponsePB resp;
+    auto* cluster = MiniClusterOf();
+    if (!cluster->CallMaster(&master::MasterServiceProxy::GetTableLocations, req, &resp).ok() ||
+        resp.has_error() || resp.tablet_locations_size() == 0) {
+      return -1;
+    }
+    for (const auto& r : resp.tablet_locations(0).replicas()) {
+      if (r.role() != master::LEADER) continue;
+      for (int i = 0; i < cluster_->num_tservers(); i++) {
+        if (cluster_->tserver(i)->uuid() == r.ts_info().permanent_uuid()) return i;
+      }
+    }
+    return -1;
+  }
+  test::MiniCluster* MiniClusterOf() { return cluster_->mini_cluster(); }
+
+  // Writes key, key+1, ... with one AUTO_FLUSH_SYNC session until `stop`, recording
+  // every acknowledged key (v = key) and the time of each acknowledgement.
+  struct Writer {
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> acked{0};
+    std::atomic<int64_t> failures{0};
+    Mutex mu;
+    std::set<int64_t> acked_keys GUARDED_BY(mu);
+    std::set<int64_t> unknown_keys GUARDED_BY(mu);  // failed: may or may not have landed
+    std::string last_error GUARDED_BY(mu);
+    std::thread thread;
+
+    void Start(const std::shared_ptr<Client>& client, std::shared_ptr<Table> t, MonoDelta timeout) {
+      thread = std::thread([this, client, t, timeout] {
+        auto session = client->NewSession();
+        CHECK_OK(session->SetTimeout(timeout));
+        for (int64_t k = 0; !stop.load() && k < 10'000'000; k++) {
+          Status s = session->Apply(UpsertOf(*t, k, k));
+          MutexLock l(mu);
+          if (s.ok()) {
+            acked_keys.insert(k);
+            acked++;
+          } else {
+            unknown_keys.insert(k);
+            failures++;
+            last_error = s.ToString();
+          }
+        }
+      });
+    }
+    void Stop() {
+      stop = true;
+      if (thread.joinable()) thread.join();
+    }
+    ~Writer() { Stop(); }
+  };
+
+  // Every acknowledged key is in `rows` with its value; every row there was written.
+  static void ExpectAcknowledgedRows(Writer* w, const std::map<int64_t, int64_t>& rows) {
+    MutexLock l(w->mu);
+    for (int64_t k : w->acked_keys) {
+      auto it = rows.find(k);
+      ASSERT_TRUE(it != rows.end()) << "acknowledged row " << k << " lost";
+      EXPECT_EQ(it->second, k);
+    }
+    for (const auto& [k, v] : rows) {
+      EXPECT_TRUE(w->acked_keys.count(k) || w->unknown_keys.count(k)) << "row " << k << " never written";
+    }
+  }
+
+  std::unique_ptr<itest::ClientTestCluster> cluster_;
+  std::shared_ptr<Client> client_;
+};
+
+// Waits until `w` acknowledges `n` more writes than it had.
+#define ASSERT_WRITES_GO_ON(w, n, timeout)                                                   \
+  do {                                                                                       \
+    const int64_t base_ = (w).acked.load();                                                  \
+    ASSERT_EVENTUALLY(timeout, [&] { ASSERT_GE((w).acked.load(), base_ + (n)); });           \
+  } while (0)
+
+TEST_F(ReplicationITest, KillingTheLeaderLosesNoAcknowledgedWrite) {
+  auto t = CreateTable("leader_killed", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("leader_killed"), 0); });
+  Writer w;
+  w.Start(client_, t, MonoDelta::FromSeconds(20));
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  cluster_->tserver(leader)->Kill(9);
+  // Writes resume on a new leader (bench/failover-bench measures how soon).
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  int new_leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    new_leader = LeaderIndex("leader_killed");
+    ASSERT_GE(new_leader, 0);
+    ASSERT_NE(new_leader, leader);
+  });
+  // The old leader comes back as a follower and catches up.
+  ASSERT_OK(cluster_->tserver(leader)->Restart());
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  w.Stop();
+  EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+  ExpectAcknowledgedRows(&w, ScanAll(t));
+}
+
+TEST_F(ReplicationITest, KillingAFollowerDoesNotStopWrites) {
+  auto t = CreateTable("follower_killed", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("follower_killed"), 0); });
+  const int follower = (leader + 1) % 3;
+  Writer w;
+  w.Start(client_, t, MonoDelta::FromSeconds(20));
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  cluster_->tserver(follower)->Kill(9);
+  ASSERT_WRITES_GO_ON(w, 500, MonoDelta::FromSeconds(20));
+  EXPECT_EQ(LeaderIndex("follower_killed"), leader);
+  ASSERT_OK(cluster_->tserver(follower)->Restart());
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  w.Stop();
+  EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+  ExpectAcknowledgedRows(&w, ScanAll(t));
+}
+
+// Two of three replicas down: no majority. Writes fail within the session timeout,
+// with an error that says so; once a server is back, the tablet serves again, and a
+// write batch is in the table whole or not at all.
+TEST_F(ReplicationITest, WithoutAMajorityWritesFailAndResumeAfterRestart) {
+  auto t = CreateTable("no_majority", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("no_majority"), 0); });
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(5)));
+  ASSERT_OK(session->Apply(UpsertOf(*t, 1, 1)));
+  const int a = (leader + 1) % 3, b = (leader + 2) % 3;
+  cluster_->tserver(a)->Kill(9);
+  cluster_->tserver(b)->Kill(9);
+  // A batch of 50 rows: it cannot commit.
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  for (int k = 100; k < 150; k++) ASSERT_OK(session->Apply(UpsertOf(*t, k, k)));
+  const MonoTime start = MonoTime::Now();
+  Status s = session->Flush();
+  const MonoDelta took = MonoTime::Now() - start;
+  ASSERT_FALSE(s.ok());
+  std::vector<std::unique_ptr<WriteError>> errors;
+  bool overflowed = false;
+  session->GetPendingErrors(&errors, &overflowed);
+  ASSERT_EQ(errors.size(), 50u);
+  LOG(INFO) << "write without a majority: " << errors[0]->status().ToString() << " after "
+            << took.ToMilliseconds() << " ms";
+  EXPECT_TRUE(errors[0]->status().IsTimedOut()) << errors[0]->status().ToString();
+  EXPECT_LT(took.ToSeconds(), 15.0);
+  // The error says why: the leader could not reach a majority, or none is elected.
+  EXPECT_NE(errors[0]->status().ToString().find("majority"), std::string::npos)
+      << errors[0]->status().ToString();
+  ASSERT_OK(cluster_->tserver(a)->Restart());
+  ASSERT_OK(cluster_->tserver(b)->Restart());
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushSync));
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(20)));
+  ASSERT_OK(session->Apply(UpsertOf(*t, 2, 2)));
+  std::map<int64_t, int64_t> rows = ScanAll(t);
+  EXPECT_EQ(rows.count(1), 1u);
+  EXPECT_EQ(rows.count(2), 1u);
+  int batch_rows = 0;
+  for (int k = 100; k < 150; k++) batch_rows += int(rows.count(k));
+  EXPECT_TRUE(batch_rows == 0 || batch_rows == 50) << batch_rows << " of the batch's 50 rows";
+}
+
+// Every replica replays its log after a restart of the whole cluster and holds the
+// same rows: each serves them in turn as the leader.
+TEST_F(ReplicationITest, EveryReplicaAgreesAfterTheClusterRestarts) {
+  auto t = CreateTable("restarted", 2);
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(20)));
+  std::map<int64_t, int64_t> written;
+  for (int64_t k = 0; k < 3000; k++) {
+    ASSERT_OK(session->Apply(UpsertOf(*t, k, k * 3)));
+    written[k] = k * 3;
+    if (k % 500 == 499) ASSERT_OK(session->Flush());
+  }
+  ASSERT_OK(session->Flush());
+  session.reset();
+  for (int i = 0; i < 3; i++) ASSERT_OK(cluster_->tserver(i)->Shutdown());
+  for (int i = 0; i < 3; i++) ASSERT_OK(cluster_->tserver(i)->Restart());
+  EXPECT_EQ(ScanAll(t), written);
+  // Stop each server in turn, so that each of the others leads at some point.
+  for (int i = 0; i < 3; i++) {
+    ASSERT_OK(cluster_->tserver(i)->Shutdown());
+    EXPECT_EQ(ScanAll(t), written) << "with server " << i << " down";
+    ASSERT_OK(cluster_->tserver(i)->Restart());
+  }
+}
+
+}  // namespace
+}  // namespace nyala::client
