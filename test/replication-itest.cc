@@ -264,5 +264,38 @@ TEST_F(ReplicationITest, EveryReplicaAgreesAfterTheClusterRestarts) {
   }
 }
 
+// A scan whose leader's server dies between batches resumes on the new leader from
+// the key after the last row it returned: every row once, in key order.
+TEST_F(ReplicationITest, AScanResumesOnTheNewLeaderAfterTheLastKeyReturned) {
+  auto t = CreateTable("scanned", 1);
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(20)));
+  constexpr int64_t kRows = 5000;
+  for (int64_t k = 0; k < kRows; k++) ASSERT_OK(session->Apply(UpsertOf(*t, k, k)));
+  ASSERT_OK(session->Flush());
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("scanned"), 0); });
+  Scanner scanner(t);
+  ASSERT_OK(scanner.SetBatchSizeBytes(4096));  // many batches
+  ASSERT_OK(scanner.SetTimeout(MonoDelta::FromSeconds(20)));
+  ASSERT_OK(scanner.Open());
+  std::vector<int64_t> keys;
+  bool killed = false;
+  for (int n = 0; scanner.HasMoreRows() && n < 100000; n++) {
+    ScanBatch batch;
+    ASSERT_OK(scanner.NextBatch(&batch));
+    for (int r = 0; r < batch.num_rows(); r++) keys.push_back(*batch.row(r).GetInt64("key"));
+    if (!killed && keys.size() > kRows / 3) {
+      cluster_->tserver(leader)->Kill(9);
+      killed = true;
+    }
+  }
+  ASSERT_TRUE(killed);
+  ASSERT_EQ(int64_t(keys.size()), kRows);
+  for (int64_t k = 0; k < kRows; k++) ASSERT_EQ(keys[size_t(k)], k);
+  ASSERT_OK(cluster_->tserver(leader)->Restart());
+}
+
 }  // namespace
 }  // namespace nyala::client

@@ -468,6 +468,16 @@ class Session {
 /// scanned one after the other in partition-key order, skipping those the key
 /// predicates rule out (equality on all columns of a hash dimension picks its bucket;
 /// range bounds prune range partitions).
+///
+/// Guarantees. Each tablet is read at its leader, linearizably: a tablet's rows are
+/// one snapshot of it taken when its scan began, holding every write acknowledged
+/// before then. If the tablet server dies in the middle of a tablet (a replicated
+/// one), the scan continues on the tablet's new leader from the key after the last row
+/// it returned: the rows after that point come from a second snapshot, taken when the
+/// scan resumed, so no row is returned twice or skipped, but the tablet's rows are no
+/// longer one snapshot (a row written between the two may be seen, and one deleted
+/// may be missed, as with Kudu's fault-tolerant scans). Different tablets are read at
+/// different times.
 class Scanner {
  public:
   enum class ReadMode { kReadLatest, kReadAtSnapshot };

@@ -86,6 +86,7 @@ Status Scanner::Data::NextBatch(ScanBatch* batch) {
     current_ = plan_[next_tablet_++];
     scanner_id_.clear();
     call_seq_id_ = 0;
+    resume_key_.clear();
   }
   return ScanCall(batch);
 }
@@ -98,7 +99,9 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
     ns->set_tablet_id(current_->tablet_id);
     for (const std::string& n : projection_) ns->add_projected_columns(n);
     for (const ColumnPredicate& p : predicates_) p.ToPB(ns->add_predicates());
-    ns->set_start_primary_key(key_range_.start);
+    ns->set_start_primary_key(Slice(resume_key_).compare(Slice(key_range_.start)) > 0
+                                  ? resume_key_
+                                  : key_range_.start);
     ns->set_stop_primary_key(key_range_.stop);
     if (limit_ > 0) ns->set_limit(uint64_t(limit_ - rows_returned_));
     ns->set_read_mode(read_mode_ == ReadMode::kReadAtSnapshot ? tserver::READ_AT_SNAPSHOT
@@ -149,6 +152,19 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
           st->resp.error().code() == tserver::TabletServerErrorPB::SCANNER_EXPIRED) {
         return Status::NotFound(where + ": the scanner expired", v.status.ToString());
       }
+      const bool lost = v.action == TabletRpcAction::kRelookup ||
+                        (st && st->resp.has_error() &&
+                         st->resp.error().code() == tserver::TabletServerErrorPB::TABLET_NOT_RUNNING);
+      if (lost && current_->replicas.size() > 1) {
+        // Another replica leads now, or will: a new scan there, from the key after the
+        // last row returned (client.h says what a resumed scan guarantees).
+        LOG(INFO) << where << " failed (" << v.status.ToString() << "); resuming on the leader after "
+                  << rows_returned_ << " rows";
+        current_->MarkFollower(current_server_.get());
+        scanner_id_.clear();
+        call_seq_id_ = 0;
+        return ScanCall(batch);
+      }
       if (v.action == TabletRpcAction::kRelookup) {
         return Status::NetworkError(where +
                                         ": tablet server lost in the middle of the scan after " +
@@ -177,6 +193,10 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
       internal::DecodeRowBlock(st->rpc, resp.data(), proj_schema_, st, batch, max_rows),
       "scan of tablet " + current_->tablet_id);
   rows_returned_ += batch->num_rows();
+  if (!resp.last_primary_key().empty()) {
+    resume_key_ = resp.last_primary_key();
+    resume_key_.push_back('\0');
+  }
   if (!resp.has_more_results() || scanner_id_.empty()) {
     current_ = nullptr;
     scanner_id_.clear();

@@ -72,6 +72,10 @@ class Scanner::Data {
   std::shared_ptr<internal::RemoteTabletServer> current_server_;
   std::string scanner_id_;
   uint32_t call_seq_id_ = 0;
+  // The encoded primary key just after the last row returned from current_ (its key
+  // with a 0 byte appended): where a scan resumes on another replica. "" until a row
+  // came back.
+  std::string resume_key_;
   int64_t rows_returned_ = 0;
   std::shared_ptr<internal::KeepAliveState> keep_alive_;
 
