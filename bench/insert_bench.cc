@@ -1,10 +1,10 @@
-// insert-bench: the flush-watermark experiment. Loads --rows rows of
-// (key INT64, a INT32, b STRING, c STRING, d INT32), strings ~32 bytes on average,
-// through --threads clients (each its own Client and one AUTO_FLUSH_BACKGROUND
-// session), then loads the same rows into a bare in-process RocksDB with WriteBatches
-// of 1000 (WAL on, no sync) in the same run, and prints both and their ratio, with
-// the CPU each side used per row (client process; tablet server processes when this
-// run started them; the bare load's process CPU).
+// insert-bench: the flush-watermark experiment (and, with --compare_replicas, the replication one).
+// Loads --rows rows of (key INT64, a INT32, b STRING, c STRING, d INT32), strings ~32 bytes on
+// average, through --threads clients (each its own Client and one AUTO_FLUSH_BACKGROUND session),
+// then loads the same rows into a bare in-process RocksDB with WriteBatches of 1000 (WAL on, no
+// sync) in the same run, and prints both and their ratio, with the CPU each side used per row
+// (client process; tablet server processes when this run started them; the bare load's process
+// CPU).
 //
 //   insert-bench --rows=400000 --threads=1 --flush_watermark=0.5 [--rounds=3] [--pin]
 //   insert-bench --replicas=3 [--rounds=3]
@@ -27,6 +27,12 @@
 // (b)/(a) of that figure, and its median over the rounds as the last line:
 //   per-replica tserver CPU per row, RF3 vs RF1: 1.23
 // The bare RocksDB load is not run in this mode.
+//
+// Tablet server CPU (every mode) is read from /proc/<pid>/stat (10 ms ticks), from the
+// load's start until the servers are idle again (at most one tick in 250 ms, at most
+// 5 s after the load): followers may still be applying when the last write is
+// acknowledged, and that work belongs to the load. --compare_replicas prints how much
+// of it came after the load.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <rocksdb/db.h>
@@ -146,8 +152,12 @@ Result<Schema> BenchSchema() {
 struct LoadFigures {
   int replicas = 1;
   int64_t elapsed_ms = 0;
-  int64_t client_cpu_us = 0;   // this process, all threads
-  int64_t server_cpu_us = -1;  // every tablet server, summed, when this run started them
+  int64_t client_cpu_us = 0;  // this process, all threads
+  // Every tablet server's CPU, summed, when this run started them: from the load's
+  // start until the servers are idle again (followers may still be applying when the
+  // last write is acknowledged); server_drain_cpu_us of it came after the load.
+  int64_t server_cpu_us = -1;
+  int64_t server_drain_cpu_us = 0;
 
   double rows_per_s() const {
     return double(FLAGS_rows) * 1000.0 / double(std::max<int64_t>(elapsed_ms, 1));
@@ -168,6 +178,20 @@ int64_t SumProcessCpuMicros(const std::vector<pid_t>& pids) {
     sum += us;
   }
   return sum;
+}
+
+// Waits until the processes in `pids` use at most one clock tick (10 ms) of CPU in
+// 250 ms, at most 5 s; returns their summed CPU then (-1 when unknown). `cpu` is their
+// CPU now.
+int64_t WaitUntilIdle(const std::vector<pid_t>& pids, int64_t cpu) {
+  const MonoTime deadline = MonoTime::Now() + MonoDelta::FromSeconds(5);
+  while (cpu >= 0 && MonoTime::Now() < deadline) {
+    SleepFor(MonoDelta::FromMilliseconds(250));  // sampling other processes
+    const int64_t now = SumProcessCpuMicros(pids);
+    if (now < 0 || now - cpu <= 10000) return now;
+    cpu = now;
+  }
+  return cpu;
 }
 
 // Creates the table with `replicas` replicas (dropping an old one) and loads the rows
@@ -226,7 +250,11 @@ Status LoadThroughClient(const std::string& masters, const std::vector<pid_t>& t
   out->elapsed_ms = (MonoTime::Now() - start).ToMilliseconds();
   out->client_cpu_us = SelfCpuMicros() - client_cpu0;
   const int64_t server_cpu1 = SumProcessCpuMicros(tserver_pids);
-  if (server_cpu0 >= 0 && server_cpu1 >= 0) out->server_cpu_us = server_cpu1 - server_cpu0;
+  const int64_t server_cpu2 = WaitUntilIdle(tserver_pids, server_cpu1);
+  if (server_cpu0 >= 0 && server_cpu2 >= 0) {
+    out->server_cpu_us = server_cpu2 - server_cpu0;
+    out->server_drain_cpu_us = server_cpu2 - server_cpu1;
+  }
   if (errors.load() > 0)
     return Status::RuntimeError(std::to_string(errors.load()) + " rows failed");
   return Status::OK();
@@ -342,11 +370,13 @@ struct ComparePair {
 };
 
 void PrintLoad(const char* prefix, const LoadFigures& l) {
+  const double drain_pct =
+      100.0 * double(l.server_drain_cpu_us) / double(std::max<int64_t>(l.server_cpu_us, 1));
   printf(
-      "%sRF%d: %lld ms, %.0f rows/s, tserver CPU per row %.2f us (%d server(s)), "
-      "per replica %.2f us, client %.2f us",
+      "%sRF%d: %lld ms, %.0f rows/s, tserver CPU per row %.2f us (%d server(s), %.1f%% of it "
+      "after the load), per replica %.2f us, client %.2f us",
       prefix, l.replicas, (long long)l.elapsed_ms, l.rows_per_s(), l.server_us_per_row(),
-      l.replicas, l.server_us_per_row_replica(), l.client_us_per_row());
+      l.replicas, drain_pct, l.server_us_per_row_replica(), l.client_us_per_row());
 }
 
 int RunCompare(const std::string& root) {
