@@ -306,11 +306,15 @@ Status Run(const std::string& root, std::vector<int64_t>* failovers_ms) {
         new_leader, double(stable_took.ToMilliseconds()) / 1000.0);
     if (failures > 0) printf("         last write error: %s\n", last_error.c_str());
     fflush(stdout);
+    const MonoTime restart_start = MonoTime::Now();
     status = mc->tserver(leader)->Restart();
     if (!status.ok()) {
       status = status.CloneAndPrepend("restarting ts" + std::to_string(leader));
       break;
     }
+    printf("         ts%d restarted in %lld ms\n", leader,
+           (long long)(MonoTime::Now() - restart_start).ToMilliseconds());
+    fflush(stdout);
   }
   writers.Stop();
   Status down = cluster.Shutdown();
