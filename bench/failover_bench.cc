@@ -7,7 +7,8 @@
 //   1. waits until the cluster is stable: the master lists 3 live tablet servers and
 //      reports every replica of the tablet as LEADER or FOLLOWER, one of them leader,
 //      the same leader for --settle_ms, during which the writers acknowledged at least
-//      --settle_writes writes (so a restarted follower has had that long to catch up);
+//      --settle_writes writes (so a restarted follower has had that long to catch up:
+//      GetTableLocations gives roles, not log indexes, so catching up is not checked);
 //   2. asks the master which server leads the tablet (GetTableLocations) and kills it
 //      with SIGKILL;
 //   3. waits for the first write *invoked after the kill* to be acknowledged (a write
@@ -23,7 +24,8 @@
 //   failover median: X ms
 //   failover max: Y ms
 // The cluster lives in a temporary directory, removed at the end unless --keep_dir
-// (the daemons' logs are there: ts<i>/*.log, for election timing).
+// (the daemons' logs are there: cluster/master/master.log names each new leader and its
+// term as reported; cluster/ts<i>/ts<i>.log has the writes each replica refused).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <unistd.h>
