@@ -197,6 +197,15 @@ class Tablet : public consensus::StateMachine {
   // lease, or a heartbeat round, then the apply): false with `error` set when this
   // replica does not lead or `timeout` passes first.
   bool WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* error) const;
+  // The index of the last entry applied (any thread).
+  uint64_t applied_index() const { return applied_index_.load(std::memory_order_acquire); }
+  // The applied index last reported durable to the group (TabletManager's reporter).
+  uint64_t reported_durable_index() const {
+    return reported_durable_.load(std::memory_order_relaxed);
+  }
+  void set_reported_durable_index(uint64_t i) {
+    reported_durable_.store(i, std::memory_order_relaxed);
+  }
   // consensus::StateMachine.
   void Apply(const consensus::EntryPB& entry) override;
   void FlushRequested() override;
@@ -286,8 +295,10 @@ class Tablet : public consensus::StateMachine {
   // Writes waiting in Replicate for their entry: told when the leadership changes.
   struct ProposalWaiter;
   std::set<ProposalWaiter*> proposals_waiting_ GUARDED_BY(leader_mu_);
-  // Worker thread only: the applied index and the configuration in effect there.
-  uint64_t applied_index_ = 0;
+  // The applied index (written by the worker thread) and the configuration in effect
+  // there (worker thread only).
+  std::atomic<uint64_t> applied_index_{0};
+  std::atomic<uint64_t> reported_durable_{0};
   consensus::ConfigPB applied_config_;
   bool has_applied_config_ = false;
   std::atomic<TabletState> state_{TabletState::kRunning};

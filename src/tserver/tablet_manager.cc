@@ -1,8 +1,10 @@
 #include "tserver/tablet_manager.h"
 
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <google/protobuf/util/message_differencer.h>
 
+#include <chrono>
 #include <filesystem>
 #include <unordered_set>
 
@@ -15,6 +17,11 @@
 #include "tserver/row_locks.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
+
+DEFINE_int32(tablet_durable_report_interval_ms, 1000,
+             "How often the tablet server syncs its RocksDB WALs and tells each replica's "
+             "Raft group how far its applied rows are durable, so that consensus log "
+             "segments and in-memory entries below that point are let go");
 
 namespace nyala::tserver {
 
@@ -183,7 +190,46 @@ Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
     RecordChangeLocked(t->tablet_id(), false);
   }
   LOG(INFO) << "started the Raft groups of " << started << " tablets (" << failed << " failed)";
+  durable_reporter_ = std::thread([this] {
+    UniqueLock l(reporter_mu_);
+    while (!reporter_stop_) {
+      reporter_cv_.wait_for(l, std::chrono::milliseconds(
+                                   std::max(FLAGS_tablet_durable_report_interval_ms, 10)));
+      if (reporter_stop_) break;
+      l.Unlock();
+      ReportDurableIndexes();
+      l.Lock();
+    }
+  });
   return Status::OK();
+}
+
+void TabletManager::ReportDurableIndexes() {
+  const std::vector<std::shared_ptr<Tablet>> tablets = GetTablets();
+  for (const auto& store : stores_) {
+    // The applied indexes first: every apply up to them is in the WAL the sync covers.
+    std::vector<std::pair<std::shared_ptr<consensus::RaftGroup>, uint64_t>> durable;
+    std::vector<Tablet*> reported;
+    for (const auto& t : tablets) {
+      if (t->store() != store.get() || t->state() != TabletState::kRunning) continue;
+      const uint64_t applied = t->applied_index();
+      // Idle tablets cost nothing: no sync, no task for their group.
+      if (applied == t->reported_durable_index()) continue;
+      if (auto g = t->group()) {
+        durable.emplace_back(std::move(g), applied);
+        reported.push_back(t.get());
+      }
+    }
+    if (durable.empty()) continue;
+    if (Status s = store->SyncWal(); !s.ok()) {
+      LOG(WARNING) << store->path() << ": " << s.ToString();
+      continue;
+    }
+    for (size_t i = 0; i < durable.size(); i++) {
+      durable[i].first->ReportDurable(durable[i].second);
+      reported[i]->set_reported_durable_index(durable[i].second);
+    }
+  }
 }
 
 void TabletManager::AddPeer(const std::string& uuid, const std::string& host, uint32_t port) {
@@ -226,6 +272,12 @@ std::string TabletManager::UuidOfPeer(uint64_t id) const {
 }
 
 void TabletManager::Shutdown() {
+  {
+    MutexLock l(reporter_mu_);
+    reporter_stop_ = true;
+    reporter_cv_.notify_all();
+  }
+  if (durable_reporter_.joinable()) durable_reporter_.join();
   {
     MutexLock l(mu_);
     tablets_.clear();

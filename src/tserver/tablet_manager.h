@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -62,6 +63,12 @@ class TabletManager {
   // is FAILED (reported to the master), the others run.
   Status StartReplication(consensus::ConsensusRuntime* runtime, RequestTracker* tracker,
                           const std::string& uuid);
+  // Syncs every store's RocksDB WAL and reports each replica's applied index durable
+  // to its group, so the consensus log and the groups' in-memory logs let go of what
+  // the rows hold. Runs every --tablet_durable_report_interval_ms on a thread of its
+  // own once replication started; public for tests.
+  void ReportDurableIndexes();
+
   // Where the other tablet servers listen (from the master's heartbeat responses):
   // the consensus transport's peers.
   void UpdatePeers(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers);
@@ -145,6 +152,10 @@ class TabletManager {
   consensus::ConsensusRuntime* runtime_ = nullptr;
   RequestTracker* tracker_ = nullptr;
   std::string uuid_;
+  std::thread durable_reporter_;
+  Mutex reporter_mu_;
+  CondVar reporter_cv_;
+  bool reporter_stop_ GUARDED_BY(reporter_mu_) = false;
   mutable Mutex peers_mu_;
   std::unordered_map<uint64_t, std::string> peer_uuids_ GUARDED_BY(peers_mu_);
   std::unordered_map<std::string, std::string> peer_addrs_ GUARDED_BY(peers_mu_);  // uuid -> host:port

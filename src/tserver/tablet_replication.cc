@@ -120,7 +120,7 @@ Status Tablet::LoadAppliedState(uint64_t* index, std::optional<consensus::Config
     has_applied_config_ = true;
     *config = std::move(c);
   }
-  applied_index_ = *index;
+  applied_index_.store(*index, std::memory_order_release);
   return Status::OK();
 }
 
@@ -345,7 +345,7 @@ void Tablet::Apply(const consensus::EntryPB& e) {
       if (hooks_.consensus_changed) hooks_.consensus_changed();
     }
   }
-  applied_index_ = e.index();
+  applied_index_.store(e.index(), std::memory_order_release);
   if (applied_term_.load(std::memory_order_relaxed) != e.term()) {
     MutexLock l(leader_mu_);
     applied_term_.store(e.term(), std::memory_order_release);
@@ -355,7 +355,7 @@ void Tablet::Apply(const consensus::EntryPB& e) {
 
 void Tablet::FlushRequested() {
   if (state() != TabletState::kRunning) return;
-  const uint64_t index = applied_index_;
+  const uint64_t index = applied_index();
   // Every write applied so far is in the WAL: syncing it makes them durable.
   Status s = store_->SyncWal();
   if (!s.ok()) {
