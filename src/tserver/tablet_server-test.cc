@@ -2,6 +2,7 @@
 // client Messenger and Proxies; heartbeats to a fake master service; web pages.
 #include <arpa/inet.h>
 #include <gflags/gflags.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -144,6 +145,10 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
                  &wresp));
   ASSERT_FALSE(wresp.has_error());
   EXPECT_EQ(wresp.rows_applied(), 500);
+  // The write went through the tablet's Raft group (of one) and its synced log.
+  const std::string metrics = server_->metrics()->ToPrometheusText();
+  EXPECT_THAT(metrics, ::testing::ContainsRegex("consensus_log_syncs [1-9]"));
+  EXPECT_THAT(metrics, ::testing::ContainsRegex("tserver_replicas_leading 1"));
 
   GetRequestPB greq;
   greq.set_tablet_id("t1");

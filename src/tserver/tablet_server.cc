@@ -3,6 +3,8 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "consensus/peer_id.h"
 #include "consensus/runtime.h"
 #include "tserver/heartbeater.h"
@@ -54,6 +56,7 @@ Status TabletServer::Init() {
   ASSIGN_OR_RETURN(consensus_, consensus::ConsensusRuntime::Start(ro, &report));
   LOG(INFO) << "consensus log " << ro.log.dir << ": " << report.ToString();
   RETURN_NOT_OK(tablets_->StartReplication(consensus_.get(), tracker_.get(), uuid()));
+  RegisterConsensusGauges();
   scanners_ = std::make_unique<ScannerManager>(tmetrics_.get());
   TabletServiceDeps deps;
   deps.tablets = tablets_.get();
@@ -70,6 +73,52 @@ Status TabletServer::Init() {
       "tserver_open_scanners", "Scanners kept for continuations", {},
       [this] { return static_cast<int64_t>(scanners_->NumScanners()); }, this);
   return Status::OK();
+}
+
+void TabletServer::RegisterConsensusGauges() {
+  consensus::ConsensusRuntime* rt = consensus_.get();
+  MetricRegistry* m = metrics();
+  auto log_stat = [rt](uint64_t consensus::LogStats::*field) {
+    return [rt, field] { return int64_t(rt->log()->Stats().*field); };
+  };
+  m->RegisterFunctionGauge("consensus_log_bytes", "Bytes written to the consensus log", {},
+                           log_stat(&consensus::LogStats::bytes), this);
+  m->RegisterFunctionGauge("consensus_log_syncs", "fdatasyncs of the consensus log", {},
+                           log_stat(&consensus::LogStats::fsyncs), this);
+  m->RegisterFunctionGauge("consensus_log_segments", "Live consensus log segments", {},
+                           log_stat(&consensus::LogStats::segments_live), this);
+  auto rt_stat = [rt](uint64_t consensus::RuntimeStats::*field) {
+    return [rt, field] { return int64_t(rt->Stats().*field); };
+  };
+  m->RegisterFunctionGauge("consensus_calls_sent", "MultiUpdate calls sent to other servers", {},
+                           rt_stat(&consensus::RuntimeStats::calls_sent), this);
+  m->RegisterFunctionGauge("consensus_messages_sent", "Raft messages sent", {},
+                           rt_stat(&consensus::RuntimeStats::messages_sent), this);
+  m->RegisterFunctionGauge("consensus_messages_dropped",
+                           "Raft messages dropped (unknown group, full outbox, failed call)", {},
+                           rt_stat(&consensus::RuntimeStats::messages_dropped), this);
+  m->RegisterFunctionGauge(
+      "tserver_replicas_leading", "Tablet replicas on this server that lead their group", {},
+      [this] {
+        int64_t n = 0;
+        for (const auto& t : tablets_->GetTablets()) {
+          if (auto g = t->group(); g && g->leader_term() != 0) n++;
+        }
+        return n;
+      },
+      this);
+  m->RegisterFunctionGauge(
+      "tserver_max_apply_lag", "Largest committed-but-not-applied entry count of any replica", {},
+      [this] {
+        int64_t lag = 0;
+        for (const auto& t : tablets_->GetTablets()) {
+          if (!t->group()) continue;
+          const consensus::GroupInfo info = t->ConsensusInfo();
+          lag = std::max(lag, int64_t(info.commit_index) - int64_t(info.applied_index));
+        }
+        return lag;
+      },
+      this);
 }
 
 Status TabletServer::Start() {

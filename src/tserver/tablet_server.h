@@ -61,6 +61,8 @@ class TabletServer : public server::ServerBase {
 
  private:
   void RegisterWebPages() override;  // tserver_web.cc
+  // Gauges of the consensus log and runtime, and of the replicas.
+  void RegisterConsensusGauges();
 
   const std::vector<rpc::HostPort> masters_;
   std::unique_ptr<TServerMetrics> tmetrics_;
