@@ -3,15 +3,17 @@
 // Get (one MultiGet) and the pieces a scan is built from (snapshot, bounded
 // iterator, row decoding, projections).
 //
-// Write, in order: check the tablet is running and the request's schema matches;
-// decode the block (malformed: the whole request fails, nothing written); encode
-// each row's storage key; lock the keys' stripes (RowLocks); read the rows that
-// the operations need with one MultiGet (only keys at or below the tablet's key
-// bound: nothing is stored above it); apply
-// the operations in block order to a per-key state, so that duplicate keys in one
-// block behave as if applied one after another; commit one WriteBatch (holding also
-// the request's record when it has a request id, and the record deletions the
-// store has queued); raise the key bound to the block's largest key; unlock.
+// Write, in order: check the tablet is running, leads (CheckLeader) and the request's
+// schema matches; decode the block (malformed: the whole request fails, nothing
+// written); encode each row's storage key; lock the keys' stripes (RowLocks); read
+// the rows that the operations need with one MultiGet (only keys at or below the
+// tablet's key bound: nothing is stored above it); apply the operations in block
+// order to a per-key state, so that duplicate keys in one block behave as if applied
+// one after another, collecting the row changes; replicate them with the final
+// response (Replicate) and wait for the local apply, which commits one WriteBatch
+// (holding also the request's record when it has a request id, the record deletions
+// the store has queued and the applied index) and raises the key bound to the
+// largest key written; unlock.
 //
 // Operation semantics (docs/storage-format.md):
 //   INSERT         AlreadyPresent row error if the key exists
@@ -220,17 +222,18 @@ class Tablet : public consensus::StateMachine {
   // steps (tablet_write.cc), each on the thread's WriteScratch: decode the block,
   // BuildStorageKeys, GroupByKey (distinct keys in key order), then under the row
   // locks (LockReadApplyCommit) ReadExistingRows, ApplyInBlockOrder (PutRow for each
-  // written row), AddRequestRecord, commit; last CountWrittenRows.
+  // written row), Replicate (the apply writes rows, record and applied index); last
+  // CountWrittenRows.
   void WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
                    WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
   void BuildStorageKeys(WriteScratch* w) const;
   void GroupByKey(WriteScratch* w) const;
-  // Locks the rows, reads, applies and commits; the locks are released on return.
-  // A failed read or commit is returned (nothing was written).
+  // Locks the rows, reads, decides and replicates; the locks are released on return.
+  // A failed read is returned (nothing was written), and so is Replicate's failure.
   Status LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* request_id,
                              WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
   Status ReadExistingRows(WriteScratch* w) REQUIRES_SHARED(ops_mu_);
-  // Per-row errors go to `resp`; the rows written go into the write batch.
+  // Per-row errors go to `resp`; the rows written go into the write's row changes.
   void ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
   // Adds `op`'s row (merged into the stored one when `merge_existing`) for `slot` to
   // the write's row changes.
