@@ -52,8 +52,9 @@ DEFINE_bool(rocksdb_compress_level0, true,
             "anyway).");
 DEFINE_int32(rocksdb_max_open_files, -1, "Open SST files kept per data dir (-1: all).");
 DEFINE_bool(fsync_writes, false,
-            "fsync the WAL before acknowledging each write (power-loss durability). Without it, "
-            "acknowledged writes survive a process crash but not a machine crash.");
+            "Also fsync RocksDB's WAL on every apply of a write. Not needed for durability: "
+            "a write is acknowledged only once the consensus log holding it is synced on a "
+            "majority of replicas (--log_fsync), and a restart replays that log.");
 
 namespace nyala::tserver {
 
