@@ -4,6 +4,7 @@
 
 #include "common/wire_protocol.h"
 #include "rpc/rpc_controller.h"
+#include "server/generic_service.proxy.h"
 
 namespace nyala::test {
 
@@ -84,6 +85,24 @@ tserver::TabletServerAdminServiceProxy MiniCluster::tserver_admin_proxy(int i) c
 Status MiniCluster::ListTabletServers(master::ListTabletServersResponsePB* resp) const {
   return CallMaster(&master::MasterServiceProxy::ListTabletServers,
                     master::ListTabletServersRequestPB(), resp);
+}
+
+Status MiniCluster::SetTserverFlag(int i, const std::string& flag, const std::string& value,
+                                   MonoDelta timeout) const {
+  server::GenericServiceProxy proxy(messenger_, tservers_[i]->rpc_addr());
+  server::SetFlagRequestPB req;
+  req.set_flag(flag);
+  req.set_value(value);
+  server::SetFlagResponsePB resp;
+  rpc::RpcController rpc;
+  rpc.set_timeout(timeout);
+  RETURN_NOT_OK_PREPEND(proxy.SetFlag(req, &resp, &rpc), "SetFlag on " + tservers_[i]->uuid());
+  if (resp.result() != server::SetFlagResponsePB::SUCCESS) {
+    return Status::RuntimeError(
+        "SetFlag --" + flag + " on tablet server " + std::to_string(i),
+        server::SetFlagResponsePB::Code_Name(resp.result()) + ": " + resp.msg());
+  }
+  return Status::OK();
 }
 
 Status MiniCluster::WaitForTabletServers(int n, MonoDelta timeout) {

@@ -79,6 +79,10 @@ class MiniCluster {
     return (master_proxy().*method)(req, resp, &rpc);
   }
   Status ListTabletServers(master::ListTabletServersResponsePB* resp) const;
+  // GenericService.SetFlag on tablet server `i` (running): an error unless the server
+  // took the value (a flag not tagged runtime is refused; common/flag_tags.h).
+  Status SetTserverFlag(int i, const std::string& flag, const std::string& value,
+                        MonoDelta timeout = MonoDelta::FromSeconds(10)) const;
   // CreateTable; a response error becomes a Status naming its MasterErrorPB code.
   Status CreateTable(const master::CreateTableRequestPB& req, std::string* table_id) const;
   // Waits until IsCreateTableDone says done.

@@ -527,5 +527,39 @@ TEST_F(RuntimeTest, CreatingAGroupTwiceIsRefused) {
   EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
 }
 
+// --fault_injection_consensus_drop_peers cuts a server off both ways, changed while
+// the runtimes run: the other two elect a leader and commit without it; once the flag
+// is cleared it catches up. (One process: the flag is every runtime's, which is what a
+// partition needs anyway: each side drops the other.)
+TEST_F(RuntimeTest, DroppedPeersArePartitionedAwayAndCatchUpWhenHealed) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(5));
+  PeerId old_leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(old_leader = WaitForLeader(5));
+  ASSERT_OK(ProposeAndWait(old_leader, 5, "before"));
+  // Server ids are uuids' first 16 hex digits (peer_id.h).
+  char uuid[33];
+  snprintf(uuid, sizeof(uuid), "%016llx%016x", (unsigned long long)old_leader, 0);
+  ASSERT_NE("", gflags::SetCommandLineOption("fault_injection_consensus_drop_peers", uuid));
+  PeerId next = kNoPeer;
+  ASSERT_EVENTUALLY(kWait, [&] {
+    next = kNoPeer;
+    for (auto& [id, s] : servers_) {
+      if (id != old_leader && s.groups.at(5)->info().role == RaftRole::kLeader) next = id;
+    }
+    ASSERT_NE(next, kNoPeer);
+  });
+  ASSERT_OK(ProposeAndWait(next, 5, "during"));
+  // The cut-off server has not seen it.
+  EXPECT_EQ(servers_[old_leader].sms.at(5)->data().size(), 1u);
+  EXPECT_GT(servers_[old_leader].runtime->Stats().messages_dropped, 0u);
+  // More than 16 servers: refused, and the partition stays.
+  std::string many;
+  for (int i = 0; i < 17; i++) many += (i ? ",s" : "s") + std::to_string(i);
+  EXPECT_EQ("", gflags::SetCommandLineOption("fault_injection_consensus_drop_peers", many.c_str()));
+  ASSERT_NE("", gflags::SetCommandLineOption("fault_injection_consensus_drop_peers", ""));
+  ASSERT_NO_FATAL_FAILURE(WaitForLeader(5));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(5, 2));
+}
+
 }  // namespace
 }  // namespace nyala::consensus

@@ -12,9 +12,11 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/flag_tags.h"
 #include "common/monotime.h"
 #include "consensus/consensus.proxy.h"
 #include "consensus/consensus.service.h"
+#include "consensus/peer_id.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_controller.h"
@@ -38,11 +40,75 @@ DEFINE_int32(log_max_old_segments, 8,
 DEFINE_int32(consensus_max_queued_messages, 100000,
              "Raft messages queued for one destination server beyond which new ones are "
              "dropped (Raft resends; the count is in the runtime's messages_dropped)");
+DEFINE_string(fault_injection_consensus_drop_peers, "",
+              "Fault injection, for tests only: comma-separated uuids of tablet servers this "
+              "server's Raft traffic with is cut, as by a network partition: messages to them "
+              "are dropped and MultiUpdate calls from them refused. Other RPCs (clients, "
+              "master) are not affected. Changeable while the server runs "
+              "(GenericService.SetFlag). Empty: off");
+namespace nyala::consensus {
+namespace {
+// The flag's validator, which also publishes each new value (below).
+bool PublishDroppedPeers(const char* flag, const std::string& value);
+}  // namespace
+}  // namespace nyala::consensus
+DEFINE_validator(fault_injection_consensus_drop_peers, &nyala::consensus::PublishDroppedPeers);
+TAG_FLAG(fault_injection_consensus_drop_peers, runtime);
+TAG_FLAG(fault_injection_consensus_drop_peers, unsafe);
 
 namespace nyala::consensus {
 
 using rpc::RpcContext;
 using rpc::RpcController;
+
+namespace {
+
+// --fault_injection_consensus_drop_peers, parsed. Written only by the flag's
+// validator (gflags runs validators under its registry lock, so one at a time, before
+// it stores the value); read on every Raft message sent and call received, where the
+// usual empty list costs one atomic load. A reader racing with a change may see part
+// of the old list and part of the new: harmless for fault injection.
+constexpr int kMaxDroppedPeers = 16;
+std::atomic<int> g_num_dropped_peers{0};
+std::atomic<PeerId> g_dropped_peers[kMaxDroppedPeers];
+
+bool IsDroppedPeer(PeerId id) {
+  const int n = g_num_dropped_peers.load(std::memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    if (g_dropped_peers[i].load(std::memory_order_relaxed) == id) return true;
+  }
+  return false;
+}
+
+bool PublishDroppedPeers(const char* flag, const std::string& value) {
+  std::vector<PeerId> ids;
+  for (size_t b = 0; b <= value.size();) {
+    size_t e = value.find(',', b);
+    if (e == std::string::npos) e = value.size();
+    std::string uuid = value.substr(b, e - b);
+    uuid.erase(0, uuid.find_first_not_of(" \t"));
+    uuid.erase(uuid.find_last_not_of(" \t") + 1);
+    if (!uuid.empty()) ids.push_back(PeerIdFromUuid(uuid));
+    b = e + 1;
+  }
+  if (ids.size() > size_t(kMaxDroppedPeers)) {
+    LOG(ERROR) << "--" << flag << ": at most " << kMaxDroppedPeers << " servers";
+    return false;
+  }
+  const int before = g_num_dropped_peers.exchange(0, std::memory_order_acq_rel);
+  for (size_t i = 0; i < ids.size(); i++) {
+    g_dropped_peers[i].store(ids[i], std::memory_order_relaxed);
+  }
+  g_num_dropped_peers.store(int(ids.size()), std::memory_order_release);
+  if (!ids.empty()) {
+    LOG(WARNING) << "fault injection: Raft traffic with servers [" << value << "] is dropped";
+  } else if (before > 0) {
+    LOG(WARNING) << "fault injection: Raft traffic with every server restored";
+  }
+  return true;
+}
+
+}  // namespace
 
 // One worker thread and the groups it drives.
 struct RuntimeWorker {
@@ -106,6 +172,12 @@ class ConsensusServiceImpl : public ConsensusServiceIf {
     ConsensusRuntime* rt = target_->runtime;
     if (rt == nullptr) {
       return ctx->RespondFailure(Status::ServiceUnavailable("the consensus runtime is stopped"));
+    }
+    if (IsDroppedPeer(req->from_server())) {
+      rt->counters_.messages_dropped.fetch_add(req->messages_size(), std::memory_order_relaxed);
+      return ctx->RespondFailure(Status::ServiceUnavailable(
+          "fault injection: --fault_injection_consensus_drop_peers",
+          "this server is cut off from consensus server " + std::to_string(req->from_server())));
     }
     if (req->to_server() != rt->server_id()) {
       LOG_EVERY_N(WARNING, 100) << "MultiUpdate for server " << req->to_server() << " from "
@@ -541,6 +613,12 @@ void ConsensusRuntime::MaybeSend(const std::shared_ptr<Peer>& p, bool heartbeat)
     if (calls_closed_) return;
     MutexLock l(p->mu);
     if (!p->proxy) return;
+    if (IsDroppedPeer(p->id)) {
+      // Fault injection: as if the network lost them.
+      counters_.messages_dropped.fetch_add(p->queued.messages_size(), std::memory_order_relaxed);
+      p->queued.clear_messages();
+      return;
+    }
     if (heartbeat) {
       if (p->in_flight > 0 || p->queued.messages_size() > 0) return;
     } else if (p->in_flight >= FLAGS_consensus_max_calls_in_flight ||

@@ -20,6 +20,9 @@
 // produced while calls are out travel together in the next one. A call carries Raft
 // messages only: their answers come back in later calls the other way. A failed call
 // loses its messages, which Raft resends.
+// For tests, --fault_injection_consensus_drop_peers (changeable at run time) cuts the
+// traffic with named servers both ways, as a network partition would: nothing is sent
+// to them, and their calls are refused (so neither side hears from the other).
 //
 // Log space: a group's records stay in the log until its state machine reports its
 // applied state durable (RaftGroup::ReportDurable); once some groups keep more than

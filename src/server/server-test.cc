@@ -7,6 +7,9 @@
 
 #include <fstream>
 
+#include <gflags/gflags.h>
+
+#include "common/flag_tags.h"
 #include "common/test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
@@ -14,8 +17,15 @@
 #include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
 #include "server/fs_manager.h"
+#include "server/generic_service.proxy.h"
 #include "server/server_base.h"
 #include "server/webserver.h"
+
+DEFINE_int32(server_test_runtime_knob, 1, "For tests: a flag GenericService may change (1..100)");
+DEFINE_validator(server_test_runtime_knob,
+                 [](const char*, int32_t v) { return v >= 1 && v <= 100; });
+TAG_FLAG(server_test_runtime_knob, runtime);
+DEFINE_int32(server_test_startup_knob, 1, "For tests: a flag GenericService must refuse to change");
 
 namespace nyala::server {
 namespace {
@@ -141,6 +151,77 @@ TEST_F(ServerTest, RpczListsCallsInFlight) {
   EXPECT_NE(HttpGet(server.webserver()->port(), "/rpcz").find("Calls in flight (0"),
             std::string::npos);
   (*client)->Shutdown();
+  server.Shutdown();
+}
+
+}  // namespace
+}  // namespace nyala::server
+
+namespace nyala::server {
+namespace {
+
+TEST_F(ServerTest, GenericServiceSetsRuntimeFlagsOnly) {
+  ServerBase server(LoopbackServerOptions());
+  ASSERT_OK(server.Init());
+  ASSERT_OK(server.Start());
+  rpc::MessengerOptions mopts;
+  mopts.num_reactors = 1;
+  auto client = rpc::Messenger::Create(mopts);
+  ASSERT_OK(client.status());
+  GenericServiceProxy proxy(*client, server.bound_rpc_addresses()[0]);
+  auto set = [&](const std::string& flag, const std::string& value) {
+    SetFlagRequestPB req;
+    req.set_flag(flag);
+    req.set_value(value);
+    SetFlagResponsePB resp;
+    rpc::RpcController rpc;
+    EXPECT_OK(proxy.SetFlag(req, &resp, &rpc));
+    return resp;
+  };
+
+  SetFlagResponsePB r = set("server_test_runtime_knob", "7");
+  EXPECT_EQ(r.result(), SetFlagResponsePB::SUCCESS) << r.msg();
+  EXPECT_EQ(r.old_value(), "1");
+  EXPECT_EQ(FLAGS_server_test_runtime_knob, 7);
+  // The validator refuses, and the value stays.
+  EXPECT_EQ(set("server_test_runtime_knob", "1000").result(), SetFlagResponsePB::BAD_VALUE);
+  EXPECT_EQ(set("server_test_runtime_knob", "seven").result(), SetFlagResponsePB::BAD_VALUE);
+  EXPECT_EQ(FLAGS_server_test_runtime_knob, 7);
+  // Not tagged runtime: refused, unchanged.
+  r = set("server_test_startup_knob", "5");
+  EXPECT_EQ(r.result(), SetFlagResponsePB::NOT_RUNTIME_SETTABLE) << r.msg();
+  EXPECT_EQ(FLAGS_server_test_startup_knob, 1);
+  EXPECT_EQ(set("rpc_max_message_size", "2048").result(), SetFlagResponsePB::NOT_RUNTIME_SETTABLE);
+  EXPECT_EQ(set("no_such_flag_anywhere", "1").result(), SetFlagResponsePB::NO_SUCH_FLAG);
+
+  // GetFlags: the changed flag with its tags; defaults only when asked for.
+  GetFlagsRequestPB greq;
+  GetFlagsResponsePB gresp;
+  rpc::RpcController grpc;
+  ASSERT_OK(proxy.GetFlags(greq, &gresp, &grpc));
+  bool found = false;
+  for (const auto& f : gresp.flags()) {
+    EXPECT_FALSE(f.is_default_value()) << f.name();
+    if (f.name() != "server_test_runtime_knob") continue;
+    found = true;
+    EXPECT_EQ(f.value(), "7");
+    ASSERT_EQ(f.tags_size(), 1);
+    EXPECT_EQ(f.tags(0), "runtime");
+  }
+  EXPECT_TRUE(found);
+  greq.add_flags("server_test_startup_knob");
+  gresp.Clear();
+  grpc.Reset();
+  ASSERT_OK(proxy.GetFlags(greq, &gresp, &grpc));
+  found = false;
+  for (const auto& f : gresp.flags()) found |= f.name() == "server_test_startup_knob";
+  EXPECT_TRUE(found);
+  greq.set_all_flags(true);
+  GetFlagsResponsePB all;
+  grpc.Reset();
+  ASSERT_OK(proxy.GetFlags(greq, &all, &grpc));
+  EXPECT_GT(all.flags_size(), gresp.flags_size());
+  FLAGS_server_test_runtime_knob = 1;
   server.Shutdown();
 }
 

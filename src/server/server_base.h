@@ -1,6 +1,7 @@
 // ServerBase: what nyala-master and nyala-tserver share: the data dirs (FsManager,
-// with the permanent uuid), the RPC messenger bound to --rpc_bind_addresses, the
-// metric registry, the web server with the default pages (/, /healthz, /varz,
+// with the permanent uuid), the RPC messenger bound to --rpc_bind_addresses with the
+// GenericService (generic_service.h: flags read and set at run time), the metric
+// registry, the web server with the default pages (/, /healthz, /varz,
 // /metrics, /metrics_prometheus, /rpcz) and clean shutdown on SIGTERM/SIGINT.
 //
 // Life cycle: construct, Init() (dirs, messenger), register services, Start()
