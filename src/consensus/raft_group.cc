@@ -55,6 +55,16 @@ void RaftGroup::Propose(std::string data, Callback done) {
   }, std::move(done));
 }
 
+void RaftGroup::ProposeInTerm(uint64_t term, std::string data, Callback done) {
+  Append([term, data = std::move(data)](Raft* raft, int64_t now) mutable -> Result<uint64_t> {
+    if (raft->role() != RaftRole::kLeader || raft->term() != term) {
+      return Status::IllegalState("not the leader in term " + std::to_string(term),
+                                  "this server is " + raft->ToString());
+    }
+    return raft->Propose(std::move(data), now);
+  }, std::move(done));
+}
+
 void RaftGroup::ChangeConfig(ConfigChange change, PeerId peer, Callback done) {
   Append([change, peer](Raft* raft, int64_t now) {
     return raft->ProposeConfigChange(change, peer, now);

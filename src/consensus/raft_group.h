@@ -107,6 +107,10 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // ServiceUnavailable when the group stops or fails first (the outcome is unknown:
   // the entry may still commit).
   void Propose(std::string data, Callback done);
+  // Propose, only in term `term`: IllegalState, nothing appended, if this server does
+  // not lead in that term when the proposal reaches the worker (a caller that decided
+  // what to propose from the state of term `term` must not see it appended in another).
+  void ProposeInTerm(uint64_t term, std::string data, Callback done);
   // A linearizable read: `done` runs with OK once this server's state machine holds
   // every entry committed before the call (under the leader's lease at once, else
   // after a heartbeat round), or with IllegalState when this server is not the

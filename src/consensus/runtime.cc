@@ -285,6 +285,7 @@ void ConsensusRuntime::Shutdown() {
   }
   // Finishes the batch being written; appends still queued fail, and their callbacks
   // find the workers stopped.
+  MutexLock l(log_mu_);
   log_.reset();
 }
 
@@ -433,6 +434,8 @@ Status ConsensusRuntime::RemoveGroup(uint64_t id) {
   };
   // A stopped worker calls nothing any more.
   if (Post(w, std::move(task))) stopped.get_future().wait();
+  MutexLock l(log_mu_);
+  if (!log_) return Status::ServiceUnavailable("the consensus runtime is shutting down");
   return log_->RemoveGroup(id);
 }
 

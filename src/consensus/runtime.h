@@ -168,6 +168,9 @@ class ConsensusRuntime {
   const RuntimeOptions opts_;
   int64_t tick_interval_us_ = 0;
   int64_t server_heartbeat_interval_us_ = 0;
+  // Reset by Shutdown under log_mu_ (RemoveGroup may run on another thread then);
+  // the groups and workers use it without the lock, and are stopped by then.
+  Mutex log_mu_;
   std::unique_ptr<SharedLog> log_;
   std::shared_ptr<ServiceTarget> service_target_;
   std::vector<std::unique_ptr<RuntimeWorker>> workers_;

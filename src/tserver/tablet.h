@@ -190,6 +190,9 @@ class Tablet : public consensus::StateMachine {
   // unless this replica leads and has applied every entry of earlier terms (so its
   // existence checks see every committed write).
   bool CheckLeader(TabletServerErrorPB* error) const;
+  // The term this replica leads in with every earlier term's entry applied, or 0
+  // (CheckLeader's condition; a tablet without a group: 1).
+  uint64_t ReadyLeaderTerm() const;
   // Whether a read here is linearizable now without waiting: this replica leads
   // under its lease with its own term's first entry applied (true without a group).
   bool CanReadNow() const;
@@ -239,10 +242,11 @@ class Tablet : public consensus::StateMachine {
   // the write's row changes.
   Status PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot* slot, WriteScratch* w)
       REQUIRES_SHARED(ops_mu_);
-  // Hands the write's row changes and final response to the group and waits for the
-  // local apply; applies at once without a group. NotLeader-like failures: nothing
+  // Hands the write's row changes and final response to the group, to be appended in
+  // `term` only (the term whose state the write read), and waits for the local apply;
+  // applies at once without a group. NotLeader-like failures: nothing
   // was applied; ServiceUnavailable or TimedOut: the outcome is unknown.
-  Status Replicate(std::string command);
+  Status Replicate(std::string command, uint64_t term);
   // Applies one replicated write (an encoded command) with its entry's index (0:
   // none, a tablet without a group) and whether this replica led it.
   Status ApplyWrite(Slice command, uint64_t index);

@@ -144,11 +144,17 @@ consensus::GroupInfo Tablet::ConsensusInfo() const {
   return info;
 }
 
+uint64_t Tablet::ReadyLeaderTerm() const {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return 1;
+  const uint64_t term = g->leader_term();
+  return term != 0 && applied_term_.load(std::memory_order_acquire) == term ? term : 0;
+}
+
 bool Tablet::CheckLeader(TabletServerErrorPB* error) const {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) return true;
-  const uint64_t term = g->leader_term();
-  if (term != 0 && applied_term_.load(std::memory_order_acquire) == term) return true;
+  if (ReadyLeaderTerm() != 0) return true;
   const consensus::GroupInfo info = g->info();
   std::string leader;
   if (info.leader != consensus::kNoPeer && hooks_.uuid_of) leader = hooks_.uuid_of(info.leader);
@@ -221,7 +227,7 @@ bool Tablet::WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* err
   return false;
 }
 
-Status Tablet::Replicate(std::string command) {
+Status Tablet::Replicate(std::string command, uint64_t term) {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) return ApplyWrite(command, 0);
   // The group answers once the entry is applied here, replaced by another leader's,
@@ -231,13 +237,12 @@ Status Tablet::Replicate(std::string command) {
   // takes writes again only as a leader that applied every earlier entry, this one
   // included or replaced (CheckLeader); a retry with the same request id is answered
   // from the record wherever the entry was applied.
-  const uint64_t term = g->leader_term();
   auto w = std::make_shared<ProposalWaiter>();
   {
     MutexLock l(leader_mu_);
     proposals_waiting_.insert(w.get());
   }
-  g->Propose(std::move(command), [w](const Status& s, uint64_t) { w->Set(s); });
+  g->ProposeInTerm(term, std::move(command), [w](const Status& s, uint64_t) { w->Set(s); });
   Status s;
   {
     UniqueLock l(w->mu);

@@ -236,6 +236,15 @@ Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* requ
                                    WriteResponsePB* resp) {
   for (const WriteKeySlot& s : w->slots) w->locks.Add(*locks_, s.key);
   RowLockGuard held(&w->locks, locks_);
+  // Leadership again, under the locks: the reads below must see every entry of earlier
+  // terms applied, and what they decide is appended in this term or not at all (a
+  // write that waited for the locks may find the leadership lost, or lost and regained
+  // with entries of the term between not yet applied).
+  const uint64_t term = ReadyLeaderTerm();
+  if (term == 0) {
+    return Status::IllegalState("tablet " + tablet_id() + ": leadership changed while the write "
+                                "waited for its row locks");
+  }
   RETURN_NOT_OK(ReadExistingRows(w));
   ApplyInBlockOrder(w, resp);
   // The response is final: it travels with the rows, to be stored as the request's
@@ -243,7 +252,7 @@ Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* requ
   resp->set_rows_applied(w->counts.applied());
   if (w->num_changes == 0 && request_id == nullptr) return Status::OK();
   // Replicated and applied (rows, record, key bound) before the locks go.
-  return Replicate(EncodeWriteCommand(w->num_changes, w->changes, request_id, *resp));
+  return Replicate(EncodeWriteCommand(w->num_changes, w->changes, request_id, *resp), term);
 }
 
 Status Tablet::ReadExistingRows(WriteScratch* w) {
