@@ -177,9 +177,17 @@ check "the example table's row got the column default" \
 "$NYALA" table delete "$M" metrics >/dev/null
 out=$("$NYALA" table create "$M" '{"name": "bad", "columns": [{"name": "k", "type": "INT46", "key": true}]}' 2>&1) && fail "bad spec accepted"
 check "a bad spec names the offending field" contains "$out" "columns[0].type"
-# Until tablets are replicated, the master refuses more than one replica.
-out=$("$NYALA" table create "$M" '{"name": "rf3", "num_replicas": 3, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 3 accepted"
-check "num_replicas 3 is refused: replication is not available yet" contains "$out" "replication is not available yet"
+# Three replicas on three tablet servers are accepted; five need five live servers,
+# and the error says how many are alive.
+check "num_replicas 3 is accepted on 3 tablet servers" "$NYALA" table create "$M" \
+  '{"name": "rf3", "num_replicas": 3, "columns": [{"name": "k", "type": "INT64", "key": true}]}'
+check "... and rf3 is described with 3 replicas" \
+  contains "$("$NYALA" table describe "$M" rf3 --format=json 2>&1)" '"num_replicas":3'
+out=$("$NYALA" table create "$M" '{"name": "rf5", "num_replicas": 5, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 5 accepted with 3 tablet servers"
+check "num_replicas 5 is refused: REPLICATION_FACTOR_TOO_HIGH" contains "$out" "REPLICATION_FACTOR_TOO_HIGH"
+check "... naming how many tablet servers are alive" contains "$out" "needs 5 live tablet servers, 3 are alive"
+out=$("$NYALA" table create "$M" '{"name": "rf2", "num_replicas": 2, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 2 accepted"
+check "an even num_replicas is refused" contains "$out" "num_replicas must be odd"
 
 printf 'id,name,age\n1,ann,31\n2,"bo, jr",\n3,cy,notanumber\n4,di,45\n150,eve,22\n' >"$WORK/rows.csv"
 if out=$("$NYALA" table insert "$M" people --file="$WORK/rows.csv" 2>&1); then
