@@ -582,8 +582,11 @@ TEST_F(CatalogManagerTest, ListTabletsShowsEveryReplicasReportedState) {
   EXPECT_EQ(next, one.tablets(0).leader_uuid());
   EXPECT_EQ(2u, one.tablets(0).term());
   for (const auto& r : one.tablets(0).replicas()) {
-    if (r.ts_uuid() == old_leader) EXPECT_EQ(FOLLOWER, r.role());  // a stale claim
-    if (r.ts_uuid() == next) EXPECT_EQ(LEADER, r.role());
+    if (r.ts_uuid() == old_leader) {
+      EXPECT_EQ(FOLLOWER, r.role());  // a stale claim
+    } else if (r.ts_uuid() == next) {
+      EXPECT_EQ(LEADER, r.role());
+    }
   }
 
   // After a restart: listed, registered, not reported.
