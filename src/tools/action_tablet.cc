@@ -1,6 +1,7 @@
 // nyala tablet list; nyala tablet leader_step_down
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "common/wire_protocol.h"
@@ -27,7 +28,7 @@ Status ListTabletReplicas(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(std::vector<TabletView> tablets,
                    GatherTablets(admin.get(), FLAGS_table, "", /*ask_servers=*/true));
   TableOutput out({"table", "tablet_id", "replica_uuid", "address", "role", "term",
-                   "committed_index", "applied_index", "lag", "state"});
+                   "committed_index", "applied_index", "lag", "state", "source"});
   for (const TabletView& t : tablets) {
     // The leader first, then the others in placement order.
     std::vector<const ReplicaView*> order;
@@ -44,12 +45,14 @@ Status ListTabletReplicas(const std::vector<std::string>& args) {
       auto value = [known](uint64_t v) { return known ? json(v) : json(nullptr); };
       const std::optional<int64_t> lag = t.Lag(r);
       const std::string role = r.live_consensus ? r.role : r.role + (known ? "?" : "");
+      const char* source = r.live_consensus ? "server" : r.reported ? "master" : "-";
       out.AddRow({t.table_name, t.tablet_id, r.ts_uuid, r.address.empty() ? "-" : r.address, role,
                   text(r.term), text(r.committed_index), text(r.applied_index),
-                  lag ? std::to_string(*lag) : "-", r.Health()},
+                  lag ? std::to_string(*lag) : "-", r.Health(), source},
                  {t.table_name, t.tablet_id, r.ts_uuid, r.address, r.role, value(r.term),
                   value(r.committed_index), value(r.applied_index),
-                  lag ? json(*lag) : json(nullptr), r.Health()});
+                  lag ? json(*lag) : json(nullptr), r.Health(),
+                  known ? json(source) : json(nullptr)});
     }
   }
   out.Print(format);
@@ -85,6 +88,9 @@ Status LeaderStepDown(const std::vector<std::string>& args) {
   // The leader: as its replica says now, else as the master last heard.
   const ReplicaView* leader = t.Leader();
   std::string leader_uuid = leader ? leader->ts_uuid : t.master_leader_uuid;
+  // The transfer ends in a newer term: a leader the master reports in this one or an
+  // older one is not the new leader (the master may not have heard of the current).
+  const uint64_t start_term = std::max(leader ? leader->term : 0, t.master_term);
   if (leader_uuid.empty()) {
     return Status::ServiceUnavailable("tablet " + tablet_id + " has no leader now",
                                       "an election may be running; try again shortly");
@@ -136,7 +142,8 @@ Status LeaderStepDown(const std::vector<std::string>& args) {
     auto listed = admin->ListTablets("", tablet_id);
     if (listed.ok() && listed->tablets_size() == 1) {
       const auto& pb = listed->tablets(0);
-      if (!pb.leader_uuid().empty() && pb.leader_uuid() != leader_uuid) {
+      if (!pb.leader_uuid().empty() && pb.leader_uuid() != leader_uuid &&
+          pb.term() > start_term) {
         new_leader = pb.leader_uuid();
         term = pb.term();
         break;
@@ -177,12 +184,13 @@ void RegisterTabletActions() {
                1,
                1,
                ListTabletReplicas,
-               "Each replica's state is its tablet server's answer now; when the server cannot be\n"
-               "asked (dead or unreachable), the master's last report of it is shown instead and\n"
-               "its role ends in '?'. lag = the leader's committed index - the replica's applied\n"
-               "index (entries it has yet to apply), '-' (null in JSON) when there is no leader\n"
-               "or no current state of the replica. state: RUNNING, FAILED, NOT_HOSTED (its\n"
-               "server does not hold it), UNREACHABLE, DEAD (the master hears no heartbeats)."});
+               "Each replica's state is its tablet server's answer now (source: server); when the\n"
+               "server cannot be asked (dead or unreachable), the master's last report of it is\n"
+               "shown instead (source: master) and its role ends in '?' in the table format.\n"
+               "lag = the leader's committed index - the replica's applied index (entries it\n"
+               "has yet to apply), '-' (null in JSON) when there is no leader or no current\n"
+               "state of the replica. state: RUNNING, FAILED, NOT_HOSTED (its server does not\n"
+               "hold it), UNREACHABLE, DEAD (the master hears no heartbeats)."});
   a.push_back({"tablet",
                "leader_step_down",
                "Hand a tablet's leadership to another voter and wait until the master reports the "

@@ -189,6 +189,7 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
     v.partition = Partition::FromPB(t.partition()).ToString();
     v.master_state = master::TabletStatePB_Name(t.state());
     v.master_leader_uuid = t.leader_uuid();
+    v.master_term = t.term();
     v.num_replicas = t.num_replicas();
     for (const auto& r : t.replicas()) {
       ReplicaView& rv = v.replicas.emplace_back();

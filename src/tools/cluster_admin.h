@@ -105,6 +105,7 @@ struct TabletView {
   std::string partition;     // for people
   std::string master_state;  // TABLET_RUNNING, TABLET_CREATING, ...
   std::string master_leader_uuid;  // who the master believes leads ("" none)
+  uint64_t master_term = 0;        // the newest term the master heard of
   int num_replicas = 0;
   std::vector<ReplicaView> replicas;  // in placement order
 
