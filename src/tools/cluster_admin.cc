@@ -19,8 +19,10 @@ namespace {
 constexpr uint16_t kDefaultMasterPort = 7051;
 constexpr uint16_t kDefaultTServerPort = 7050;
 
+// Never OK (an error without a status still names its code).
 Status MasterError(const master::MasterErrorPB& err) {
-  Status s = err.has_status() ? StatusFromPB(err.status()) : Status::RuntimeError("master error");
+  Status s = err.has_status() ? StatusFromPB(err.status()) : Status::OK();
+  if (s.ok()) s = Status::RuntimeError("master error");
   return s.CloneAndPrepend(master::MasterErrorPB::Code_Name(err.code()));
 }
 
@@ -136,7 +138,11 @@ Result<tserver::ListTabletsResponsePB> AdminClient::ListServerTablets(const std:
   rpc::RpcController rpc;
   rpc.set_timeout(timeout_);
   RETURN_NOT_OK(proxy.ListTablets(tserver::ListTabletsRequestPB(), &resp, &rpc));
-  if (resp.has_error()) return StatusFromPB(resp.error().status());
+  if (resp.has_error()) {
+    Status s = StatusFromPB(resp.error().status());
+    if (s.ok()) s = Status::RuntimeError("tablet server error");
+    return s.CloneAndPrepend(tserver::TabletServerErrorPB::Code_Name(resp.error().code()));
+  }
   return resp;
 }
 
