@@ -12,8 +12,10 @@ Usage: scripts/quickstart.sh [--rows N] [--data DIR] [--base-port P]
 
 Installs dependencies, builds the daemons and the CLI into build/ (or $BUILD_DIR),
 starts a local cluster (one master, three tablet servers) from conf/, creates a demo
-table, loads N rows (default 100000), runs a few gets and a filtered scan through the
-CLI, and leaves the cluster running for you to explore.
+table whose tablets have three replicas each (one when a reused cluster has fewer than
+three live tablet servers), loads N rows (default 100000), runs a few gets and a
+filtered scan through the CLI, shows each tablet's replicas and checks the cluster,
+and leaves the cluster running for you to explore.
 
   --data DIR      the cluster's data and logs (default: ./nyala-cluster, or
                   $NYALA_CLUSTER_DIR); a cluster already running there is reused
@@ -59,7 +61,12 @@ else
   MASTER=$(cat "$DATA/master_addresses")
 fi
 
-step "Creating table 'quickstart' (4 hash buckets on id)"
+# Three replicas of each tablet, one on each tablet server (a reused cluster with
+# fewer live tablet servers gets one).
+LIVE=$("$NYALA" tserver list "$MASTER" --format=csv | grep -c ',LIVE,' || true)
+REPLICAS=3
+[ "$LIVE" -ge 3 ] || REPLICAS=1
+step "Creating table 'quickstart' (4 hash buckets on id, $REPLICAS replicas of each tablet)"
 if "$NYALA" table describe "$MASTER" quickstart >/dev/null 2>&1; then
   "$NYALA" table delete "$MASTER" quickstart
 fi
@@ -72,7 +79,7 @@ fi
     {"name": "ts", "type": "UNIXTIME_MICROS"}
   ],
   "hash_partitions": [{"columns": ["id"], "buckets": 4}],
-  "num_replicas": 1
+  "num_replicas": '"$REPLICAS"'
 }'
 
 step "Loading $ROWS rows from a CSV file (nyala table insert)"
@@ -97,8 +104,13 @@ step "A filtered scan: Oslo, warmer than 30 degrees, first 5 rows"
   --predicates='["AND", ["=", "city", "Oslo"], [">", "temperature", 30.0]]' \
   --columns=id,city,temperature --limit=5
 
+step "Each tablet's replicas: the leader first (nyala tablet list --table quickstart)"
+"$NYALA" tablet list "$MASTER" --table quickstart
+
 step "Cluster check (nyala cluster ksck)"
-"$NYALA" cluster ksck "$MASTER" | tail -n 1
+# Followers may still be applying the load's last writes: give them a few seconds.
+for _ in $(seq 1 20); do "$NYALA" cluster ksck "$MASTER" >/dev/null 2>&1 && break; sleep 0.5; done
+"$NYALA" cluster ksck "$MASTER" 2>&1 | tail -n 1 || true
 
 WEB_PORT=$(grep '^http_port=' "$DATA/master.info" | cut -d= -f2)
 cat <<MSG
@@ -106,5 +118,6 @@ cat <<MSG
 The cluster is still running.
   Web UI:        http://127.0.0.1:$WEB_PORT/   (tables, tablet servers, metrics)
   CLI:           $NYALA table scan $MASTER quickstart --limit=10
+                 $NYALA tablet leader_step_down $MASTER <tablet_id>   (moves a leader)
   Stop it with:  scripts/stop-cluster.sh --data $DATA
 MSG

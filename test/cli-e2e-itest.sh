@@ -8,7 +8,9 @@
 # `--`), row errors reported at their input lines and summaries equal to the table's
 # count (duplicates, bad input lines, delete_rows, upsert, a tablet server killed
 # mid-load), scans that stream in bounded memory and print what came before a failure,
-# ksck healthy, kill a tablet server, ksck reports it, stop-cluster leaves no process.
+# tables of three replicas (five refused), tablet list and leader_step_down, ksck
+# healthy, one tablet server killed (under-replicated, exit 3), a second (unavailable,
+# exit 4), with valid JSON each time, stop-cluster leaves no process.
 # Also checks the web UI escapes user data and that /metrics_prometheus is
 # well-formed. Ports are picked at run time.
 #
@@ -17,6 +19,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export NYALA_BIN_DIR=${1:-$ROOT/build/bin}
 NYALA="$NYALA_BIN_DIR/nyala"
+command -v jq >/dev/null || { echo "cli-e2e-itest needs jq (scripts/setup-deps.sh installs it)"; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/nyala-cli-e2e-XXXXXX")
 DATA="$WORK/cluster"
 failures=0
@@ -177,9 +180,49 @@ check "the example table's row got the column default" \
 "$NYALA" table delete "$M" metrics >/dev/null
 out=$("$NYALA" table create "$M" '{"name": "bad", "columns": [{"name": "k", "type": "INT46", "key": true}]}' 2>&1) && fail "bad spec accepted"
 check "a bad spec names the offending field" contains "$out" "columns[0].type"
-# Until tablets are replicated, the master refuses more than one replica.
-out=$("$NYALA" table create "$M" '{"name": "rf3", "num_replicas": 3, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 3 accepted"
-check "num_replicas 3 is refused: replication is not available yet" contains "$out" "replication is not available yet"
+# Three replicas on three tablet servers are accepted; five need five live servers,
+# and the error says how many are alive.
+check "num_replicas 3 is accepted on 3 tablet servers" "$NYALA" table create "$M" \
+  '{"name": "rf3", "num_replicas": 3, "columns": [{"name": "k", "type": "INT64", "key": true}]}'
+check "... and rf3 is described with 3 replicas" \
+  contains "$("$NYALA" table describe "$M" rf3 --format=json 2>&1)" '"num_replicas":3'
+out=$("$NYALA" table create "$M" '{"name": "rf5", "num_replicas": 5, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 5 accepted with 3 tablet servers"
+check "num_replicas 5 is refused: REPLICATION_FACTOR_TOO_HIGH" contains "$out" "REPLICATION_FACTOR_TOO_HIGH"
+check "... naming how many tablet servers are alive" contains "$out" "needs 5 live tablet servers, 3 are alive"
+# tablet list: rf3's one tablet has a LEADER and two FOLLOWERs, each with its term,
+# indexes and lag; leader_step_down moves the leadership (to a chosen or a named voter)
+# and prints the new leader once the master reports it.
+json_ok() { jq -e . >/dev/null 2>&1 <<<"$1"; }
+rf3_json=$("$NYALA" tablet list "$M" --table rf3 --format=json 2>&1) || fail "tablet list: $rf3_json"
+check "tablet list --format=json is valid JSON" json_ok "$rf3_json"
+check "rf3's tablet has one LEADER and two FOLLOWERs" \
+  same "FOLLOWER,FOLLOWER,LEADER" "$(jq -r '[.[].role] | sort | join(",")' <<<"$rf3_json")"
+check "... every replica RUNNING, its own state (from its server), with a term, indexes and a lag" \
+  same "RUNNING:server:number:number:number:number" \
+  "$(jq -r '[.[] | [.state, .source, (.term | type), (.committed_index | type), (.applied_index | type), (.lag | type)] | join(":")] | unique | join(" ")' <<<"$rf3_json")"
+rf3_tablet=$(jq -r '.[0].tablet_id' <<<"$rf3_json")
+old_leader=$(jq -r '.[] | select(.role == "LEADER") | .replica_uuid' <<<"$rf3_json")
+check "... listed leader first" same "$old_leader" "$(jq -r '.[0].replica_uuid' <<<"$rf3_json")"
+check "tablet list as a table has its header" \
+  contains "$("$NYALA" tablet list "$M" --table rf3 2>&1)" "replica_uuid"
+out=$("$NYALA" tablet leader_step_down "$M" "$rf3_tablet" --format=json 2>"$WORK/stepdown.err") || fail "leader_step_down: $out $(cat "$WORK/stepdown.err")"
+new_leader=$(jq -r '.[0].new_leader // empty' <<<"$out" 2>/dev/null || true)
+check "leader_step_down moved the leadership from $old_leader to ${new_leader:-nobody}" \
+  test -n "$new_leader" -a "$new_leader" != "$old_leader"
+check "... said what it was waiting for" contains "$(cat "$WORK/stepdown.err")" "waiting for the master to report the new leader"
+check "... and tablet list shows the new leader" \
+  same "$new_leader" "$("$NYALA" tablet list "$M" --table rf3 --format=json | jq -r '.[] | select(.role == "LEADER") | .replica_uuid')"
+out=$("$NYALA" tablet leader_step_down "$M" "$rf3_tablet" --new_leader_uuid="$old_leader" --format=csv 2>/dev/null) || fail "leader_step_down back: $out"
+check "leader_step_down --new_leader_uuid hands it back to $old_leader" \
+  same "$old_leader" "$(tail -n +2 <<<"$out" | cut -d, -f3)"
+out=$("$NYALA" tablet leader_step_down "$M" "$rf3_tablet" --new_leader_uuid=not-a-replica 2>&1) && fail "a step-down to a non-replica exited 0"
+check "... to a server that is not a voter: INVALID_CONFIG" contains "$out" "INVALID_CONFIG"
+out=$("$NYALA" tablet leader_step_down "$M" no-such-tablet 2>&1) && fail "a step-down of an unknown tablet exited 0"
+check "... of an unknown tablet: TABLET_NOT_FOUND" contains "$out" "TABLET_NOT_FOUND"
+out=$("$NYALA" tablet list "$M" --table no-such-table 2>&1) && fail "tablet list of an unknown table exited 0"
+check "tablet list of an unknown table: TABLE_NOT_FOUND" contains "$out" "TABLE_NOT_FOUND"
+out=$("$NYALA" table create "$M" '{"name": "rf2", "num_replicas": 2, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 2 accepted"
+check "an even num_replicas is refused" contains "$out" "num_replicas must be odd"
 
 printf 'id,name,age\n1,ann,31\n2,"bo, jr",\n3,cy,notanumber\n4,di,45\n150,eve,22\n' >"$WORK/rows.csv"
 if out=$("$NYALA" table insert "$M" people --file="$WORK/rows.csv" 2>&1); then
@@ -382,25 +425,69 @@ check "... after printing its header and $rest of $LOAD_ROWS rows" \
   test "$scan_header" = "k,v" -a "$rest" -gt 0 -a "$rest" -lt "$LOAD_ROWS"
 check "... and says how many rows it printed" contains "$(cat "$WORK/scan.err")" "the scan failed after $rest rows"
 
-# (the restarted tablet server may still be registering)
-for _ in $(seq 1 100); do "$NYALA" cluster ksck "$M" >/dev/null 2>&1 && break; sleep 0.1; done
-check "ksck is healthy" "$NYALA" cluster ksck "$M"
-
-kill -9 "$(cat "$DATA/pids/tserver-1.pid")"
-# ksck fails as soon as a tablet has no live replica; the master declares the server
-# itself dead a moment later (--tserver_unresponsive_timeout_ms), so wait for both.
-dead=0
-out=""
-for _ in $(seq 1 100); do
-  if ! out=$("$NYALA" cluster ksck "$M" 2>&1); then
-    dead=1
-    if contains "$out" "is dead"; then break; fi
+# Healthy for 2.5 s in a row: the restarted tablet server may still be registering
+# and its replicas catching up, and the servers just resumed from SIGSTOP hold
+# elections once their election timers (1-2 election timeouts) fire.
+healthy_since=""
+for _ in $(seq 1 400); do
+  if "$NYALA" cluster ksck "$M" >/dev/null 2>&1; then
+    [ -n "$healthy_since" ] || healthy_since=$(date +%s%N)
+    [ $((($(date +%s%N) - healthy_since) / 1000000)) -ge 2500 ] && break
+  else
+    healthy_since=""
   fi
+  sleep 0.1
+done
+out=$("$NYALA" cluster ksck "$M" 2>&1) || echo "$out" | tail -n 30  # why, when it is not
+check "ksck is healthy" "$NYALA" cluster ksck "$M"
+out=$("$NYALA" cluster ksck "$M" --format=json 2>&1) || true
+check "ksck --format=json is one valid JSON document" json_ok "$out"
+check "... HEALTHY, exit code 0, no tablet unhealthy" \
+  same "HEALTHY 0 0 0" "$(jq -r '"\(.status) \(.exit_code) \(.summary.under_replicated) \(.summary.unavailable)"' <<<"$out")"
+
+# One tablet server of three killed: every tablet keeps a majority, and a leader once
+# the elections of the tablets it led are over: UNDER_REPLICATED, exit code 3. The
+# master declares the server itself dead a moment later (--tserver_unresponsive_timeout_ms).
+kill -9 "$(cat "$DATA/pids/tserver-1.pid")"
+code=0
+out=""
+for _ in $(seq 1 150); do
+  code=0
+  out=$("$NYALA" cluster ksck "$M" 2>&1) || code=$?
+  if [ "$code" -eq 3 ] && contains "$out" "is dead"; then break; fi
   sleep 0.2
 done
-check "ksck exits non-zero after a tablet server died" test "$dead" -eq 1
+check "ksck exits 3 (under-replicated) after one tablet server of three died (exit $code)" test "$code" -eq 3
 contains "$out" "is dead" || echo "$out"
 check "ksck names the dead server" contains "$out" "is dead"
+check "... and the under-replicated tablets" contains "$out" "is UNDER_REPLICATED: replica on"
+code=0
+out=$("$NYALA" cluster ksck "$M" --format=json 2>/dev/null) || code=$?
+check "ksck --format=json of the degraded cluster is valid JSON (exit $code)" json_ok "$out"
+check "... UNDER_REPLICATED with exit_code 3 and one dead server" \
+  same "UNDER_REPLICATED 3 1 0" \
+  "$(jq -r '"\(.status) \(.exit_code) \(.summary.dead_tablet_servers) \(.summary.unavailable)"' <<<"$out")"
+ts1_uuid=$(sed -n 's/^uuid=//p' "$DATA/tserver-1.info" 2>/dev/null || true)
+dead_replica=$("$NYALA" tablet list "$M" --table rf3 --format=json 2>/dev/null |
+  jq -r --arg u "$ts1_uuid" '.[] | select(.replica_uuid == $u) | "\(.state) \(.source) \(.lag)"' || true)
+check "tablet list shows rf3's replica on the dead server DEAD, from the master's report, lag unknown" \
+  same "DEAD master null" "$dead_replica"
+check "ksck --help documents its exit codes" \
+  contains "$("$NYALA" cluster ksck --help)" "3 some tablet under-"
+
+# A second one: no tablet of three replicas has a majority left: UNAVAILABLE, exit 4.
+kill -9 "$(cat "$DATA/pids/tserver-2.pid")"
+code=0
+for _ in $(seq 1 100); do
+  code=0
+  out=$("$NYALA" cluster ksck "$M" --format=json 2>/dev/null) || code=$?
+  [ "$code" -eq 4 ] && break
+  sleep 0.2
+done
+check "ksck exits 4 (unavailable) after two tablet servers of three died (exit $code)" test "$code" -eq 4
+check "... and says UNAVAILABLE in valid JSON" same "UNAVAILABLE" "$(jq -r .status <<<"$out" 2>/dev/null)"
+check "... with a tablet of only one replica running" \
+  contains "$out" "1 of 3 replicas running: a majority (2) is needed"
 
 pids=$(cat "$DATA"/pids/*.pid 2>/dev/null || true)
 "$ROOT/scripts/stop-cluster.sh" --data "$DATA"

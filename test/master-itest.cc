@@ -1,7 +1,9 @@
 // nyala-master with three real nyala-tserver processes (MiniCluster): tables of
 // several partition shapes placed and running (each tablet server's ListTablets
 // agrees with GetTableLocations), the catalog across master restarts (SIGTERM and
-// SIGKILL), a killed tablet server reported dead, and bad input.
+// SIGKILL), a killed tablet server reported dead, bad input, and the operator RPCs of
+// replication: the master's ListTablets and the tablet servers' ListTablets and
+// LeaderStepDown (with the leadership metrics they move).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -15,6 +17,7 @@
 #include "master/master-test-util.h"
 #include "test/mini_cluster.h"
 #include "tserver/tserver_admin.pb.h"
+#include "tserver/tserver_admin.proxy.h"
 
 namespace nyala::test {
 
@@ -300,6 +303,183 @@ TEST_F(MasterITest, BadInput) {
   EXPECT_EQ(3, int(Servers().servers_size()));
   PingResponsePB pong;
   EXPECT_OK(cluster_->CallMaster(&master::MasterServiceProxy::Ping, PingRequestPB(), &pong));
+}
+
+namespace {
+
+int64_t SeriesValue(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(text.substr(at + series.size() + 2));
+}
+
+}  // namespace
+
+// The master's ListTablets lists every replica with its server, liveness, role and
+// reported state, filtered by table or tablet; a follower refuses LeaderStepDown
+// naming the leader; the leader hands leadership to the voter asked for (or one of
+// its choosing) and the master reports the new leader; the servers count it.
+TEST_F(MasterITest, ListTabletsAndLeaderStepDown) {
+  const std::string id = CreateRunningTable(MakeRequest("rf3", 2, false, {}, {}, 3));
+  ASSERT_FALSE(id.empty());
+  ASSERT_FALSE(CreateRunningTable(MakeRequest("rf1", 0, false)).empty());
+  std::map<std::string, int> index_of;  // server uuid -> tserver index
+  for (int i = 0; i < cluster_->num_tservers(); i++) index_of[cluster_->tserver(i)->uuid()] = i;
+
+  auto list = [&](const std::string& table, const std::string& tablet) {
+    ListTabletsRequestPB req;
+    if (!table.empty()) req.mutable_table()->set_table_name(table);
+    req.set_tablet_id(tablet);
+    ListTabletsResponsePB resp;
+    EXPECT_OK(cluster_->CallMaster(&master::MasterServiceProxy::ListTablets, req, &resp));
+    return resp;
+  };
+  ListTabletsResponsePB all = list("", "");
+  ASSERT_FALSE(all.has_error()) << all.error().ShortDebugString();
+  ASSERT_EQ(3, all.tablets_size());  // rf1's one tablet, then rf3's two (by table name)
+  EXPECT_EQ("rf1", all.tablets(0).table_name());
+  EXPECT_EQ(1, all.tablets(0).replicas_size());
+  ListTabletsResponsePB rf3;
+  // Every replica reports once it knows its leader (the reports follow heartbeats).
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    rf3 = list("rf3", "");
+    ASSERT_EQ(2, rf3.tablets_size());
+    for (const auto& t : rf3.tablets()) {
+      EXPECT_EQ("rf3", t.table_name());
+      EXPECT_EQ(id, t.table_id());
+      EXPECT_EQ(TABLET_RUNNING, t.state());
+      EXPECT_EQ(3, t.num_replicas());
+      ASSERT_EQ(3, t.replicas_size());
+      int leaders = 0;
+      for (const auto& r : t.replicas()) {
+        EXPECT_TRUE(r.ts_live());
+        ASSERT_EQ(1, r.ts_info().rpc_addresses_size());
+        EXPECT_EQ(cluster_->tserver(index_of.at(r.ts_uuid()))->rpc_addr().port(),
+                  r.ts_info().rpc_addresses(0).port());
+        ASSERT_TRUE(r.reported());
+        ASSERT_EQ(t.leader_uuid(), r.consensus().leader_uuid());
+        EXPECT_EQ(3, r.consensus().voter_uuids_size());
+        if (r.role() == LEADER) {
+          leaders++;
+          EXPECT_EQ(t.leader_uuid(), r.ts_uuid());
+          EXPECT_EQ(t.term(), r.consensus().term());
+        } else {
+          EXPECT_EQ(FOLLOWER, r.role());
+        }
+      }
+      EXPECT_EQ(1, leaders);
+    }
+  });
+  const auto& tablet = rf3.tablets(0);
+  const std::string tablet_id = tablet.tablet_id();
+  ListTabletsResponsePB one = list("", tablet_id);
+  ASSERT_EQ(1, one.tablets_size());
+  EXPECT_EQ(tablet_id, one.tablets(0).tablet_id());
+  EXPECT_EQ(MasterErrorPB::TABLET_NOT_FOUND, list("", "no-such-tablet").error().code());
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, list("no-such-table", "").error().code());
+
+  // The tablet servers' ListTablets: each replica's state now.
+  const std::string leader = tablet.leader_uuid();
+  std::string follower;
+  for (const auto& r : tablet.replicas()) {
+    if (r.ts_uuid() != leader && follower.empty()) follower = r.ts_uuid();
+  }
+  auto admin = [&](const std::string& uuid) {
+    return cluster_->tserver_admin_proxy(index_of.at(uuid));
+  };
+  auto server_state = [&](const std::string& uuid) {
+    tserver::ListTabletsResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    EXPECT_OK(admin(uuid).ListTablets(tserver::ListTabletsRequestPB(), &resp, &rpc));
+    for (const auto& t : resp.tablets()) {
+      if (t.tablet_id() == tablet_id) return t.consensus();
+    }
+    ADD_FAILURE() << uuid << " does not list " << tablet_id;
+    return tserver::ReplicaConsensusPB();
+  };
+  const tserver::ReplicaConsensusPB lc = server_state(leader);
+  EXPECT_EQ(tserver::ReplicaConsensusPB::LEADER, lc.role());
+  EXPECT_EQ(leader, lc.leader_uuid());
+  EXPECT_GE(lc.committed_index(), 1u);  // the leader's no-op
+  EXPECT_EQ(3, lc.voter_uuids_size());
+  EXPECT_EQ(tserver::ReplicaConsensusPB::FOLLOWER, server_state(follower).role());
+
+  auto step_down = [&](const std::string& to_uuid, const std::string& at_uuid,
+                       const std::string& target) {
+    tserver::LeaderStepDownRequestPB req;
+    req.set_dest_uuid(to_uuid);
+    req.set_tablet_id(tablet_id);
+    req.set_new_leader_uuid(target);
+    tserver::LeaderStepDownResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    EXPECT_OK(admin(at_uuid).LeaderStepDown(req, &resp, &rpc));
+    return resp;
+  };
+  // A follower refuses, naming the leader; a wrong server or tablet is refused too.
+  auto resp = step_down(follower, follower, "");
+  EXPECT_EQ(tserver::TabletServerErrorPB::NOT_THE_LEADER, resp.error().code());
+  EXPECT_EQ(leader, resp.error().leader_uuid());
+  EXPECT_EQ(tserver::TabletServerErrorPB::WRONG_SERVER_UUID,
+            step_down(follower, leader, "").error().code());
+  {
+    tserver::LeaderStepDownRequestPB req;
+    req.set_tablet_id("no-such-tablet");
+    tserver::LeaderStepDownResponsePB r;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    ASSERT_OK(admin(leader).LeaderStepDown(req, &r, &rpc));
+    EXPECT_EQ(tserver::TabletServerErrorPB::TABLET_NOT_FOUND, r.error().code());
+  }
+  // Only another voter may be the target.
+  EXPECT_EQ(tserver::TabletServerErrorPB::INVALID_CONFIG,
+            step_down(leader, leader, leader).error().code());
+  EXPECT_EQ(tserver::TabletServerErrorPB::INVALID_CONFIG,
+            step_down(leader, leader, "0123456789abcdef0123456789abcdef").error().code());
+
+  // To the follower asked for: the master reports it leading, in a newer term.
+  resp = step_down(leader, leader, follower);
+  ASSERT_FALSE(resp.has_error()) << resp.error().ShortDebugString();
+  EXPECT_EQ(follower, resp.new_leader_uuid());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    auto t = list("", tablet_id);
+    ASSERT_EQ(1, t.tablets_size());
+    ASSERT_EQ(follower, t.tablets(0).leader_uuid());
+    EXPECT_GT(t.tablets(0).term(), tablet.term());
+  });
+  EXPECT_EQ(tserver::ReplicaConsensusPB::LEADER, server_state(follower).role());
+  EXPECT_EQ(tserver::ReplicaConsensusPB::FOLLOWER, server_state(leader).role());
+  // Without a target: one of the others (the first of the configuration it knows).
+  resp = step_down(follower, follower, "");
+  ASSERT_FALSE(resp.has_error()) << resp.error().ShortDebugString();
+  const std::string third = resp.new_leader_uuid();
+  EXPECT_NE(follower, third);
+  ASSERT_EQ(1, index_of.count(third));
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    ASSERT_EQ(third, list("", tablet_id).tablets(0).leader_uuid());
+  });
+
+  // The leadership metrics: the old leader handed over once and lost the lead; the
+  // follower won it by the transfer and handed it on; every replica saw new leaders.
+  auto metrics = [&](const std::string& uuid) {
+    return HttpGet(cluster_->tserver(index_of.at(uuid))->http_port(), "/metrics_prometheus");
+  };
+  const std::string old_leader = metrics(leader);
+  EXPECT_EQ(1, SeriesValue(old_leader, "tserver_leader_step_downs_total")) << old_leader;
+  EXPECT_GE(SeriesValue(old_leader, "tserver_raft_leaderships_lost_total"), 1);
+  const std::string middle = metrics(follower);
+  EXPECT_EQ(1, SeriesValue(middle, "tserver_leader_step_downs_total"));
+  EXPECT_GE(SeriesValue(middle, "tserver_raft_leaderships_won_total"), 1);
+  EXPECT_GE(SeriesValue(middle, "tserver_raft_leaderships_lost_total"), 1);
+  for (const auto& [uuid, i] : index_of) {
+    const std::string text = metrics(uuid);
+    // rf3's two tablets each had a first leader and this one two more: 4 leaders and
+    // 4 terms seen by every server (all three hold both tablets), or 3 if a replica's
+    // first change came before its tablet attached the group (not counted).
+    EXPECT_GE(SeriesValue(text, "tserver_raft_leader_changes_total"), 3) << uuid;
+    EXPECT_GE(SeriesValue(text, "tserver_raft_term_changes_total"), 3) << uuid;
+  }
 }
 
 }  // namespace nyala::test

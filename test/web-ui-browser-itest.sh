@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Browser test of the web UI: headless Chromium (Debian's `chromium`, installed by
-# scripts/setup-deps.sh) loads the master's and a tablet server's pages from a real
-# cluster and the test checks what the browser rendered (the DOM after parsing).
+# scripts/setup-deps.sh) loads the master's and the tablet servers' pages from a real
+# cluster of three tablet servers (tables of three replicas) and the test checks what
+# the browser rendered (the DOM after parsing), the replicas' roles included.
 # Exits 77 (CTest: skipped) with a message when Chromium is not available.
 #
 #   test/web-ui-browser-itest.sh <bin dir>
@@ -28,12 +29,13 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 BASE=""
 for _ in $(seq 1 50); do
   p=$((10000 + RANDOM % 20000)); ok=1
-  for off in 0 10 11 1000 1010 1011; do port_free $((p + off)) || { ok=0; break; }; done
+  for off in 0 10 11 12 1000 1010 1011 1012; do port_free $((p + off)) || { ok=0; break; }; done
   if [ $ok -eq 1 ]; then BASE=$p; break; fi
 done
 [ -n "$BASE" ] || { echo "no free ports found"; exit 1; }
 M="127.0.0.1:$BASE"
-"$ROOT/scripts/start-cluster.sh" --tservers 2 --data "$DATA" --base-port "$BASE" >/dev/null
+# Three tablet servers: the tables get the master's default of three replicas each.
+"$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE" >/dev/null
 "$NYALA_BIN_DIR/nyala" table create "$M" \
   '{"name": "<script>alert(1)</script>", "columns": [{"name": "k", "type": "INT64", "key": true}]}' >/dev/null
 "$NYALA_BIN_DIR/nyala" table create "$M" \
@@ -60,9 +62,38 @@ has "$tables" "TABLET_RUNNING" "/tables shows running tablets"
 servers=$(dom "$MWEB/tablet-servers")
 has "$servers" "127.0.0.1:$((BASE + 10))" "/tablet-servers lists the first tablet server"
 has "$servers" "127.0.0.1:$((BASE + 11))" "/tablet-servers lists the second tablet server"
+has "$servers" "127.0.0.1:$((BASE + 12))" "/tablet-servers lists the third tablet server"
+has "$tables" "LEADER" "/tables names each tablet's leader replica"
 tablet_id=$(grep -oE '<td>[0-9a-f]{32}</td>' <<<"$tables" | head -1 | sed 's/<[^>]*>//g')
-ts_tablets="$(dom "$TWEB/tablets")$(dom "http://127.0.0.1:$((BASE + 1011))/tablets")"
+ts_pages=()
+for i in 0 1 2; do ts_pages+=("$(dom "http://127.0.0.1:$((BASE + 1010 + i))/tablets")"); done
+ts_tablets="${ts_pages[0]}${ts_pages[1]}${ts_pages[2]}"
 has "$ts_tablets" "$tablet_id" "a tablet server's /tablets shows a tablet the master placed"
+# Each replica's consensus state: the columns, and across the three servers one row of
+# that tablet as LEADER and two as FOLLOWER, all naming the same leader.
+has "${ts_pages[0]}" "<th>Role</th><th>Term</th><th>Leader</th><th>Committed / applied / last index</th><th>Peers</th>" \
+  "/tablets has the role, term, leader, indexes and peers columns"
+rows=$(for page in "${ts_pages[@]}"; do
+  sed 's/<tr>/\n<tr>/g' <<<"$page" | grep -F "<td>$tablet_id</td>" || true
+done)
+roles=$(grep -oE '<td class="role">[A-Z]+</td>' <<<"$rows" | sed 's/<[^>]*>//g' | sort | tr '\n' ' ')
+if [ "$roles" = "FOLLOWER FOLLOWER LEADER " ]; then
+  echo "ok: the tablet's three replicas are one LEADER and two FOLLOWERs"
+else
+  fail "the roles of tablet $tablet_id's replicas: '$roles'"
+fi
+leader_row=$(grep -F '<td class="role">LEADER</td>' <<<"$rows" || true)
+leader_uuid=$(sed -nE 's/.*<td class="role">LEADER<\/td><td>[0-9]+<\/td><td>([0-9a-f]{32}) \(this server\)<\/td>.*/\1/p' <<<"$leader_row")
+if [ -n "$leader_uuid" ] && [ "$(grep -c "<td>$leader_uuid</td>" <<<"$rows")" -eq 2 ]; then
+  echo "ok: the leader names itself and both followers name it"
+else
+  fail "the leader column of tablet $tablet_id: leader '$leader_uuid' in rows: $rows"
+fi
+if [ "$(grep -o '<br>' <<<"$leader_row" | wc -l)" -eq 3 ] && grep -qE '<td>[0-9]+ / [0-9]+ / [0-9]+</td>' <<<"$leader_row"; then
+  echo "ok: the leader's row lists three peers and its committed / applied / last index"
+else
+  fail "the peers or indexes of the leader's row: $leader_row"
+fi
 has "$(dom "$TWEB/scans")" "nyala-tserver" "tablet server /scans page loads"
 has "$ts_tablets" "Rows inserted / upserted" "a tablet server's /tablets shows per-tablet counts"
 rpcz=$(dom "$TWEB/rpcz")

@@ -512,6 +512,113 @@ TEST_F(CatalogManagerTest, RolesAreUnknownAfterRestartUntilReported) {
   EXPECT_EQ(before.SerializeAsString(), Locations(id).SerializeAsString());
 }
 
+// ListTablets: every current tablet by table name and partition, each replica with
+// its server, liveness, role and reported state; filtered by table or tablet; after a
+// restart the replicas are listed unreported until they report; a dead server's
+// replicas stay listed, not live.
+TEST_F(CatalogManagerTest, ListTabletsShowsEveryReplicasReportedState) {
+  FLAGS_tserver_unresponsive_timeout_ms = 300;
+  const std::string b = CreateTable(MakeCreateTableRequest("b", 2, false, {}, {}, 3));
+  const std::string a = CreateTable(MakeCreateTableRequest("a", 0, false, {}, {}, 1));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(b));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(a));
+  auto list = [&](const std::string& table, const std::string& tablet) {
+    ListTabletsRequestPB req;
+    if (!table.empty()) req.mutable_table()->set_table_name(table);
+    req.set_tablet_id(tablet);
+    ListTabletsResponsePB resp;
+    cm_->ListTablets(req, &resp);
+    return resp;
+  };
+  ListTabletsResponsePB all = list("", "");
+  ASSERT_FALSE(all.has_error());
+  ASSERT_EQ(3, all.tablets_size());
+  EXPECT_EQ("a", all.tablets(0).table_name());
+  EXPECT_EQ(a, all.tablets(0).table_id());
+  EXPECT_EQ(1, all.tablets(0).replicas_size());
+  EXPECT_EQ(1, all.tablets(0).num_replicas());
+  const auto locs = Locations(b);
+  for (int i = 1; i < 3; i++) {
+    const auto& t = all.tablets(i);
+    const auto& loc = locs.tablet_locations(i - 1);  // the same order: by partition
+    EXPECT_EQ("b", t.table_name());
+    EXPECT_EQ(loc.tablet_id(), t.tablet_id());
+    EXPECT_EQ(loc.partition().SerializeAsString(), t.partition().SerializeAsString());
+    EXPECT_EQ(TABLET_RUNNING, t.state());
+    EXPECT_EQ(3, t.num_replicas());
+    EXPECT_EQ(1u, t.term());
+    EXPECT_EQ(loc.replicas(0).ts_info().permanent_uuid(), t.leader_uuid());
+    ASSERT_EQ(3, t.replicas_size());
+    for (const auto& r : t.replicas()) {
+      FakeTabletServer* ts = ServerByUuid(r.ts_uuid());
+      ASSERT_NE(nullptr, ts);
+      EXPECT_TRUE(r.ts_live());
+      EXPECT_EQ(r.ts_uuid(), r.ts_info().permanent_uuid());
+      ASSERT_EQ(1, r.ts_info().rpc_addresses_size());
+      EXPECT_EQ(ts->addr().port(), r.ts_info().rpc_addresses(0).port());
+      EXPECT_TRUE(r.reported());
+      EXPECT_EQ(r.ts_uuid() == t.leader_uuid() ? LEADER : FOLLOWER, r.role());
+      EXPECT_EQ(r.role(), r.consensus().role());
+      EXPECT_EQ(3, r.consensus().voter_uuids_size());
+    }
+  }
+  const std::string tablet_id = all.tablets(2).tablet_id();
+  ListTabletsResponsePB one = list("", tablet_id);
+  ASSERT_EQ(1, one.tablets_size());
+  EXPECT_EQ(all.tablets(2).SerializeAsString(), one.tablets(0).SerializeAsString());
+  EXPECT_EQ(2, list("b", "").tablets_size());
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, list("c", "").error().code());
+  EXPECT_EQ(MasterErrorPB::TABLET_NOT_FOUND, list("", "nope").error().code());
+
+  // A new leader in a newer term shows at once.
+  const std::string old_leader = one.tablets(0).leader_uuid();
+  std::string next;
+  for (const auto& r : one.tablets(0).replicas()) {
+    if (r.ts_uuid() != old_leader) next = r.ts_uuid();
+  }
+  ServerByUuid(next)->SetConsensusForTests(tablet_id, LEADER, 2, next);
+  HeartbeatAll();
+  one = list("", tablet_id);
+  EXPECT_EQ(next, one.tablets(0).leader_uuid());
+  EXPECT_EQ(2u, one.tablets(0).term());
+  for (const auto& r : one.tablets(0).replicas()) {
+    if (r.ts_uuid() == old_leader) {
+      EXPECT_EQ(FOLLOWER, r.role());  // a stale claim
+    } else if (r.ts_uuid() == next) {
+      EXPECT_EQ(LEADER, r.role());
+    }
+  }
+
+  // After a restart: listed, registered, not reported.
+  ASSERT_NO_FATAL_FAILURE(RestartCatalog());
+  for (auto& s : servers_) Heartbeat(*s, true, false);
+  one = list("", tablet_id);
+  ASSERT_EQ(1, one.tablets_size());
+  EXPECT_EQ("", one.tablets(0).leader_uuid());
+  for (const auto& r : one.tablets(0).replicas()) {
+    EXPECT_FALSE(r.reported());
+    EXPECT_EQ(UNKNOWN_ROLE, r.role());
+    EXPECT_TRUE(r.ts_live());
+  }
+  HeartbeatAll();  // full reports
+  EXPECT_EQ(next, list("", tablet_id).tablets(0).leader_uuid());
+
+  // A dead server's replicas are listed, not live.
+  int victim = -1;
+  for (int i = 0; i < int(servers_.size()); i++) {
+    if (servers_[i]->uuid() == next) victim = i;
+  }
+  ASSERT_GE(victim, 0);
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    HeartbeatAll({victim});
+    cm_->RunBackgroundPassForTests();
+    ASSERT_FALSE(ts_manager_->IsLive(next));
+  });
+  one = list("", tablet_id);
+  ASSERT_EQ(3, one.tablets(0).replicas_size());
+  for (const auto& r : one.tablets(0).replicas()) EXPECT_EQ(r.ts_uuid() != next, r.ts_live());
+}
+
 TEST_F(CatalogManagerTest, HeartbeatResponsesListEveryServer) {
   TSHeartbeatResponsePB resp = Heartbeat(*servers_[1], false, false);
   ASSERT_FALSE(resp.has_error());

@@ -126,6 +126,10 @@ class CatalogManager {
   // cached when it is a successful answer).
   std::shared_ptr<const std::string> GetTableLocations(const GetTableLocationsRequestPB& req,
                                                        bool use_cache = true) EXCLUDES(state_mu_);
+  // Every current tablet of the table `req` names (of every live table when it names
+  // none) with each replica's server, liveness, role and last reported consensus state.
+  void ListTablets(const ListTabletsRequestPB& req, ListTabletsResponsePB* resp)
+      EXCLUDES(state_mu_);
 
   // --- Introspection ---
   std::vector<TableSnapshot> GetTableSnapshots() const EXCLUDES(state_mu_);
@@ -225,6 +229,9 @@ class CatalogManager {
       REQUIRES(state_mu_);
 
   // --- catalog_manager_locations.cc ---
+  // ListTablets' entries of `table`'s current tablets (only `only_tablet` if not "").
+  void AddTabletsLocked(const TableInfo& table, const std::string& only_tablet,
+                        ListTabletsResponsePB* resp) const REQUIRES_SHARED(state_mu_);
   // Builds the answer for `table`; an error response for TABLET_NOT_RUNNING.
   // `first` is the first tablet to return (tablets_by_start.end() for none).
   void BuildLocationsLocked(

@@ -1,5 +1,6 @@
 // CatalogManager::GetTableLocations: resolving the request, the cache, building
-// the answer.
+// the answer. CatalogManager::ListTablets: every replica's reported state, for
+// operators.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -133,6 +134,80 @@ void CatalogManager::BuildLocationsLocked(
     }
   }
   resp->set_ttl_millis(uint32_t(FLAGS_table_locations_ttl_ms));
+}
+
+void CatalogManager::ListTablets(const ListTabletsRequestPB& req, ListTabletsResponsePB* resp) {
+  SharedLock l(state_mu_);
+  if (!req.tablet_id().empty()) {
+    auto t = tablets_.find(req.tablet_id());
+    std::shared_ptr<TableInfo> table;
+    if (t != tablets_.end()) {
+      TableIdentifierPB id;
+      id.set_table_id(t->second->pb.table_id());
+      table = FindTableLocked(id);
+    }
+    const TabletStatePB state = t == tablets_.end() ? TABLET_UNKNOWN : t->second->pb.state();
+    if (!table || (state != TABLET_CREATING && state != TABLET_RUNNING)) {
+      SetError(MasterErrorPB::TABLET_NOT_FOUND,
+               Status::NotFound("no current tablet has this id", req.tablet_id()),
+               resp->mutable_error());
+      return;
+    }
+    AddTabletsLocked(*table, req.tablet_id(), resp);
+    return;
+  }
+  if (!req.table().table_id().empty() || !req.table().table_name().empty()) {
+    auto table = FindTableLocked(req.table());
+    if (!table) {
+      SetError(
+          MasterErrorPB::TABLE_NOT_FOUND,
+          Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
+          resp->mutable_error());
+      return;
+    }
+    AddTabletsLocked(*table, "", resp);
+    return;
+  }
+  std::map<std::string, const TableInfo*> by_name;
+  for (const auto& [name, id] : table_ids_by_name_) {
+    auto it = tables_.find(id);
+    if (it != tables_.end() && it->second->pb.state() != TABLE_DELETED) {
+      by_name[name] = it->second.get();
+    }
+  }
+  for (const auto& [name, table] : by_name) AddTabletsLocked(*table, "", resp);
+}
+
+void CatalogManager::AddTabletsLocked(const TableInfo& table, const std::string& only_tablet,
+                                      ListTabletsResponsePB* resp) const {
+  for (const auto& [start, tablet] : table.tablets_by_start) {
+    const TabletInfo& t = *tablet;
+    if (!only_tablet.empty() && t.id != only_tablet) continue;
+    auto* out = resp->add_tablets();
+    out->set_tablet_id(t.id);
+    out->set_table_id(table.id);
+    out->set_table_name(table.pb.name());
+    *out->mutable_partition() = t.pb.partition();
+    out->set_state(t.pb.state());
+    out->set_leader_uuid(t.leader_uuid);
+    out->set_term(t.max_term);
+    out->set_num_replicas(table.pb.num_replicas());
+    for (const std::string& uuid : t.pb.replica_uuids()) {
+      auto* r = out->add_replicas();
+      r->set_ts_uuid(uuid);
+      if (auto ts = ts_manager_->Lookup(uuid)) {
+        r->mutable_ts_info()->set_permanent_uuid(uuid);
+        *r->mutable_ts_info()->mutable_rpc_addresses() = ts->registration.rpc_addresses();
+        r->set_ts_live(ts->live);
+      }
+      r->set_role(t.RoleOf(uuid));
+      auto st = t.replica_states.find(uuid);
+      if (st != t.replica_states.end()) {
+        r->set_reported(true);
+        *r->mutable_consensus() = st->second;
+      }
+    }
+  }
 }
 
 }  // namespace nyala::master

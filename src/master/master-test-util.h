@@ -27,6 +27,7 @@
 #include "common/row_operations.h"
 #include "common/schema.h"
 #include "master/master.pb.h"
+#include "rpc/fake_service_test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_context.h"
 #include "server/fs_manager.h"
@@ -101,6 +102,7 @@ class FakeTabletServer {
       }
       ctx->RespondSuccess();
     }
+    NYALA_FAKE_UNIMPLEMENTED(tserver, LeaderStepDown)
 
    private:
     const std::shared_ptr<State> st_;

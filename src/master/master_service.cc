@@ -68,4 +68,10 @@ void MasterServiceImpl::GetMasterRegistration(const GetMasterRegistrationRequest
   ctx->RespondSuccess();
 }
 
+void MasterServiceImpl::ListTablets(const ListTabletsRequestPB* req, ListTabletsResponsePB* resp,
+                                    RpcContext* ctx) {
+  master_->catalog_manager()->ListTablets(*req, resp);
+  ctx->RespondSuccess();
+}
+
 }  // namespace nyala::master

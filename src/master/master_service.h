@@ -36,6 +36,8 @@ class MasterServiceImpl : public MasterServiceIf {
                          rpc::RpcContext* ctx) override;
   void GetMasterRegistration(const GetMasterRegistrationRequestPB* req,
                              GetMasterRegistrationResponsePB* resp, rpc::RpcContext* ctx) override;
+  void ListTablets(const ListTabletsRequestPB* req, ListTabletsResponsePB* resp,
+                   rpc::RpcContext* ctx) override;
 
  private:
   Master* const master_;

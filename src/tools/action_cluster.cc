@@ -1,98 +1,233 @@
-// nyala cluster ksck: is the master reachable, is every tablet server alive, does every
-// table have all its tablets running on live servers? Prints a summary; a non-zero exit
-// when anything is wrong.
+// nyala cluster ksck: is the master reachable, is every tablet server alive, and for
+// every tablet: does it have a leader and a majority (available), and is every replica
+// reachable, running and caught up (healthy)? The tablet servers are asked for their
+// replicas' states (cluster_admin.h); the verdicts are ksck.h's. Exits 0 when all is
+// healthy, else with the worst verdict's code.
 #include <gflags/gflags.h>
 
-#include <set>
+#include <map>
 
+#include "tools/cluster_admin.h"
+#include "tools/ksck.h"
 #include "tools/tool_action.h"
+
+DEFINE_int64(max_replica_lag, 1000,
+             "ksck: a running replica more than this many log entries behind its leader's "
+             "committed index makes its tablet under-replicated.");
+
+DECLARE_int64(timeout_ms);
 
 namespace nyala::tools {
 
+using nlohmann::json;
+
 namespace {
 
-Status Ksck(const std::vector<std::string>& args) {
+struct TableSummary {
+  int tablets = 0;
+  int healthy = 0;
+  int under_replicated = 0;
+  int unavailable = 0;
+};
+
+json ReplicaJson(const TabletView& t, const ReplicaView& r) {
+  auto lag = t.Lag(r);
+  return {{"uuid", r.ts_uuid},
+          {"address", r.address},
+          {"role", r.role},
+          {"term", r.live_consensus ? json(r.term) : json(nullptr)},
+          {"applied_index", r.live_consensus ? json(r.applied_index) : json(nullptr)},
+          {"lag", lag ? json(*lag) : json(nullptr)},
+          {"state", r.Health()}};
+}
+
+// The check; sets *exit_code. A non-OK Status: the check could not run.
+Status Ksck(const std::vector<std::string>& args, int* exit_code) {
+  *exit_code = kKsckError;
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
-  std::vector<std::string> problems;
+  const bool as_json = format == OutputFormat::kJson;
+  json doc;
+  // A failure before the check could run: JSON says so too (stdout stays one document).
+  auto unreachable = [&](const Status& s) {
+    if (as_json) {
+      doc["master"] = {{"address", args[0]}, {"status", "UNREACHABLE"}, {"error", s.ToString()}};
+      doc["status"] = "ERROR";
+      doc["exit_code"] = kKsckError;
+      printf("%s\n", DumpJson(doc, 2).c_str());
+    } else {
+      printf("Master %s: UNREACHABLE (%s)\n", args[0].c_str(), s.ToString().c_str());
+    }
+    return s.CloneAndPrepend("cannot check the cluster: the master is unreachable");
+  };
   auto client_or = ConnectToCluster(args[0]);
-  if (!client_or.ok()) {
-    printf("Master %s: UNREACHABLE (%s)\n", args[0].c_str(), client_or.status().ToString().c_str());
-    return Status::NetworkError("cluster is not healthy: the master is unreachable");
-  }
+  if (!client_or.ok()) return unreachable(client_or.status());
   auto client = *client_or;
   auto master = client->GetMasterStatus();
-  if (!master.ok()) {
-    printf("Master %s: UNREACHABLE (%s)\n", args[0].c_str(), master.status().ToString().c_str());
-    return Status::NetworkError("cluster is not healthy: the master is unreachable");
-  }
-  printf("Master %s (uuid %s): OK\n", args[0].c_str(), master->uuid.c_str());
-
+  if (!master.ok()) return unreachable(master.status());
+  ASSIGN_OR_RETURN(auto admin,
+                   AdminClient::Create(args[0], MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
   ASSIGN_OR_RETURN(auto servers, client->ListTabletServers());
-  std::set<std::string> live;
+  ASSIGN_OR_RETURN(std::vector<TabletView> tablets,
+                   GatherTablets(admin.get(), "", "", /*ask_servers=*/true));
+
+  std::vector<std::string> problems;
+  int dead = 0;
   TableOutput ts_out({"tablet_server", "uuid", "state", "last_heartbeat_ms"});
   for (const auto& s : servers) {
-    if (s.live)
-      live.insert(s.uuid);
-    else
+    if (!s.live) {
+      dead++;
       problems.push_back("tablet server " + s.rpc_address + " (" + s.uuid + ") is dead");
+    }
     ts_out.AddRow({s.rpc_address, s.uuid, s.live ? "LIVE" : "DEAD",
-                   std::to_string(s.millis_since_heartbeat)});
+                   std::to_string(s.millis_since_heartbeat)},
+                  {s.rpc_address, s.uuid, s.live ? "LIVE" : "DEAD", s.millis_since_heartbeat});
   }
-  printf("\nTablet servers: %zu live, %zu dead\n", live.size(), servers.size() - live.size());
-  ts_out.Print(format);
 
-  ASSIGN_OR_RETURN(auto tables, client->ListTables());
-  TableOutput t_out({"table", "tablets", "healthy", "status"});
-  for (const auto& name : tables) {
-    auto tablets = client->ListTabletsOfTable(name);
-    if (!tablets.ok()) {
-      problems.push_back("table " + name + ": " + tablets.status().ToString());
-      t_out.AddRow({name, "?", "0", tablets.status().ToString()});
-      continue;
-    }
-    int healthy = 0;
-    std::string status = "OK";
-    for (const auto& t : *tablets) {
-      bool ok = !t.replicas.empty();
-      for (const auto& r : t.replicas) {
-        if (!live.count(r.ts_uuid)) {
-          ok = false;
-          problems.push_back("table " + name + ": tablet " + t.tablet_id + " is on dead server " +
-                             r.rpc_address);
-        }
+  // Servers the master thinks live but that did not answer: said once each.
+  std::map<std::string, std::string> unreachable_servers;
+  for (const TabletView& t : tablets) {
+    for (const ReplicaView& r : t.replicas) {
+      if (r.asked && !r.server_status.ok()) {
+        unreachable_servers[r.address + " (" + r.ts_uuid + ")"] = r.server_status.ToString();
       }
-      if (t.replicas.empty()) {
-        problems.push_back("table " + name + ": tablet " + t.tablet_id + " has no replica");
-      }
-      healthy += ok;
     }
-    if (healthy != int(tablets->size())) status = "UNAVAILABLE TABLETS";
-    t_out.AddRow({name, std::to_string(tablets->size()), std::to_string(healthy), status});
   }
+  for (const auto& [server, why] : unreachable_servers) {
+    problems.push_back("tablet server " + server + " is unreachable: " + why);
+  }
+
+  std::vector<TabletVerdict> verdicts;
+  std::map<std::string, TableSummary> tables;
+  TableOutput bad_out({"table", "tablet_id", "health", "leader", "replicas_running"});
+  json tablets_json = json::array();
+  int healthy = 0, under = 0, unavailable = 0;
+  for (const TabletView& t : tablets) {
+    TabletVerdict v = CheckTablet(t, FLAGS_max_replica_lag);
+    TableSummary& sum = tables[t.table_name];
+    sum.tablets++;
+    switch (v.health) {
+      case TabletHealth::kHealthy:
+        sum.healthy++, healthy++;
+        break;
+      case TabletHealth::kUnderReplicated:
+        sum.under_replicated++, under++;
+        break;
+      case TabletHealth::kUnavailable:
+        sum.unavailable++, unavailable++;
+        break;
+    }
+    const ReplicaView* leader = t.Leader();
+    int running = 0;
+    for (const ReplicaView& r : t.replicas) running += r.running();
+    const std::string running_text =
+        std::to_string(running) + "/" + std::to_string(t.replicas.size());
+    if (v.health != TabletHealth::kHealthy) {
+      bad_out.AddRow({t.table_name, t.tablet_id, TabletHealthName(v.health),
+                      leader ? leader->ts_uuid : "-", running_text});
+      for (const std::string& why : v.reasons) {
+        problems.push_back("table " + t.table_name + ": tablet " + t.tablet_id + " is " +
+                           TabletHealthName(v.health) + ": " + why);
+      }
+    }
+    if (as_json) {
+      json replicas = json::array();
+      for (const ReplicaView& r : t.replicas) replicas.push_back(ReplicaJson(t, r));
+      tablets_json.push_back({{"table", t.table_name},
+                              {"tablet_id", t.tablet_id},
+                              {"health", TabletHealthName(v.health)},
+                              {"leader", leader ? json(leader->ts_uuid) : json(nullptr)},
+                              {"reasons", v.reasons},
+                              {"replicas", replicas}});
+    }
+    verdicts.push_back(std::move(v));
+  }
+  TableOutput t_out({"table", "tablets", "healthy", "under_replicated", "unavailable"});
+  for (const auto& [name, s] : tables) {
+    t_out.AddRow({name, std::to_string(s.tablets), std::to_string(s.healthy),
+                  std::to_string(s.under_replicated), std::to_string(s.unavailable)},
+                 {name, s.tablets, s.healthy, s.under_replicated, s.unavailable});
+  }
+  *exit_code = KsckExitCode(verdicts, dead);
+  const char* status = *exit_code == kKsckHealthy           ? "HEALTHY"
+                       : *exit_code == kKsckUnderReplicated ? "UNDER_REPLICATED"
+                                                            : "UNAVAILABLE";
+
+  if (as_json) {
+    doc["master"] = {{"address", args[0]}, {"uuid", master->uuid}, {"status", "OK"}};
+    doc["tablet_servers"] = json::parse(ts_out.Render(OutputFormat::kJson));
+    doc["tables"] = json::parse(t_out.Render(OutputFormat::kJson));
+    doc["tablets"] = std::move(tablets_json);
+    doc["summary"] = {{"tablets", tablets.size()},
+                      {"healthy", healthy},
+                      {"under_replicated", under},
+                      {"unavailable", unavailable},
+                      {"dead_tablet_servers", dead}};
+    doc["problems"] = problems;
+    doc["status"] = status;
+    doc["exit_code"] = *exit_code;
+    printf("%s\n", DumpJson(doc, 2).c_str());
+    return Status::OK();
+  }
+  printf("Master %s (uuid %s): OK\n", args[0].c_str(), master->uuid.c_str());
+  printf("\nTablet servers: %zu live, %d dead\n", servers.size() - size_t(dead), dead);
+  ts_out.Print(format);
   printf("\nTables: %zu\n", tables.size());
   t_out.Print(format);
+  printf("\nTablets: %zu (%d healthy, %d under-replicated, %d unavailable)\n", tablets.size(),
+         healthy, under, unavailable);
+  if (bad_out.num_rows() > 0) bad_out.Print(format);
   if (!problems.empty()) {
     printf("\n%zu problem(s):\n", problems.size());
     for (const auto& p : problems) printf("  - %s\n", p.c_str());
-    return Status::IllegalState("cluster is not healthy: " + std::to_string(problems.size()) +
-                                " problem(s)");
   }
-  printf("\nOK: the cluster is healthy\n");
+  if (*exit_code == kKsckHealthy) {
+    printf("\nOK: the cluster is healthy\n");
+  } else {
+    printf("\n%s: %d tablet(s) unavailable, %d under-replicated, %d tablet server(s) dead\n",
+           status, unavailable, under, dead);
+  }
   return Status::OK();
+}
+
+int KsckMain(const std::vector<std::string>& args) {
+  int exit_code = kKsckError;
+  Status s = Ksck(args, &exit_code);
+  if (!s.ok()) return PrintError(s);
+  if (exit_code != kKsckHealthy) {
+    fprintf(stderr, "error: the cluster is not healthy (exit code %d)\n", exit_code);
+  }
+  return exit_code;
 }
 
 }  // namespace
 
 void RegisterClusterActions() {
-  AllActions().push_back({"cluster",
-                          "ksck",
-                          "Check the cluster: master reachable, every tablet server alive, every "
-                          "table's tablets running on live servers. Exits 1 when unhealthy.",
-                          "<master_addresses>",
-                          {"format"},
-                          1,
-                          1,
-                          Ksck});
+  Action a;
+  a.noun = "cluster";
+  a.verb = "ksck";
+  a.summary =
+      "Check the cluster: the master, every tablet server, and every tablet's leader, "
+      "majority and replicas. Exit code: 0 healthy, 3 under-replicated, 4 unavailable.";
+  a.args_usage = "<master_addresses>";
+  a.flags = {"format", "max_replica_lag"};
+  a.min_args = 1;
+  a.max_args = 1;
+  a.run_with_exit_code = KsckMain;
+  a.details =
+      "Asks the master for every tablet and its replicas, and every tablet server the\n"
+      "master does not report dead for the state of its replicas now. Each tablet is:\n"
+      "  HEALTHY           a leader, and every replica reachable, running and at most\n"
+      "                    --max_replica_lag entries behind the leader's commit index;\n"
+      "  UNDER_REPLICATED  a leader and a majority of replicas running, but some replica\n"
+      "                    dead, unreachable, failed, missing or lagging;\n"
+      "  UNAVAILABLE       no leader, fewer than a majority of replicas running, or not\n"
+      "                    yet created: it takes no writes.\n"
+      "Exit codes: 0 every tablet healthy and every tablet server live; 1 the check could\n"
+      "not run (e.g. the master is unreachable); 2 bad usage; 3 some tablet under-\n"
+      "replicated or some tablet server dead, none unavailable; 4 some tablet unavailable.\n"
+      "--format=json prints one JSON object (also when the check cannot run), with\n"
+      "\"status\" and \"exit_code\".";
+  AllActions().push_back(std::move(a));
 }
 
 }  // namespace nyala::tools

@@ -19,6 +19,10 @@ DEFINE_string(table_name, "",
               "d INT32 or compatible); empty: create a table and delete it afterwards.");
 DEFINE_bool(keep_auto_table, false, "loadgen: keep the auto-created table.");
 DEFINE_int32(table_num_hash_buckets, 8, "loadgen: hash buckets of the auto-created table.");
+DEFINE_int32(num_replicas, 0,
+             "loadgen: replicas of each tablet of the auto-created table; 0: the master's "
+             "--default_num_replicas.");
+DEFINE_validator(num_replicas, [](const char*, int32_t v) { return v >= 0; });
 DEFINE_int32(string_len, 32, "loadgen: length of the generated strings.");
 
 namespace nyala::tools {
@@ -42,10 +46,14 @@ Status LoadGen(const std::vector<std::string>& args) {
     ASSIGN_OR_RETURN(Schema schema, sb.Build());
     creator->table_name(table_name).schema(schema).wait(true);
     creator->add_hash_partitions({"key"}, FLAGS_table_num_hash_buckets);
+    if (FLAGS_num_replicas > 0) creator->num_replicas(FLAGS_num_replicas);
     RETURN_NOT_OK(creator->Create());
-    printf("Created table %s\n", table_name.c_str());
   }
   ASSIGN_OR_RETURN(auto table, client->OpenTable(table_name));
+  if (auto_table) {
+    printf("Created table %s (%d replicas of each tablet)\n", table_name.c_str(),
+           table->num_replicas());
+  }
   // From each session's per-operation outcomes (its kept errors stop at 10000).
   std::atomic<int64_t> written{0}, rejected{0}, timed_out{0};
   std::vector<Status> thread_status(FLAGS_num_threads);
@@ -110,7 +118,7 @@ void RegisterPerfActions() {
        "time per row.",
        "<master_addresses>",
        {"num_rows_per_thread", "num_threads", "buffer_size_bytes", "buffer_flush_watermark_pct",
-        "table_name", "keep_auto_table", "table_num_hash_buckets", "string_len"},
+        "table_name", "keep_auto_table", "table_num_hash_buckets", "num_replicas", "string_len"},
        1,
        1,
        LoadGen});

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   nyala::tools::RegisterTableActions();
   nyala::tools::RegisterServerActions();
   nyala::tools::RegisterPerfActions();
+  nyala::tools::RegisterTabletActions();
 
   // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or
   // -dash, table names) stay positional, and `--` keeps the order (command_line.h).
@@ -130,6 +131,7 @@ int main(int argc, char** argv) {
     PrintActionHelp(*action);
     return 2;
   }
+  if (action->run_with_exit_code) return action->run_with_exit_code(args);
   nyala::Status s = action->run(args);
   if (!s.ok()) return nyala::tools::PrintError(s);
   return 0;

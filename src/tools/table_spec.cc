@@ -54,8 +54,9 @@ Fields (any other field is an error, named by its path, e.g. columns[2].type):
                    missing bound is unbounded. Every split point must lie inside a
                    bound. A write to a key outside every bound fails (no tablet
                    covers it).
-  num_replicas     replicas of each tablet (default: the master's
-                   --default_num_replicas). Only 1 until tablets are replicated.
+  num_replicas     replicas of each tablet: odd, 1 to --max_num_replicas (7);
+                   default --default_num_replicas (3), both flags of the master. A
+                   table needs that many live tablet servers.
 
 Values in default, splits and bounds: BOOL true or false; the integer types and
 UNIXTIME_MICROS a JSON integer (or a string holding one); FLOAT and DOUBLE a JSON

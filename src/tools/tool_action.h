@@ -25,6 +25,9 @@ struct Action {
   int max_args = -1;  // -1: no limit
   std::function<Status(const std::vector<std::string>& args)> run;
   std::string details = {};  // more text for `nyala <noun> <verb> --help` (optional)
+  // Instead of `run`, for an action with exit codes of its own: it prints its own
+  // errors and returns the exit code.
+  std::function<int(const std::vector<std::string>& args)> run_with_exit_code = {};
 };
 
 std::vector<Action>& AllActions();
@@ -32,6 +35,7 @@ void RegisterClusterActions();
 void RegisterTableActions();
 void RegisterServerActions();
 void RegisterPerfActions();
+void RegisterTabletActions();
 
 // Prints "error: <message>" to stderr; returns 1.
 int PrintError(const Status& s);

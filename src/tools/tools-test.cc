@@ -1,5 +1,5 @@
 // Unit tests of the CLI's parsing and output: the command line, values, table specs,
-// predicates' JSON, CSV/JSONL row input and the three output formats.
+// predicates' JSON, CSV/JSONL row input and the three output formats; ksck's verdicts.
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,7 +12,9 @@
 #include <cstdlib>
 
 #include "common/test_util.h"
+#include "tools/cluster_admin.h"
 #include "tools/command_line.h"
+#include "tools/ksck.h"
 #include "tools/master_probe.h"
 #include "tools/output.h"
 #include "tools/row_input.h"
@@ -417,6 +419,141 @@ TEST(MasterProbeTest, NoteNamesEveryMasterAndTheTimeout) {
             "master a:7051: connection refused; master b:7051: no answer within 0.7 s, retrying "
             "until the 1.5 s timeout; --timeout_ms to change");
   EXPECT_EQ(UnreachableMastersNote({}, 1500), "");
+}
+
+// A running replica on server `uuid` with its own consensus state.
+ReplicaView Running(const std::string& uuid, const std::string& role, uint64_t term,
+                    uint64_t committed, uint64_t applied) {
+  ReplicaView r;
+  r.ts_uuid = uuid;
+  r.address = "127.0.0.1:1";
+  r.ts_live = true;
+  r.asked = true;
+  r.hosted = true;
+  r.state = "RUNNING";
+  r.live_consensus = true;
+  r.role = role;
+  r.term = term;
+  r.committed_index = committed;
+  r.applied_index = applied;
+  return r;
+}
+
+TabletView ThreeReplicas() {
+  TabletView t;
+  t.tablet_id = "t";
+  t.master_state = "TABLET_RUNNING";
+  t.num_replicas = 3;
+  t.replicas = {Running("a", "LEADER", 2, 100, 100), Running("b", "FOLLOWER", 2, 100, 97),
+                Running("c", "FOLLOWER", 2, 90, 90)};
+  return t;
+}
+
+bool HasReason(const TabletVerdict& v, const std::string& text) {
+  for (const auto& r : v.reasons) {
+    if (r.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(KsckTest, HealthyWithALeaderAndEveryReplicaCaughtUp) {
+  TabletView t = ThreeReplicas();
+  ASSERT_NE(nullptr, t.Leader());
+  EXPECT_EQ("a", t.Leader()->ts_uuid);
+  EXPECT_EQ(0, *t.Lag(t.replicas[0]));
+  EXPECT_EQ(3, *t.Lag(t.replicas[1]));
+  EXPECT_EQ(10, *t.Lag(t.replicas[2]));
+  TabletVerdict v = CheckTablet(t, 10);
+  EXPECT_EQ(TabletHealth::kHealthy, v.health);
+  EXPECT_TRUE(v.reasons.empty());
+  EXPECT_EQ(kKsckHealthy, KsckExitCode({v}, 0));
+  // A replica ahead of the leader's committed index as sampled lags 0, not less.
+  t.replicas[1].applied_index = 120;
+  EXPECT_EQ(0, *t.Lag(t.replicas[1]));
+}
+
+TEST(KsckTest, LaggingDownOrMissingReplicasMakeItUnderReplicated) {
+  TabletView t = ThreeReplicas();
+  TabletVerdict v = CheckTablet(t, 9);  // c lags 10
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v, "replica on c (127.0.0.1:1) lags 10 entries")) << v.reasons[0];
+  EXPECT_EQ(kKsckUnderReplicated, KsckExitCode({v}, 0));
+
+  t = ThreeReplicas();
+  t.replicas[2].server_status = Status::NetworkError("connection refused");
+  t.replicas[2].live_consensus = false;
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v, "replica on c (127.0.0.1:1) is UNREACHABLE"));
+  EXPECT_FALSE(t.Lag(t.replicas[2]).has_value());
+
+  t = ThreeReplicas();
+  t.replicas[1].hosted = false;
+  t.replicas.pop_back();
+  t.replicas.push_back(Running("d", "FOLLOWER", 2, 100, 100));
+  t.replicas.back().ts_live = false;
+  t.replicas.back().asked = false;
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnavailable, v.health);  // only a of 3 runs
+  EXPECT_TRUE(HasReason(v, "1 of 3 replicas running: a majority (2) is needed"));
+  EXPECT_TRUE(HasReason(v, "replica on b (127.0.0.1:1) is NOT_HOSTED"));
+  EXPECT_TRUE(HasReason(v, "replica on d (127.0.0.1:1) is DEAD"));
+
+  t = ThreeReplicas();
+  t.replicas.pop_back();  // placed on 2 of 3
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v, "placed on 2 of its 3 replicas"));
+
+  t = ThreeReplicas();
+  t.replicas[2].state = "FAILED";
+  t.replicas[2].failure = "Corruption: bad entry";
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v, "is FAILED: Corruption: bad entry"));
+}
+
+TEST(KsckTest, NoLeaderOrNoMajorityMakesItUnavailable) {
+  TabletView t = ThreeReplicas();
+  t.replicas[0].role = "FOLLOWER";
+  TabletVerdict v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnavailable, v.health);
+  EXPECT_TRUE(HasReason(v, "no leader"));
+  EXPECT_FALSE(t.Lag(t.replicas[1]).has_value());
+  EXPECT_EQ(kKsckUnavailable, KsckExitCode({CheckTablet(ThreeReplicas(), 1000), v}, 1));
+
+  // A leader's claim in an older term than another replica's is stale: no leader.
+  t = ThreeReplicas();
+  t.replicas[0].term = 1;
+  EXPECT_EQ(nullptr, t.Leader());
+  EXPECT_EQ(TabletHealth::kUnavailable, CheckTablet(t, 1000).health);
+
+  // A leader known only from the master's report is not one now.
+  t = ThreeReplicas();
+  t.replicas[0].live_consensus = false;
+  t.replicas[0].reported = true;
+  EXPECT_EQ(nullptr, t.Leader());
+
+  t = ThreeReplicas();
+  t.master_state = "TABLET_CREATING";
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnavailable, v.health);
+  EXPECT_TRUE(HasReason(v, "the master has the tablet TABLET_CREATING"));
+}
+
+TEST(KsckTest, OneReplicaAndDeadServers) {
+  TabletView t;
+  t.master_state = "TABLET_RUNNING";
+  t.num_replicas = 1;
+  t.replicas = {Running("a", "LEADER", 1, 5, 5)};
+  TabletVerdict v = CheckTablet(t, 0);
+  EXPECT_EQ(TabletHealth::kHealthy, v.health);
+  // A dead server holding nothing still makes the cluster unhealthy.
+  EXPECT_EQ(kKsckUnderReplicated, KsckExitCode({v}, 1));
+  EXPECT_EQ(kKsckHealthy, KsckExitCode({}, 0));
+  t.replicas[0].server_status = Status::TimedOut("no answer");
+  EXPECT_EQ(TabletHealth::kUnavailable, CheckTablet(t, 0).health);
+  EXPECT_EQ("UNREACHABLE", t.replicas[0].Health());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "common/key_encoding.h"
 #include "common/row_encoding.h"
 #include "common/wire_protocol.h"
@@ -175,5 +177,22 @@ void Tablet::MarkDeleted() {
 }
 
 int64_t Tablet::OnDiskSize() const { return rows_ ? store_->ApproximateSize(*rows_) : 0; }
+
+void Tablet::NoteLeadership(const consensus::GroupInfo& info, bool count) {
+  MutexLock l(seen_mu_);
+  if (count && metrics_ != nullptr) {
+    const bool leads = info.role == consensus::RaftRole::kLeader;
+    const bool led = seen_role_ == consensus::RaftRole::kLeader;
+    if (leads && !led) metrics_->leaderships_won->Increment();
+    if (!leads && led) metrics_->leaderships_lost->Increment();
+    if (info.term > seen_term_) metrics_->term_changes->Increment();
+    if (info.leader != consensus::kNoPeer && info.leader != seen_leader_) {
+      metrics_->leader_changes->Increment();
+    }
+  }
+  seen_role_ = info.role;
+  seen_term_ = std::max(seen_term_, info.term);
+  if (info.leader != consensus::kNoPeer) seen_leader_ = info.leader;
+}
 
 }  // namespace nyala::tserver

@@ -215,6 +215,10 @@ class Tablet : public consensus::StateMachine {
   void Apply(const consensus::EntryPB& entry) override;
   void FlushRequested() override;
   void LeadershipChanged() override;
+  // Counts in the server's metrics what changed since the group state last noted
+  // (a new leader, term, or this replica winning or losing leadership); with
+  // `count` false only notes `info` (when the group is attached).
+  void NoteLeadership(const consensus::GroupInfo& info, bool count) EXCLUDES(seen_mu_);
 
   // The tablet's own counters; null when the tablet has no metrics (tests).
   const TabletMetrics* tablet_metrics() const { return tablet_metrics_.get(); }
@@ -309,6 +313,11 @@ class Tablet : public consensus::StateMachine {
   consensus::ConfigPB applied_config_;
   bool has_applied_config_ = false;
   std::atomic<TabletState> state_{TabletState::kRunning};
+  // The group state NoteLeadership saw last.
+  Mutex seen_mu_;
+  consensus::RaftRole seen_role_ GUARDED_BY(seen_mu_) = consensus::RaftRole::kFollower;
+  uint64_t seen_term_ GUARDED_BY(seen_mu_) = 0;
+  consensus::PeerId seen_leader_ GUARDED_BY(seen_mu_) = consensus::kNoPeer;
 };
 
 }  // namespace nyala::tserver

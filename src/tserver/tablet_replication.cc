@@ -127,6 +127,7 @@ Status Tablet::LoadAppliedState(uint64_t* index, std::optional<consensus::Config
 void Tablet::SetReplicaHooks(TabletReplicaHooks hooks) { hooks_ = std::move(hooks); }
 
 void Tablet::AttachGroup(std::shared_ptr<consensus::RaftGroup> group) {
+  NoteLeadership(group->info(), /*count=*/false);
   MutexLock l(group_mu_);
   DCHECK(!group_);
   group_ = std::move(group);
@@ -371,6 +372,7 @@ void Tablet::FlushRequested() {
 }
 
 void Tablet::LeadershipChanged() {
+  if (auto g = group()) NoteLeadership(g->info(), /*count=*/true);
   {
     MutexLock l(leader_mu_);
     leader_cv_.notify_all();

@@ -54,6 +54,7 @@ class FakeMaster : public master::MasterServiceIf {
   NYALA_FAKE_UNIMPLEMENTED(master, GetTableLocations)
   NYALA_FAKE_UNIMPLEMENTED(master, ListTabletServers)
   NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
+  NYALA_FAKE_UNIMPLEMENTED(master, ListTablets)
 
   std::vector<master::TSHeartbeatRequestPB> beats() {
     MutexLock l(mu_);
@@ -440,6 +441,67 @@ TEST_F(TabletServerTest, AdminServiceCreatesListsAndDeletes) {
   ASSERT_OK(
       Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 1), &wresp));
   EXPECT_EQ(wresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+}
+
+// A tablet created without peers is a group of one: ListTablets and the /tablets page
+// show it leading, with its term, indexes and its one peer (this server); it has no
+// other voter to hand leadership to; and the leadership counters count its election.
+TEST_F(TabletServerTest, ReplicaStateOfAGroupOfOne) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  WriteResponsePB wresp;
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 5), &wresp));
+  ASSERT_FALSE(wresp.has_error()) << wresp.ShortDebugString();
+  const std::string uuid = server_->uuid();
+  ListTabletsResponsePB lresp;
+  ASSERT_OK(
+      Call(*admin_, &TabletServerAdminServiceProxy::ListTablets, ListTabletsRequestPB(), &lresp));
+  ASSERT_EQ(lresp.tablets_size(), 1);
+  const ReplicaConsensusPB& c = lresp.tablets(0).consensus();
+  EXPECT_EQ(ReplicaConsensusPB::LEADER, c.role());
+  EXPECT_EQ(1u, c.term());
+  EXPECT_EQ(uuid, c.leader_uuid());
+  EXPECT_EQ(2u, c.committed_index());  // the leader's no-op, then the write
+  EXPECT_EQ(2u, c.applied_index());
+  EXPECT_EQ(2u, c.last_index());
+  ASSERT_EQ(1, c.voter_uuids_size());
+  EXPECT_EQ(uuid, c.voter_uuids(0));
+  EXPECT_FALSE(lresp.tablets(0).has_failure());
+
+  const std::string page = HttpGet(server_->webserver()->port(), "/tablets");
+  for (const char* header : {"<th>Role</th>", "<th>Term</th>", "<th>Leader</th>",
+                             "<th>Committed / applied / last index</th>", "<th>Peers</th>"}) {
+    EXPECT_NE(page.find(header), std::string::npos) << header << " in " << page;
+  }
+  const std::string row = "<td class=\"role\">LEADER</td><td>1</td><td>" + uuid +
+                          " (this server)</td><td>2 / 2 / 2</td><td>" + uuid +
+                          " (this server)<br></td>";
+  EXPECT_NE(page.find(row), std::string::npos) << page;
+
+  LeaderStepDownRequestPB req;
+  req.set_tablet_id("t1");
+  LeaderStepDownResponsePB resp;
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::LeaderStepDown, req, &resp));
+  EXPECT_EQ(TabletServerErrorPB::INVALID_CONFIG, resp.error().code());
+  EXPECT_NE(resp.error().status().message().find("no other voter"), std::string::npos)
+      << resp.ShortDebugString();
+  req.set_new_leader_uuid(uuid);  // itself: not another voter
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::LeaderStepDown, req, &resp));
+  EXPECT_EQ(TabletServerErrorPB::INVALID_CONFIG, resp.error().code());
+  req.set_tablet_id("t2");
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::LeaderStepDown, req, &resp));
+  EXPECT_EQ(TabletServerErrorPB::TABLET_NOT_FOUND, resp.error().code());
+  req.set_tablet_id("t1");
+  req.set_dest_uuid("not-this-server");
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::LeaderStepDown, req, &resp));
+  EXPECT_EQ(TabletServerErrorPB::WRONG_SERVER_UUID, resp.error().code());
+
+  const std::string text = server_->metrics()->ToPrometheusText();
+  EXPECT_EQ(SeriesValue(text, "tserver_raft_leaderships_won_total"), 1) << text;
+  EXPECT_EQ(SeriesValue(text, "tserver_raft_leaderships_lost_total"), 0);
+  EXPECT_EQ(SeriesValue(text, "tserver_raft_term_changes_total"), 1);
+  EXPECT_EQ(SeriesValue(text, "tserver_raft_leader_changes_total"), 1);
+  EXPECT_EQ(SeriesValue(text, "tserver_leader_step_downs_total"), 0);
 }
 
 TEST_F(TabletServerTest, HeartbeatsRegisterAndReportTablets) {

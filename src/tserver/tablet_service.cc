@@ -6,6 +6,9 @@
 #include <chrono>
 #include <thread>
 
+#include "common/wire_protocol.h"
+#include "consensus/peer_id.h"
+#include "consensus/raft_group.h"
 #include "rpc/rpc_context.h"
 #include "tserver/request_tracker.h"
 #include "tserver/scanners.h"
@@ -225,8 +228,120 @@ void TabletAdminServiceImpl::ListTablets(const ListTabletsRequestPB*, ListTablet
                     : t->state() == TabletState::kRunning ? TABLET_DATA_READY
                                                           : TABLET_DATA_UNKNOWN);
     info->set_estimated_on_disk_size(t->OnDiskSize());
+    if (t->state() == TabletState::kFailed) StatusToPB(t->failure(), info->mutable_failure());
+    if (t->state() == TabletState::kRunning && t->group()) {
+      FillReplicaConsensus(*t, *tablets_, uuid_, info->mutable_consensus());
+    }
   }
   ctx->RespondSuccess();
+}
+
+void TabletAdminServiceImpl::LeaderStepDown(const LeaderStepDownRequestPB* req,
+                                            LeaderStepDownResponsePB* resp, rpc::RpcContext* ctx) {
+  auto reject = [&](TabletServerErrorPB::Code code, const Status& s) {
+    SetError(code, s, resp->mutable_error());
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    ctx->RespondSuccess();
+  };
+  if (WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  resp->clear_error();
+  std::shared_ptr<Tablet> tablet = tablets_->Lookup(req->tablet_id());
+  if (!tablet) {
+    NoSuchTablet(req->tablet_id(), resp);
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  std::shared_ptr<consensus::RaftGroup> group = tablet->group();
+  if (tablet->state() != TabletState::kRunning || !group) {
+    return reject(TabletServerErrorPB::TABLET_NOT_RUNNING,
+                  Status::ServiceUnavailable("tablet " + req->tablet_id() + " is not running"));
+  }
+  const consensus::GroupInfo info = group->info();
+  const consensus::PeerId self = consensus::PeerIdFromUuid(uuid_);
+  if (info.role != consensus::RaftRole::kLeader) {
+    const std::string leader =
+        info.leader == consensus::kNoPeer ? "" : tablets_->UuidOfPeer(info.leader);
+    resp->mutable_error()->set_leader_uuid(leader);
+    return reject(TabletServerErrorPB::NOT_THE_LEADER,
+                  Status::IllegalState("tablet " + req->tablet_id() +
+                                           ": this replica is not the leader",
+                                       leader.empty() ? "no leader is known" : "the leader is " + leader));
+  }
+  std::string target_uuid = req->new_leader_uuid();
+  consensus::PeerId target = consensus::kNoPeer;
+  if (!target_uuid.empty()) {
+    target = consensus::PeerIdFromUuid(target_uuid);
+    bool voter = false;
+    for (uint64_t v : info.config.voters()) voter |= v == target;
+    if (!voter || target == self) {
+      return reject(TabletServerErrorPB::INVALID_CONFIG,
+                    Status::InvalidArgument("tablet " + req->tablet_id() + ": " + target_uuid +
+                                            " is not another voter of the tablet"));
+    }
+  } else {
+    // The first other voter whose server is known (a known server is one the
+    // transport can reach).
+    for (uint64_t v : info.config.voters()) {
+      if (v == self) continue;
+      std::string uuid = tablets_->UuidOfPeer(v);
+      if (uuid.empty()) continue;
+      target = v;
+      target_uuid = std::move(uuid);
+      break;
+    }
+    if (target == consensus::kNoPeer) {
+      return reject(TabletServerErrorPB::INVALID_CONFIG,
+                    Status::IllegalState("tablet " + req->tablet_id() +
+                                         " has no other voter to hand leadership to"));
+    }
+  }
+  LOG(INFO) << "tablet " << req->tablet_id() << ": handing leadership to " << target_uuid
+            << " on request of " << ctx->remote_address().ToString();
+  resp->set_new_leader_uuid(target_uuid);
+  TServerMetrics* metrics = metrics_;
+  const std::string tablet_id = req->tablet_id();
+  group->TransferLeadership(target, [ctx, resp, metrics, tablet_id](const Status& s) {
+    if (!s.ok()) {
+      resp->clear_new_leader_uuid();
+      SetError(s.IsIllegalState()       ? TabletServerErrorPB::NOT_THE_LEADER
+               : s.IsInvalidArgument() ? TabletServerErrorPB::INVALID_CONFIG
+                                       : TabletServerErrorPB::TABLET_NOT_RUNNING,
+               s, resp->mutable_error());
+      LogRejected(ctx, tablet_id, resp->error(), metrics);
+    } else if (metrics != nullptr) {
+      metrics->leader_step_downs->Increment();
+    }
+    ctx->RespondSuccess();
+  });
+}
+
+void FillReplicaConsensus(const Tablet& tablet, const TabletManager& tablets,
+                          const std::string& self_uuid, ReplicaConsensusPB* pb) {
+  if (!tablet.group()) return;
+  const consensus::GroupInfo info = tablet.ConsensusInfo();
+  const consensus::PeerId self = consensus::PeerIdFromUuid(self_uuid);
+  auto uuid_of = [&](uint64_t id) {
+    return id == self ? self_uuid : tablets.UuidOfPeer(id);
+  };
+  ReplicaConsensusPB::Role role = ReplicaConsensusPB::FOLLOWER;
+  if (info.role == consensus::RaftRole::kLeader) {
+    role = ReplicaConsensusPB::LEADER;
+  } else {
+    for (uint64_t l : info.config.learners()) {
+      if (l == self) role = ReplicaConsensusPB::LEARNER;
+    }
+  }
+  pb->set_role(role);
+  pb->set_term(info.term);
+  if (info.leader != consensus::kNoPeer) pb->set_leader_uuid(uuid_of(info.leader));
+  pb->set_committed_index(info.commit_index);
+  pb->set_applied_index(info.applied_index);
+  pb->set_last_index(info.last_index);
+  for (uint64_t v : info.config.voters()) pb->add_voter_uuids(uuid_of(v));
+  for (uint64_t l : info.config.learners()) pb->add_learner_uuids(uuid_of(l));
 }
 
 }  // namespace nyala::tserver

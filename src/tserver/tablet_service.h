@@ -4,7 +4,8 @@
 //   TabletServiceImpl       nyala.tserver.TabletServerService: Write, Get, Scan,
 //                           ScannerKeepAlive, Ping.
 //   TabletAdminServiceImpl  nyala.tserver.TabletServerAdminService: CreateTablet,
-//                           DeleteTablet, ListTablets (used by the master).
+//                           DeleteTablet, ListTablets (used by the master),
+//                           LeaderStepDown (and ListTablets: the CLI).
 //
 // Application errors (unknown tablet, malformed block, expired scanner...) are
 // answered with RespondSuccess and a TabletServerErrorPB in the response, and
@@ -24,6 +25,7 @@
 namespace nyala::tserver {
 
 class RequestTracker;
+class Tablet;
 class ScannerManager;
 class TabletManager;
 struct TServerMetrics;
@@ -61,6 +63,11 @@ class TabletServiceImpl : public TabletServerServiceIf {
   const TabletServiceDeps deps_;
 };
 
+// `tablet`'s consensus state now, with server uuids (`tablets` maps Raft peer ids to
+// them; this server is `self_uuid`). Nothing when the tablet has no Raft group.
+void FillReplicaConsensus(const Tablet& tablet, const TabletManager& tablets,
+                          const std::string& self_uuid, ReplicaConsensusPB* pb);
+
 class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
  public:
   // `server_uuid` is checked against requests' dest_uuid when they set it.
@@ -73,6 +80,10 @@ class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
                     rpc::RpcContext* ctx) override;
   void ListTablets(const ListTabletsRequestPB* req, ListTabletsResponsePB* resp,
                    rpc::RpcContext* ctx) override;
+  // Answers once the group started the transfer (or refused it), from the group's
+  // worker thread.
+  void LeaderStepDown(const LeaderStepDownRequestPB* req, LeaderStepDownResponsePB* resp,
+                      rpc::RpcContext* ctx) override;
 
  private:
   // True, with `err` set, when `dest` names another server than this one.

@@ -32,6 +32,21 @@ TServerMetrics::TServerMetrics(MetricRegistry* r)
       duplicate_requests(r->FindOrCreateCounter(
           "tserver_duplicate_writes_total",
           "Retried Write RPCs answered from the remembered response instead of applied again")),
+      leaderships_won(r->FindOrCreateCounter(
+          "tserver_raft_leaderships_won_total",
+          "Times a replica on this server became its tablet's leader (by election or transfer)")),
+      leaderships_lost(r->FindOrCreateCounter("tserver_raft_leaderships_lost_total",
+                                              "Times a leading replica on this server stopped "
+                                              "leading")),
+      term_changes(r->FindOrCreateCounter(
+          "tserver_raft_term_changes_total",
+          "Times a replica on this server moved to a newer Raft term")),
+      leader_changes(r->FindOrCreateCounter(
+          "tserver_raft_leader_changes_total",
+          "Times a replica on this server learnt of a new leader of its tablet")),
+      leader_step_downs(r->FindOrCreateCounter(
+          "tserver_leader_step_downs_total",
+          "Leadership transfers started on request (LeaderStepDown)")),
       write_latency_us(r->FindOrCreateHistogram("tserver_write_latency_us",
                                                 "Time to apply one Write RPC, in microseconds")),
       get_latency_us(r->FindOrCreateHistogram("tserver_get_latency_us",

@@ -45,6 +45,12 @@ struct TServerMetrics {
   Counter* rows_returned;
   Counter* rejected_requests;
   Counter* duplicate_requests;
+  // Raft, summed over this server's replicas (Tablet::NoteLeadership).
+  Counter* leaderships_won;   // a replica became its tablet's leader
+  Counter* leaderships_lost;  // a leading replica stopped leading
+  Counter* term_changes;      // a replica moved to a newer term
+  Counter* leader_changes;    // a replica learnt of a new leader (itself or another)
+  Counter* leader_step_downs;  // LeaderStepDown transfers started here
   Histogram* write_latency_us;
   Histogram* get_latency_us;
   Histogram* scan_latency_us;

@@ -6,6 +6,7 @@
 #include "tserver/tablet.h"
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_server.h"
+#include "tserver/tablet_service.h"
 #include "tserver/tserver_metrics.h"
 
 namespace nyala::tserver {
@@ -48,6 +49,26 @@ std::string TabletCounterCells(const TabletMetrics* m) {
          "</td>";
 }
 
+// The /tablets cells of a replica's consensus state: role, term, leader, indexes and
+// peers (every member of the configuration, this server marked).
+std::string ConsensusCells(const ReplicaConsensusPB* c, const std::string& self) {
+  using server::EscapeHtml;
+  if (c == nullptr) return "<td>-</td><td></td><td></td><td></td><td></td>";
+  auto name = [&](const std::string& uuid) {
+    if (uuid.empty()) return std::string("(unknown server)");
+    return EscapeHtml(uuid) + (uuid == self ? " (this server)" : "");
+  };
+  std::string peers;
+  for (const auto& v : c->voter_uuids()) peers += name(v) + "<br>";
+  for (const auto& l : c->learner_uuids()) peers += name(l) + " learner<br>";
+  return "<td class=\"role\">" + ReplicaConsensusPB::Role_Name(c->role()) + "</td><td>" +
+         std::to_string(c->term()) + "</td><td>" +
+         (c->leader_uuid().empty() ? std::string("none known") : name(c->leader_uuid())) +
+         "</td><td>" + std::to_string(c->committed_index()) + " / " +
+         std::to_string(c->applied_index()) + " / " + std::to_string(c->last_index()) +
+         "</td><td>" + peers + "</td>";
+}
+
 }  // namespace
 
 void TabletServer::RegisterWebPages() {
@@ -64,6 +85,8 @@ void TabletServer::RegisterWebPages() {
         std::string& b = resp->body;
         b += "<h2>Tablets (" + std::to_string(tablets.size()) + ")</h2>";
         b += "<table><tr><th>Tablet id</th><th>Table</th><th>Partition</th><th>State</th>"
+             "<th>Role</th><th>Term</th><th>Leader</th>"
+             "<th>Committed / applied / last index</th><th>Peers</th>"
              "<th>On-disk size</th><th>Write RPCs</th>"
              "<th>Rows inserted / upserted / updated / deleted</th><th>Get RPCs</th>"
              "<th>Keys looked up</th><th>Scan RPCs</th><th>Rows scanned / returned</th></tr>";
@@ -71,11 +94,15 @@ void TabletServer::RegisterWebPages() {
           const TabletMetadataPB& m = t->metadata();
           std::string state = TabletStateName(t->state());
           if (t->state() == TabletState::kFailed) state += ": " + t->failure().ToString();
+          ReplicaConsensusPB consensus;
+          const bool replicated = t->state() == TabletState::kRunning && t->group() != nullptr;
+          if (replicated) FillReplicaConsensus(*t, *tablets_, uuid(), &consensus);
           b += "<tr><td>" + EscapeHtml(m.tablet_id()) + "</td><td>" + EscapeHtml(m.table_name()) +
                "</td><td>[" + HexKey(m.partition().partition_key_start()) + ", " +
                HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
                (t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" + EscapeHtml(state) +
-               "</td><td>" + FormatBytes(t->OnDiskSize()) + "</td>" +
+               "</td>" + ConsensusCells(replicated ? &consensus : nullptr, uuid()) + "<td>" +
+               FormatBytes(t->OnDiskSize()) + "</td>" +
                TabletCounterCells(t->tablet_metrics()) + "</tr>";
         }
         b += "</table>";
