@@ -325,22 +325,25 @@ void Tablet::Apply(const consensus::EntryPB& e) {
       case consensus::ENTRY_NORMAL:
         s = ApplyWrite(e.data(), e.index());
         break;
-      case consensus::ENTRY_CONFIG: {
-        consensus::ConfigPB c;
-        if (!c.ParseFromString(e.data())) {
-          s = Status::Corruption("unparseable configuration entry " + std::to_string(e.index()));
-          break;
+      case consensus::ENTRY_CONFIG:
+      case consensus::ENTRY_NOOP:
+      default: {
+        if (e.type() == consensus::ENTRY_CONFIG) {
+          consensus::ConfigPB c;
+          if (!c.ParseFromString(e.data())) {
+            s = Status::Corruption("unparseable configuration entry " + std::to_string(e.index()));
+            break;
+          }
+          applied_config_ = std::move(c);
+          has_applied_config_ = true;
         }
-        applied_config_ = std::move(c);
-        has_applied_config_ = true;
+        // Stored too: the applied index reported durable (and the log released below
+        // it) must never be above the one a restart reads back.
         StoreWriteBatch batch;
         AddAppliedState(e.index(), &batch);
         s = store_->Write(&batch);
         break;
       }
-      case consensus::ENTRY_NOOP:
-      default:
-        break;  // the applied index advances; stored with the next write
     }
     if (!s.ok()) {
       // The rows would fall out of step with the other replicas: stop serving.
