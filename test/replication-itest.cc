@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <set>
 #include <thread>
 
@@ -191,6 +192,106 @@ TEST_F(ReplicationITest, KillingAFollowerDoesNotStopWrites) {
   ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
   w.Stop();
   EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+  ExpectAcknowledgedRows(&w, ScanAll(t));
+}
+
+// The leader's server cut off from both others (Raft traffic only; clients still
+// reach it): the leader steps down within an election timeout or two, the other two
+// elect a new one, and writes go on there without waiting for the partition to heal.
+TEST_F(ReplicationITest, APartitionedLeaderStepsDownAndWritesGoOnWithoutIt) {
+  auto t = CreateTable("partitioned", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("partitioned"), 0); });
+  Writer w;
+  w.Start(client_, t, MonoDelta::FromSeconds(30));
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  const char* kFlag = "fault_injection_consensus_drop_peers";
+  std::string others;
+  for (int i = 0; i < 3; i++) {
+    if (i == leader) continue;
+    ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, cluster_->tserver(leader)->uuid()));
+    others += (others.empty() ? "" : ",") + cluster_->tserver(i)->uuid();
+  }
+  const MonoTime cut = MonoTime::Now();
+  ASSERT_OK(MiniClusterOf()->SetTserverFlag(leader, kFlag, others));
+  // Writes resume while the partition lasts (election timeout 500 ms: the old leader
+  // steps down after 0.5-1 s, a follower campaigns after 0.5-1 s).
+  ASSERT_WRITES_GO_ON(w, 100, MonoDelta::FromSeconds(8));
+  const MonoDelta resumed = MonoTime::Now() - cut;
+  LOG(INFO) << "writes resumed " << resumed.ToMilliseconds() << " ms after the partition";
+  int new_leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    new_leader = LeaderIndex("partitioned");
+    ASSERT_GE(new_leader, 0);
+    ASSERT_NE(new_leader, leader);
+  });
+  for (int i = 0; i < 3; i++) ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, ""));
+  ASSERT_WRITES_GO_ON(w, 100, MonoDelta::FromSeconds(20));
+  w.Stop();
+  EXPECT_LT(resumed.ToSeconds(), 5.0);
+  ExpectAcknowledgedRows(&w, ScanAll(t));
+}
+
+// The same with the tablet idle when the partition comes (its group quiesced: no
+// Raft heartbeats, only the servers' own): a write that then reaches the cut-off
+// leader is answered within its timeout, and the next goes to the new leader.
+TEST_F(ReplicationITest, AnIdlePartitionedLeaderStepsDown) {
+  auto t = CreateTable("idle_partitioned", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("idle_partitioned"), 0); });
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(20)));
+  ASSERT_OK(session->Apply(UpsertOf(*t, 1, 1)));
+  // Idle for a few election timeouts: the group quiesces.
+  SleepFor(MonoDelta::FromSeconds(2));
+  const char* kFlag = "fault_injection_consensus_drop_peers";
+  std::string others;
+  for (int i = 0; i < 3; i++) {
+    if (i == leader) continue;
+    ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, cluster_->tserver(leader)->uuid()));
+    others += (others.empty() ? "" : ",") + cluster_->tserver(i)->uuid();
+  }
+  const MonoTime cut = MonoTime::Now();
+  ASSERT_OK(MiniClusterOf()->SetTserverFlag(leader, kFlag, others));
+  ASSERT_OK(session->Apply(UpsertOf(*t, 2, 2)));
+  const MonoDelta first = MonoTime::Now() - cut;
+  ASSERT_OK(session->Apply(UpsertOf(*t, 3, 3)));
+  LOG(INFO) << "idle partitioned leader: first write " << first.ToMilliseconds() << " ms";
+  EXPECT_LT(first.ToSeconds(), 5.0);
+  int new_leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    new_leader = LeaderIndex("idle_partitioned");
+    ASSERT_GE(new_leader, 0);
+    ASSERT_NE(new_leader, leader);
+  });
+  for (int i = 0; i < 3; i++) ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, ""));
+  std::map<int64_t, int64_t> rows = ScanAll(t);
+  EXPECT_EQ(rows.size(), 3u);
+}
+
+// The leader's server stopped (SIGSTOP: its kernel still accepts connections, so
+// only a timeout tells): the writer's attempt there times out after 3 s and moves on
+// to the replicas that elected a new leader, well within its 30 s session timeout;
+// once resumed, the old leader's writes still waiting are answered, none applied twice.
+TEST_F(ReplicationITest, WritesMoveOnFromAStoppedLeader) {
+  auto t = CreateTable("stopped_leader", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("stopped_leader"), 0); });
+  Writer w;
+  w.Start(client_, t, MonoDelta::FromSeconds(30));
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  const pid_t pid = cluster_->tserver(leader)->pid();
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  const MonoTime stopped = MonoTime::Now();
+  ASSERT_WRITES_GO_ON(w, 100, MonoDelta::FromSeconds(15));
+  const MonoDelta resumed = MonoTime::Now() - stopped;
+  LOG(INFO) << "writes resumed " << resumed.ToMilliseconds() << " ms after the leader stopped";
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  ASSERT_WRITES_GO_ON(w, 100, MonoDelta::FromSeconds(20));
+  w.Stop();
+  EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+  // 3 s for the attempt at the stopped leader, up to 2 s for an election.
+  EXPECT_LT(resumed.ToSeconds(), 8.0);
   ExpectAcknowledgedRows(&w, ScanAll(t));
 }
 

@@ -419,7 +419,10 @@ class Session {
   /// Background mode: a non-empty buffer is sent after this long (default 1000 ms).
   Status SetFlushInterval(MonoDelta interval);
   /// Deadline of each flushed batch, from the moment it is sent (default: the
-  /// client's RPC timeout). InvalidArgument unless positive.
+  /// client's RPC timeout). InvalidArgument unless positive. Within it, a batch for a
+  /// replicated tablet waits at most 3 s for one replica (a stopped leader still
+  /// accepts connections) before trying the others; the retry keeps the request id,
+  /// so the write is applied once.
   Status SetTimeout(MonoDelta timeout);
 
   /// Takes `op`. InvalidArgument, at once, for an operation whose row misses its key
@@ -472,8 +475,9 @@ class Session {
 /// Guarantees. Each tablet is read at its leader, linearizably: a tablet's rows are
 /// one snapshot of it taken when its scan began, holding every write acknowledged
 /// before then. If the tablet server dies in the middle of a tablet (a replicated
-/// one), the scan continues on the tablet's new leader from the key after the last row
-/// it returned: the rows after that point come from a second snapshot, taken when the
+/// one) or does not answer a batch within 3 s, the scan continues on the tablet's
+/// leader (a new one, or the same after a pause) from the key after the last row it
+/// returned: the rows after that point come from a second snapshot, taken when the
 /// scan resumed, so no row is returned twice or skipped, but the tablet's rows are no
 /// longer one snapshot (a row written between the two may be seen, and one deleted
 /// may be missed, as with Kudu's fault-tolerant scans). Different tablets are read at

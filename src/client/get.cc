@@ -153,7 +153,7 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
                       : Result<std::shared_ptr<tserver::TabletServerServiceProxy>>(
                             Status::NotFound("no replica"));
   if (proxy.ok()) {
-    call->rpc.set_timeout(std::min(data->rpc_timeout(), deadline - MonoTime::Now()));
+    call->rpc.set_timeout(AttemptTimeout(*tablet, data->rpc_timeout(), deadline));
     (void)(*proxy)->Get(call->req, &call->resp, &call->rpc);  // verdict below
     data->get_coalescer()->Count(int64_t(batch.size()));
     TabletRpcVerdict v = ClassifyReplicaRpc(*tablet, server.get(), call->rpc,
@@ -278,7 +278,7 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
         latch.CountDown();
         continue;
       }
-      g->rpc.set_timeout(std::min(data->rpc_timeout(), deadline - MonoTime::Now()));
+      g->rpc.set_timeout(AttemptTimeout(*g->tablet, data->rpc_timeout(), deadline));
       if (sync) {
         (void)(*proxy)->Get(g->req, &g->resp, &g->rpc);  // verdict below
         latch.CountDown();

@@ -131,7 +131,7 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
     }
     if (proxy) {
       st = std::make_shared<ScanCallState>();
-      st->rpc.set_timeout(std::min(timeout_, deadline - MonoTime::Now()));
+      st->rpc.set_timeout(internal::AttemptTimeout(*current_, timeout_, deadline));
       (void)proxy->Scan(req, &st->resp, &st->rpc);
       // A scan continues on its scanner's server; a new one goes to the leader.
       const tserver::TabletServerErrorPB* err = st->resp.has_error() ? &st->resp.error() : nullptr;
@@ -152,7 +152,10 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
           st->resp.error().code() == tserver::TabletServerErrorPB::SCANNER_EXPIRED) {
         return Status::NotFound(where + ": the scanner expired", v.status.ToString());
       }
+      // A timed-out call may have advanced the scanner; a new scan from the last key
+      // returned does not depend on what it did.
       const bool lost = v.action == TabletRpcAction::kRelookup ||
+                        (st && st->rpc.status().IsTimedOut()) ||
                         (st && st->resp.has_error() &&
                          st->resp.error().code() == tserver::TabletServerErrorPB::TABLET_NOT_RUNNING);
       if (lost && current_->replicas.size() > 1) {

@@ -9,7 +9,8 @@
 //   not the leader, naming a replica      -> retry there
 //   not the leader, naming nobody         -> retry on the next replica
 //   not the leader, naming another server -> look it up again, retry
-//   server unreachable (several replicas) -> retry on the next replica
+//   server unreachable or attempt timed out (several replicas)
+//                                         -> retry on the next replica
 // A timed-out call may have run: only idempotent calls and writes carrying a request
 // id (all of ours) may be retried after it.
 //
@@ -37,6 +38,25 @@ struct TabletRpcVerdict {
 // The longest backoff between attempts that look for a tablet's leader: an election
 // takes a few hundred milliseconds, and the client should notice its end soon.
 inline MonoDelta LeaderSearchMaxBackoff() { return MonoDelta::FromMilliseconds(100); }
+
+// The longest one attempt at a replica of a replicated tablet may take. A leader whose
+// server stopped (SIGSTOP, a hung disk) still accepts connections, so only a timeout
+// tells; the other replicas have elected a successor within two election timeouts (2 s
+// by default), so the call moves on to them after this long rather than waiting out
+// its whole deadline there. An attempt that was only slow at a live leader loses
+// nothing: the other replicas name that leader, and the retry, carrying the same
+// request id, joins the write still running there (RequestTracker) or reads again.
+inline MonoDelta ReplicaAttemptTimeout() { return MonoDelta::FromSeconds(3); }
+
+// The timeout of the next attempt at a replica of `tablet`: the time left before
+// `deadline`, at most the client's `rpc_timeout`, and at most ReplicaAttemptTimeout()
+// when the tablet has other replicas to try.
+inline MonoDelta AttemptTimeout(const RemoteTablet& tablet, MonoDelta rpc_timeout,
+                                MonoTime deadline) {
+  MonoDelta t = std::min(rpc_timeout, deadline - MonoTime::Now());
+  if (tablet.replicas.size() > 1) t = std::min(t, ReplicaAttemptTimeout());
+  return t;
+}
 
 inline Status TabletServerErrorToStatus(const tserver::TabletServerErrorPB& err) {
   const std::string code = tserver::TabletServerErrorPB::Code_Name(err.code());
@@ -89,7 +109,9 @@ inline TabletRpcVerdict ClassifyReplicaRpc(const RemoteTablet& tablet,
     v.next_replica = true;
     return v;
   }
-  if (v.action == TabletRpcAction::kRelookup && !rpc.status().ok() && tablet.replicas.size() > 1) {
+  const bool lost = !rpc.status().ok() && (v.action == TabletRpcAction::kRelookup ||
+                                            rpc.status().IsTimedOut());
+  if (lost && tablet.replicas.size() > 1) {
     // The others may lead now; they say so, or name the leader.
     tablet.MarkFollower(server);
     v.action = TabletRpcAction::kRetry;

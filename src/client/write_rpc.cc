@@ -47,7 +47,7 @@ void WriteRpc::Send() {
 
   rpc_.Reset();
   resp_.Clear();
-  rpc_.set_timeout(std::min(left, client->rpc_timeout()));
+  rpc_.set_timeout(AttemptTimeout(*tablet_, client->rpc_timeout(), batcher_->deadline_));
   rpc::RequestIdPB id;
   id.set_client_id(client->request_ids()->client_id());
   id.set_seq_no(seq_no_);
