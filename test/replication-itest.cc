@@ -339,6 +339,96 @@ TEST_F(ReplicationITest, WithoutAMajorityWritesFailAndResumeAfterRestart) {
   EXPECT_TRUE(batch_rows == 0 || batch_rows == 50) << batch_rows << " of the batch's 50 rows";
 }
 
+// Reads any replica may answer (ReplicaSelection::kClosestReplica) go on where
+// linearizable ones cannot: with the leader's and another server killed, the last
+// replica has no leader, so a leader-only Get times out, while a closest-replica Get, MultiGet and
+// scan answer from the rows it applied (here: every acknowledged write, applied on all
+// three before the kill).
+TEST_F(ReplicationITest, ClosestReplicaReadsAnswerWithoutALeader) {
+  auto t = CreateTable("follower_reads", 1);
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(20)));
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  constexpr int kRows = 100;
+  for (int k = 0; k < kRows; k++) ASSERT_OK(session->Apply(UpsertOf(*t, k, k * 10)));
+  ASSERT_OK(session->Flush());
+  // Every replica has applied as far as any (the leader's no-op and the writes).
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    std::set<uint64_t> applied;
+    for (int i = 0; i < 3; i++) {
+      tserver::ListTabletsResponsePB resp;
+      rpc::RpcController rpc;
+      rpc.set_timeout(MonoDelta::FromSeconds(5));
+      ASSERT_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &resp, &rpc));
+      ASSERT_EQ(resp.tablets_size(), 1);
+      applied.insert(resp.tablets(0).consensus().applied_index());
+    }
+    ASSERT_EQ(applied.size(), 1u);
+    ASSERT_GT(*applied.begin(), 1u);
+  });
+  // A follower's replica is the one left (a leader would still serve linearizable
+  // reads under its lease for a moment).
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_GE(leader = LeaderIndex("follower_reads"), 0); });
+  cluster_->tserver(leader)->Kill(9);
+  cluster_->tserver((leader + 1) % 3)->Kill(9);
+
+  auto c = ClientBuilder()
+               .add_master_server_addr(cluster_->master_addr())
+               .default_rpc_timeout(MonoDelta::FromSeconds(3))
+               .Build();
+  ASSERT_OK(c.status());
+  auto t2 = (*c)->OpenTable("follower_reads");
+  ASSERT_OK(t2.status());
+  Row key = (*t2)->NewRow();
+  ASSERT_OK(key.Set("key", Cell::Int64(7)));
+  auto leader_only = (*t2)->Get(key);
+  ASSERT_FALSE(leader_only.ok()) << "a linearizable read without a leader";
+  EXPECT_TRUE(leader_only.status().IsTimedOut()) << leader_only.status().ToString();
+
+  auto closest = (*t2)->Get(key, {}, ReplicaSelection::kClosestReplica);
+  ASSERT_OK(closest.status());
+  ASSERT_TRUE(closest->found(0));
+  EXPECT_EQ(*closest->row(0)->GetInt64("v"), 70);
+  std::vector<Row> keys;
+  for (int k = 0; k < kRows + 5; k++) {
+    keys.push_back((*t2)->NewRow());
+    ASSERT_OK(keys.back().Set("key", Cell::Int64(k)));
+  }
+  auto many = (*t2)->MultiGet(keys, {"v"}, ReplicaSelection::kClosestReplica);
+  ASSERT_OK(many.status());
+  for (int k = 0; k < kRows + 5; k++) {
+    ASSERT_EQ(many->found(k), k < kRows) << k;
+    if (k < kRows) {
+      EXPECT_EQ(*many->row(k)->GetInt64("v"), k * 10);
+    }
+  }
+  Scanner scanner(*t2);
+  ASSERT_OK(scanner.SetSelection(ReplicaSelection::kClosestReplica));
+  ASSERT_OK(scanner.SetTimeout(MonoDelta::FromSeconds(10)));
+  ASSERT_OK(scanner.Open());
+  int64_t rows = 0, sum = 0;
+  for (int n = 0; scanner.HasMoreRows() && n < 1000; n++) {
+    ScanBatch batch;
+    ASSERT_OK(scanner.NextBatch(&batch));
+    for (int r = 0; r < batch.num_rows(); r++) {
+      rows++;
+      sum += *batch.row(r).GetInt64("v");
+    }
+  }
+  EXPECT_EQ(rows, kRows);
+  EXPECT_EQ(sum, 10 * kRows * (kRows - 1) / 2);
+  // A leader-only scan has nobody to read at.
+  Scanner linearizable(*t2);
+  ASSERT_OK(linearizable.SetTimeout(MonoDelta::FromSeconds(3)));
+  Status s = linearizable.Open();
+  if (s.ok() && linearizable.HasMoreRows()) {
+    ScanBatch batch;
+    s = linearizable.NextBatch(&batch);
+  }
+  EXPECT_FALSE(s.ok()) << "a linearizable scan without a leader";
+}
+
 // Every replica replays its log after a restart of the whole cluster and holds the
 // same rows: each serves them in turn as the leader.
 TEST_F(ReplicationITest, EveryReplicaAgreesAfterTheClusterRestarts) {

@@ -39,12 +39,16 @@ class ClientData {
   MonoDelta admin_timeout() const { return admin_timeout_; }
 
   MonoTime AdminDeadline() const { return MonoTime::Now() + admin_timeout_; }
+  // Which replica this client's kClosestReplica reads prefer among equals
+  // (RemoteTablet::ClosestReplica): random per client, so clients spread.
+  size_t replica_pick() const { return replica_pick_; }
 
  private:
   const std::shared_ptr<rpc::Messenger> messenger_;
   const MonoDelta rpc_timeout_;
   const MonoDelta admin_timeout_;
   const bool share_gets_;
+  const size_t replica_pick_;
   TimerQueue timers_;
   MasterClient master_;
   MetaCache meta_cache_;

@@ -33,6 +33,7 @@ ClientData::ClientData(std::shared_ptr<rpc::Messenger> messenger,
       rpc_timeout_(rpc_timeout),
       admin_timeout_(admin_timeout),
       share_gets_(share_gets),
+      replica_pick_(std::hash<std::string>()(client_id)),
       master_(messenger_, std::move(masters), &timers_, rpc_timeout),
       meta_cache_(&master_),
       request_ids_(std::move(client_id)) {}

@@ -143,6 +143,23 @@ class SchemaBuilder {
   bool key_after_value_ = false;
 };
 
+/// Which replica of a tablet answers a read (Table::Get, Table::MultiGet, Scanner).
+enum class ReplicaSelection {
+  /// The leader, linearizably (the default): the read sees every write acknowledged
+  /// before it began, and never one that is later rolled back. Without a leader (an
+  /// election, no majority) reads wait for one, until their timeout.
+  kLeaderOnly,
+  /// The closest replica: one on this host when there is one, else one picked per
+  /// client (its reads keep to it; a failure moves them to the next). Any replica
+  /// answers at once from the writes it has applied, without asking the others.
+  /// Weaker: such a read sees only committed writes (never one later rolled back),
+  /// but it may miss writes acknowledged before it began (a replica applies them a
+  /// moment after the leader, or much later when it was cut off), and two reads that
+  /// reach different replicas may see the tablet go back in time. It answers while
+  /// the tablet has no leader, as long as the replica's server does.
+  kClosestReplica,
+};
+
 /// Creates a table: schema, partitioning, replicas. Get one from
 /// Client::NewTableCreator(); set schema() before building rows with NewRow().
 class TableCreator {
@@ -344,12 +361,15 @@ class Table : public std::enable_shared_from_this<Table> {
   Result<ColumnPredicate> NewIsNotNullPredicate(std::string_view column) const;
 
   /// Point lookup of one full primary key (every key column set in `key`) through
-  /// the tablet server's Get RPC. `projection` names the columns (empty = all).
-  Result<GetResult> Get(const Row& key, const std::vector<std::string>& projection = {}) const;
+  /// the tablet server's Get RPC. `projection` names the columns (empty = all);
+  /// `selection` which replica answers (see ReplicaSelection).
+  Result<GetResult> Get(const Row& key, const std::vector<std::string>& projection = {},
+                        ReplicaSelection selection = ReplicaSelection::kLeaderOnly) const;
   /// Many keys at once: grouped per tablet, one Get RPC per tablet, in parallel.
   /// The result lists the keys in request order.
   Result<GetResult> MultiGet(const std::vector<Row>& keys,
-                             const std::vector<std::string>& projection = {}) const;
+                             const std::vector<std::string>& projection = {},
+                             ReplicaSelection selection = ReplicaSelection::kLeaderOnly) const;
 
  private:
   friend class Client;
@@ -506,6 +526,9 @@ class Scanner {
   /// Bytes per batch the server aims for (0 = server default, 1 MiB).
   Status SetBatchSizeBytes(uint32_t bytes);
   Status SetReadMode(ReadMode mode);
+  /// Which replica of each tablet is read (default kLeaderOnly; see ReplicaSelection).
+  /// With kClosestReplica the class comment's guarantees are ReplicaSelection's.
+  Status SetSelection(ReplicaSelection selection);
   /// Deadline of each batch RPC (default: the client's RPC timeout). InvalidArgument
   /// unless positive.
   Status SetTimeout(MonoDelta timeout);

@@ -31,7 +31,8 @@ struct GetCoalescer::Waiter {
 class GetCall {
  public:
   static Result<GetResult> Run(const Table& table, const std::vector<Row>& keys,
-                               const std::vector<std::string>& projection);
+                               const std::vector<std::string>& projection,
+                               ReplicaSelection selection);
 
  private:
   struct Group {
@@ -196,7 +197,8 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
 }
 
 Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
-                               const std::vector<std::string>& projection) {
+                               const std::vector<std::string>& projection,
+                               ReplicaSelection selection) {
   ClientData* data = DataOf(*table.client());
   const Schema& schema = table.schema();
   // Every column: the table's ready-made projection, and no names on the wire (the
@@ -216,7 +218,8 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
 
   GetResult result;
   const MonoTime deadline = MonoTime::Now() + data->rpc_timeout();
-  if (keys.size() == 1 && projection.empty() && data->get_coalescer()) {
+  const bool leader_only = selection == ReplicaSelection::kLeaderOnly;
+  if (keys.size() == 1 && projection.empty() && leader_only && data->get_coalescer()) {
     TabletPtr tablet = data->meta_cache()->LookupFast(table.id(), pkeys[0]);
     if (tablet && tablet->leader() &&
         RunShared(data, table.id(), tablet, enc_keys[0], proj_schema, schema.version(), deadline,
@@ -258,6 +261,7 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
         g->req.set_tablet_id(tablet->tablet_id);
         for (const std::string& n : projection) g->req.add_projected_columns(n);
         g->req.set_schema_version(schema.version());
+        if (!leader_only) g->req.set_replica_selection(tserver::ANY_REPLICA);
       }
       g->key_indexes.push_back(k);
       g->req.add_keys(enc_keys[k]);
@@ -268,7 +272,8 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
     const bool sync = groups.size() == 1;
     CountDownLatch latch(int(groups.size()));
     for (auto& [id, g] : groups) {
-      g->server = g->tablet->leader();
+      g->server = leader_only ? g->tablet->leader()
+                              : g->tablet->ClosestReplica(data->replica_pick() + size_t(attempt));
       Result<std::shared_ptr<tserver::TabletServerServiceProxy>> proxy =
           g->server ? g->server->GetProxy(data->messenger())
                  : Result<std::shared_ptr<tserver::TabletServerServiceProxy>>(
@@ -316,13 +321,15 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
 
 }  // namespace internal
 
-Result<GetResult> Table::Get(const Row& key, const std::vector<std::string>& projection) const {
-  return internal::GetCall::Run(*this, std::vector<Row>{key}, projection);
+Result<GetResult> Table::Get(const Row& key, const std::vector<std::string>& projection,
+                             ReplicaSelection selection) const {
+  return internal::GetCall::Run(*this, std::vector<Row>{key}, projection, selection);
 }
 
 Result<GetResult> Table::MultiGet(const std::vector<Row>& keys,
-                                  const std::vector<std::string>& projection) const {
-  return internal::GetCall::Run(*this, keys, projection);
+                                  const std::vector<std::string>& projection,
+                                  ReplicaSelection selection) const {
+  return internal::GetCall::Run(*this, keys, projection, selection);
 }
 
 }  // namespace nyala::client

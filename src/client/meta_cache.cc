@@ -1,6 +1,7 @@
 #include "client/meta_cache.h"
 
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include "client/latch.h"
 #include "client/master_client.h"
@@ -43,6 +44,36 @@ bool IsRetriableMasterError(const master::MasterErrorPB& err) {
   return err.code() == master::MasterErrorPB::NOT_THE_LEADER ||
          err.code() == master::MasterErrorPB::CATALOG_MANAGER_NOT_INITIALIZED ||
          err.code() == master::MasterErrorPB::TABLET_NOT_RUNNING;
+}
+
+namespace {
+
+bool IsLocalHost(const std::string& host) {
+  static const std::string* const kNames = [] {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) != 0) name[0] = '\0';
+    return new std::string[2]{name, rpc::FirstNonLoopbackAddress()};
+  }();
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 ||
+         (!kNames[0].empty() && host == kNames[0]) || host == kNames[1];
+}
+
+}  // namespace
+
+RemoteTabletServer::RemoteTabletServer(std::string uuid, std::vector<rpc::HostPort> addrs)
+    : uuid_(std::move(uuid)),
+      addrs_(std::move(addrs)),
+      local_(!addrs_.empty() && IsLocalHost(addrs_.front().host())) {}
+
+std::shared_ptr<RemoteTabletServer> RemoteTablet::ClosestReplica(size_t pick) const {
+  size_t local = 0;
+  for (const auto& r : replicas) local += r->is_local();
+  if (local == 0) return replicas.empty() ? nullptr : replicas[pick % replicas.size()];
+  size_t n = pick % local;
+  for (const auto& r : replicas) {
+    if (r->is_local() && n-- == 0) return r;
+  }
+  return nullptr;  // not reached
 }
 
 Result<std::shared_ptr<tserver::TabletServerServiceProxy>> RemoteTabletServer::GetProxy(

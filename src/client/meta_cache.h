@@ -47,11 +47,13 @@ class MasterClient;
 
 class RemoteTabletServer {
  public:
-  RemoteTabletServer(std::string uuid, std::vector<rpc::HostPort> addrs)
-      : uuid_(std::move(uuid)), addrs_(std::move(addrs)) {}
+  RemoteTabletServer(std::string uuid, std::vector<rpc::HostPort> addrs);
 
   const std::string& uuid() const { return uuid_; }
   const std::vector<rpc::HostPort>& addrs() const { return addrs_; }
+  // Its first address is on this host: loopback, "localhost", this host's name or
+  // its first non-loopback address.
+  bool is_local() const { return local_; }
   // The tablet-server service at the first address (resolved on first use; a
   // numeric address needs no DNS).
   Result<std::shared_ptr<tserver::TabletServerServiceProxy>> GetProxy(
@@ -62,6 +64,7 @@ class RemoteTabletServer {
  private:
   const std::string uuid_;
   const std::vector<rpc::HostPort> addrs_;
+  const bool local_;
   Mutex mu_;
   std::shared_ptr<tserver::TabletServerServiceProxy> proxy_ GUARDED_BY(mu_);
 };
@@ -97,6 +100,12 @@ struct RemoteTablet {
       leader_hint.compare_exchange_strong(cur, (cur + 1) % replicas.size());
     }
   }
+
+  // For reads any replica may answer (ReplicaSelection::kClosestReplica): the
+  // replicas on this host when there are any, else all of them; `pick` chooses one
+  // (a number fixed per client, so its reads keep to one replica, plus one per
+  // failed attempt, so a retry tries the next). nullptr when there is no replica.
+  std::shared_ptr<RemoteTabletServer> ClosestReplica(size_t pick) const;
 
   mutable std::atomic<size_t> leader_hint{0};
 };

@@ -107,6 +107,9 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
     ns->set_read_mode(read_mode_ == ReadMode::kReadAtSnapshot ? tserver::READ_AT_SNAPSHOT
                                                               : tserver::READ_LATEST);
     ns->set_schema_version(table_->schema().version());
+    if (selection_ != ReplicaSelection::kLeaderOnly) {
+      ns->set_replica_selection(tserver::ANY_REPLICA);
+    }
   } else {
     req.set_scanner_id(scanner_id_);
     req.set_call_seq_id(call_seq_id_);
@@ -116,7 +119,11 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
   const MonoTime deadline = MonoTime::Now() + timeout_;
   std::shared_ptr<ScanCallState> st;
   for (int attempt = 0;; attempt++) {
-    if (new_scan) current_server_ = current_->leader();
+    if (new_scan) {
+      current_server_ = selection_ == ReplicaSelection::kLeaderOnly
+                            ? current_->leader()
+                            : current_->ClosestReplica(cd_->replica_pick() + replicas_failed_);
+    }
     std::shared_ptr<tserver::TabletServerServiceProxy> proxy;
     internal::TabletRpcVerdict v{
         TabletRpcAction::kRelookup,
@@ -164,6 +171,7 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
         LOG(INFO) << where << " failed (" << v.status.ToString() << "); resuming on the leader after "
                   << rows_returned_ << " rows";
         current_->MarkFollower(current_server_.get());
+        replicas_failed_++;
         scanner_id_.clear();
         call_seq_id_ = 0;
         return ScanCall(batch);
@@ -182,6 +190,7 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
           table_->id(), current_->partition.partition_key_start, deadline, LookupMode::kExact);
       if (t.ok() && (*t)->tablet_id == current_->tablet_id) current_ = *t;
     }
+    if (new_scan && selection_ != ReplicaSelection::kLeaderOnly) replicas_failed_++;
     if (!rpc::BackoffBeforeRetry(attempt, deadline,
                                  v.next_replica ? internal::LeaderSearchMaxBackoff()
                                                 : MonoDelta::FromSeconds(2))) {
@@ -352,6 +361,12 @@ Status Scanner::SetBatchSizeBytes(uint32_t bytes) {
 Status Scanner::SetReadMode(ReadMode mode) {
   RETURN_NOT_OK(data_->CheckNotOpen());
   data_->read_mode_ = mode;
+  return Status::OK();
+}
+
+Status Scanner::SetSelection(ReplicaSelection selection) {
+  RETURN_NOT_OK(data_->CheckNotOpen());
+  data_->selection_ = selection;
   return Status::OK();
 }
 

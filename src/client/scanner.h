@@ -59,6 +59,7 @@ class Scanner::Data {
   int64_t limit_ = 0;
   uint32_t batch_size_bytes_ = 0;
   ReadMode read_mode_ = ReadMode::kReadLatest;
+  ReplicaSelection selection_ = ReplicaSelection::kLeaderOnly;
   MonoDelta timeout_;
   MonoDelta keep_alive_period_;
 
@@ -70,6 +71,8 @@ class Scanner::Data {
   size_t next_tablet_ = 0;       // index in plan_ of the tablet to scan next
   internal::TabletPtr current_;  // tablet with an open server-side scanner
   std::shared_ptr<internal::RemoteTabletServer> current_server_;
+  // kClosestReplica: replicas given up on so far, so the next scan tries another.
+  size_t replicas_failed_ = 0;
   std::string scanner_id_;
   uint32_t call_seq_id_ = 0;
   // The encoded primary key just after the last row returned from current_ (its key

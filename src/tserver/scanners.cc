@@ -258,7 +258,9 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
     return;
   }
   // Linearizable: the scan's snapshot holds every write committed before it began.
-  if (TabletServerErrorPB err; !tablet->WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
+  // A scan the client let any replica answer reads this replica's applied rows.
+  if (TabletServerErrorPB err; ns.replica_selection() == LEADER_ONLY &&
+                               !tablet->WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
     *resp->mutable_error() = std::move(err);
     return;
   }

@@ -147,6 +147,8 @@ class Tablet : public consensus::StateMachine {
   // the row-block layout of the projection (request order); resp gets found[] and
   // the projection; resp->data().num_rows() is set (the sidecar indexes are the
   // caller's). A whole-request failure goes to resp->error (nothing produced).
+  // LEADER_ONLY (the default) reads linearizably, as the leader; NOT_THE_LEADER on
+  // another replica. ANY_REPLICA reads the rows this replica has applied.
   void Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows, std::string* indirect);
   // Get without blocking, for the RPC reactor thread: reads only what is in memory
   // (memtables, block cache) and does not wait for the tablet's lock. Returns false,

@@ -40,7 +40,10 @@ GetScratch* ThreadGetScratch() {
 void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                  std::string* indirect) {
   // Linearizable: confirmed leadership, and every write committed before now applied.
+  // A read the client let any replica answer takes this replica's applied rows as they
+  // are.
   if (TabletServerErrorPB err; state() == TabletState::kRunning &&
+                                req.replica_selection() == LEADER_ONLY &&
                                 !FLAGS_fault_injection_unsafe_follower_reads &&
                                 !WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
     *resp->mutable_error() = std::move(err);
@@ -53,7 +56,10 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
 bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                                    std::string* indirect) {
   // Without a lease, confirming leadership may wait.
-  if (!CanReadNow() && !FLAGS_fault_injection_unsafe_follower_reads) return false;
+  if (req.replica_selection() == LEADER_ONLY && !CanReadNow() &&
+      !FLAGS_fault_injection_unsafe_follower_reads) {
+    return false;
+  }
   if (!ops_mu_.TryLockShared()) return false;
   const bool done = GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
   ops_mu_.UnlockShared();
