@@ -5,7 +5,7 @@ set -euo pipefail
 usage() {
   cat <<'USAGE'
 Usage: scripts/jepsen.sh [--minutes N] [--runs R] [--threads T] [--keys K]
-                         [--unsafe-follower-reads] [--help]
+                         [--follower-reads] [--help]
 
 Runs the Jepsen-style test of replicated tablets (test/jepsen-itest.cc) for longer
 than CI does: a master and three tablet servers on loopback, client threads running
@@ -17,10 +17,10 @@ The recorded history must be linearizable (test/linearizability.h).
   --runs R      runs one after the other, each with a new random seed (default 1)
   --threads T   client threads (default: the test's, 6)
   --keys K      keys the clients work on (default: the test's, 12)
-  --unsafe-follower-reads
-                run the planted bug instead: tablet servers that answer reads
-                without leading (--fault_injection_unsafe_follower_reads); the run
-                passes when the checker finds the violation
+  --follower-reads
+                run the planted bug instead: Gets answered by any replica
+                (ReplicaSelection::kClosestReplica, not linearizable); the run
+                passes when the checker finds violations
 
 Each run prints the test's summary (operations by kind and outcome, nemesis events,
 the checker's statistics and verdict). Histories are kept in the output directory
@@ -48,8 +48,8 @@ while [ $# -gt 0 ]; do
     --runs) RUNS=${2:?--runs needs a number}; shift 2 ;;
     --threads) EXTRA+=("--jepsen_threads=${2:?--threads needs a number}"); shift 2 ;;
     --keys) EXTRA+=("--jepsen_keys=${2:?--keys needs a number}"); shift 2 ;;
-    --unsafe-follower-reads)
-      FILTER='JepsenITest.DISABLED_UnsafeFollowerReadsAreCaught'
+    --follower-reads)
+      FILTER='JepsenITest.DISABLED_FollowerReadsAreCaught'
       EXTRA+=(--gtest_also_run_disabled_tests)
       shift ;;
     *) echo "jepsen: unknown argument $1" >&2; usage >&2; exit 2 ;;

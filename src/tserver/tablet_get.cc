@@ -1,22 +1,14 @@
 // Tablet::Get: point lookups with one MultiGet, no snapshot, no iterator.
-#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include <mutex>
 
 #include "common/arena.h"
-#include "common/flag_tags.h"
 #include "common/key_encoding.h"
 #include "common/row_block.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
-
-DEFINE_bool(fault_injection_unsafe_follower_reads, false,
-            "Fault injection, for tests only: BREAKS LINEARIZABILITY on purpose. Every replica "
-            "answers Gets from its own rows without checking that it leads or has applied "
-            "every committed write (jepsen-itest shows the checker catching it)");
-TAG_FLAG(fault_injection_unsafe_follower_reads, unsafe);
 
 namespace nyala::tserver {
 
@@ -44,7 +36,6 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
   // are.
   if (TabletServerErrorPB err; state() == TabletState::kRunning &&
                                 req.replica_selection() == LEADER_ONLY &&
-                                !FLAGS_fault_injection_unsafe_follower_reads &&
                                 !WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
     *resp->mutable_error() = std::move(err);
     return;
@@ -56,10 +47,7 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
 bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                                    std::string* indirect) {
   // Without a lease, confirming leadership may wait.
-  if (req.replica_selection() == LEADER_ONLY && !CanReadNow() &&
-      !FLAGS_fault_injection_unsafe_follower_reads) {
-    return false;
-  }
+  if (req.replica_selection() == LEADER_ONLY && !CanReadNow()) return false;
   if (!ops_mu_.TryLockShared()) return false;
   const bool done = GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
   ops_mu_.UnlockShared();
