@@ -396,14 +396,14 @@ TEST_F(MasterITest, ListTabletsAndLeaderStepDown) {
       if (t.tablet_id() == tablet_id) return t.consensus();
     }
     ADD_FAILURE() << uuid << " does not list " << tablet_id;
-    return tserver::ReplicaConsensusPB();
+    return master::ConsensusStatePB();
   };
-  const tserver::ReplicaConsensusPB lc = server_state(leader);
-  EXPECT_EQ(tserver::ReplicaConsensusPB::LEADER, lc.role());
+  const master::ConsensusStatePB lc = server_state(leader);
+  EXPECT_EQ(master::LEADER, lc.role());
   EXPECT_EQ(leader, lc.leader_uuid());
   EXPECT_GE(lc.committed_index(), 1u);  // the leader's no-op
   EXPECT_EQ(3, lc.voter_uuids_size());
-  EXPECT_EQ(tserver::ReplicaConsensusPB::FOLLOWER, server_state(follower).role());
+  EXPECT_EQ(master::FOLLOWER, server_state(follower).role());
 
   auto step_down = [&](const std::string& to_uuid, const std::string& at_uuid,
                        const std::string& target) {
@@ -448,8 +448,8 @@ TEST_F(MasterITest, ListTabletsAndLeaderStepDown) {
     ASSERT_EQ(follower, t.tablets(0).leader_uuid());
     EXPECT_GT(t.tablets(0).term(), tablet.term());
   });
-  EXPECT_EQ(tserver::ReplicaConsensusPB::LEADER, server_state(follower).role());
-  EXPECT_EQ(tserver::ReplicaConsensusPB::FOLLOWER, server_state(leader).role());
+  EXPECT_EQ(master::LEADER, server_state(follower).role());
+  EXPECT_EQ(master::FOLLOWER, server_state(leader).role());
   // Without a target: one of the others (the first of the configuration it knows).
   resp = step_down(follower, follower, "");
   ASSERT_FALSE(resp.has_error()) << resp.error().ShortDebugString();

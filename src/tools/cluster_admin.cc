@@ -52,17 +52,14 @@ std::string RoleName(master::ReplicaRolePB role) {
   }
 }
 
-std::string RoleName(tserver::ReplicaConsensusPB::Role role) {
-  switch (role) {
-    case tserver::ReplicaConsensusPB::LEADER:
-      return "LEADER";
-    case tserver::ReplicaConsensusPB::FOLLOWER:
-      return "FOLLOWER";
-    case tserver::ReplicaConsensusPB::LEARNER:
-      return "LEARNER";
-    default:
-      return "UNKNOWN";
-  }
+// Term, leader, indexes and voters of `c` (the role is the caller's to choose).
+void CopyConsensus(const master::ConsensusStatePB& c, ReplicaView* rv) {
+  rv->term = c.term();
+  rv->leader_uuid = c.leader_uuid();
+  rv->committed_index = c.committed_index();
+  rv->applied_index = c.applied_index();
+  rv->last_index = c.last_index();
+  rv->voter_uuids.assign(c.voter_uuids().begin(), c.voter_uuids().end());
 }
 
 std::string StateName(tserver::TabletDataStatePB state, bool failed) {
@@ -207,14 +204,8 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
       rv.ts_live = r.ts_live();
       rv.role = RoleName(r.role());
       if (r.reported()) {
-        const master::ConsensusStatePB& c = r.consensus();
         rv.reported = true;
-        rv.term = c.term();
-        rv.leader_uuid = c.leader_uuid();
-        rv.committed_index = c.committed_index();
-        rv.applied_index = c.applied_index();
-        rv.last_index = c.last_index();
-        rv.voter_uuids.assign(c.voter_uuids().begin(), c.voter_uuids().end());
+        CopyConsensus(r.consensus(), &rv);
       }
       if (!rv.address.empty() && rv.ts_live) servers[rv.address] = true;
     }
@@ -249,15 +240,9 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
         rv.state = StateName(t.state(), t.has_failure());
         if (t.has_failure()) rv.failure = StatusFromPB(t.failure()).ToString();
         if (t.has_consensus()) {
-          const tserver::ReplicaConsensusPB& c = t.consensus();
           rv.live_consensus = true;
-          rv.role = RoleName(c.role());
-          rv.term = c.term();
-          rv.leader_uuid = c.leader_uuid();
-          rv.committed_index = c.committed_index();
-          rv.applied_index = c.applied_index();
-          rv.last_index = c.last_index();
-          rv.voter_uuids.assign(c.voter_uuids().begin(), c.voter_uuids().end());
+          rv.role = RoleName(t.consensus().role());
+          CopyConsensus(t.consensus(), &rv);
         }
       }
     }

@@ -266,6 +266,7 @@ void TabletManager::UpdatePeers(const google::protobuf::RepeatedPtrField<master:
 }
 
 std::string TabletManager::UuidOfPeer(uint64_t id) const {
+  if (id == consensus::PeerIdFromUuid(uuid_)) return uuid_;  // known before any peer is
   MutexLock l(peers_mu_);
   auto it = peer_uuids_.find(id);
   return it == peer_uuids_.end() ? std::string() : it->second;
@@ -447,9 +448,13 @@ master::ReplicaRolePB RoleOf(const consensus::GroupInfo& info, consensus::PeerId
 }  // namespace
 
 void TabletManager::FillConsensus(const Tablet& t, master::ReportedTabletPB* pb) const {
-  if (t.state() != TabletState::kRunning || !t.group()) return;
+  master::ConsensusStatePB c;
+  if (ConsensusStateOf(t, &c)) *pb->mutable_consensus() = std::move(c);
+}
+
+bool TabletManager::ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* c) const {
+  if (t.state() != TabletState::kRunning || !t.group()) return false;
   const consensus::GroupInfo info = t.ConsensusInfo();
-  master::ConsensusStatePB* c = pb->mutable_consensus();
   c->set_role(RoleOf(info, consensus::PeerIdFromUuid(uuid_)));
   c->set_term(info.term);
   if (info.leader != consensus::kNoPeer) c->set_leader_uuid(UuidOfPeer(info.leader));
@@ -458,6 +463,7 @@ void TabletManager::FillConsensus(const Tablet& t, master::ReportedTabletPB* pb)
   c->set_last_index(info.last_index);
   for (uint64_t v : info.config.voters()) c->add_voter_uuids(UuidOfPeer(v));
   for (uint64_t l : info.config.learners()) c->add_learner_uuids(UuidOfPeer(l));
+  return true;
 }
 
 namespace {

@@ -74,6 +74,10 @@ class TabletManager {
   void UpdatePeers(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers);
   // The uuid of the server with Raft peer id `id`, or "".
   std::string UuidOfPeer(uint64_t id) const;
+  // `t`'s Raft state now, with server uuids, when `t` is RUNNING with a Raft group
+  // (false, `pb` untouched, otherwise): what heartbeats report, and ListTablets and
+  // the /tablets page show. Takes peers_mu_ (mu_ may be held).
+  bool ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* pb) const;
 
   // Flushes and closes the stores. Call after everything using tablets stopped.
   void Shutdown();
@@ -115,7 +119,7 @@ class TabletManager {
   void AddPeer(const std::string& uuid, const std::string& host, uint32_t port)
       EXCLUDES(peers_mu_);
   TabletReplicaHooks MakeHooks();
-  // The replica's Raft state, for a report. Takes peers_mu_ (mu_ may be held).
+  // The replica's Raft state in a report (ConsensusStateOf), when it has one.
   void FillConsensus(const Tablet& t, master::ReportedTabletPB* pb) const;
   // Records a change of `id` (live, or deleted) and returns its number.
   int64_t RecordChangeLocked(const std::string& id, bool deleted) REQUIRES(mu_);

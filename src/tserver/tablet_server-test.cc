@@ -457,8 +457,8 @@ TEST_F(TabletServerTest, ReplicaStateOfAGroupOfOne) {
   ASSERT_OK(
       Call(*admin_, &TabletServerAdminServiceProxy::ListTablets, ListTabletsRequestPB(), &lresp));
   ASSERT_EQ(lresp.tablets_size(), 1);
-  const ReplicaConsensusPB& c = lresp.tablets(0).consensus();
-  EXPECT_EQ(ReplicaConsensusPB::LEADER, c.role());
+  const master::ConsensusStatePB& c = lresp.tablets(0).consensus();
+  EXPECT_EQ(master::LEADER, c.role());
   EXPECT_EQ(1u, c.term());
   EXPECT_EQ(uuid, c.leader_uuid());
   EXPECT_EQ(2u, c.committed_index());  // the leader's no-op, then the write

@@ -229,9 +229,8 @@ void TabletAdminServiceImpl::ListTablets(const ListTabletsRequestPB*, ListTablet
                                                           : TABLET_DATA_UNKNOWN);
     info->set_estimated_on_disk_size(t->OnDiskSize());
     if (t->state() == TabletState::kFailed) StatusToPB(t->failure(), info->mutable_failure());
-    if (t->state() == TabletState::kRunning && t->group()) {
-      FillReplicaConsensus(*t, *tablets_, uuid_, info->mutable_consensus());
-    }
+    master::ConsensusStatePB consensus;
+    if (tablets_->ConsensusStateOf(*t, &consensus)) *info->mutable_consensus() = std::move(consensus);
   }
   ctx->RespondSuccess();
 }
@@ -316,32 +315,6 @@ void TabletAdminServiceImpl::LeaderStepDown(const LeaderStepDownRequestPB* req,
     }
     ctx->RespondSuccess();
   });
-}
-
-void FillReplicaConsensus(const Tablet& tablet, const TabletManager& tablets,
-                          const std::string& self_uuid, ReplicaConsensusPB* pb) {
-  if (!tablet.group()) return;
-  const consensus::GroupInfo info = tablet.ConsensusInfo();
-  const consensus::PeerId self = consensus::PeerIdFromUuid(self_uuid);
-  auto uuid_of = [&](uint64_t id) {
-    return id == self ? self_uuid : tablets.UuidOfPeer(id);
-  };
-  ReplicaConsensusPB::Role role = ReplicaConsensusPB::FOLLOWER;
-  if (info.role == consensus::RaftRole::kLeader) {
-    role = ReplicaConsensusPB::LEADER;
-  } else {
-    for (uint64_t l : info.config.learners()) {
-      if (l == self) role = ReplicaConsensusPB::LEARNER;
-    }
-  }
-  pb->set_role(role);
-  pb->set_term(info.term);
-  if (info.leader != consensus::kNoPeer) pb->set_leader_uuid(uuid_of(info.leader));
-  pb->set_committed_index(info.commit_index);
-  pb->set_applied_index(info.applied_index);
-  pb->set_last_index(info.last_index);
-  for (uint64_t v : info.config.voters()) pb->add_voter_uuids(uuid_of(v));
-  for (uint64_t l : info.config.learners()) pb->add_learner_uuids(uuid_of(l));
 }
 
 }  // namespace nyala::tserver

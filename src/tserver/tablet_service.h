@@ -63,11 +63,6 @@ class TabletServiceImpl : public TabletServerServiceIf {
   const TabletServiceDeps deps_;
 };
 
-// `tablet`'s consensus state now, with server uuids (`tablets` maps Raft peer ids to
-// them; this server is `self_uuid`). Nothing when the tablet has no Raft group.
-void FillReplicaConsensus(const Tablet& tablet, const TabletManager& tablets,
-                          const std::string& self_uuid, ReplicaConsensusPB* pb);
-
 class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
  public:
   // `server_uuid` is checked against requests' dest_uuid when they set it.

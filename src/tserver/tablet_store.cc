@@ -15,6 +15,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/flag_tags.h"
 #include "common/metrics.h"
 #include "tserver/tablet_metadata.pb.h"
 
@@ -55,6 +56,12 @@ DEFINE_bool(fsync_writes, false,
             "Also fsync RocksDB's WAL on every apply of a write. Not needed for durability: "
             "a write is acknowledged only once the consensus log holding it is synced on a "
             "majority of replicas (--log_fsync), and a restart replays that log.");
+DEFINE_bool(unsafe_apply_without_rocksdb_wal, false,
+            "For measuring only, NOT CRASH-SAFE: applies skip RocksDB's WAL while the "
+            "durable-index reporter still reports them durable after a WAL sync, so a crash "
+            "loses applied rows whose log entries were let go. bench/apply-wal.sh compares "
+            "the cost of the WAL with it (docs/storage-format.md has the figures)");
+TAG_FLAG(unsafe_apply_without_rocksdb_wal, unsafe);
 
 namespace nyala::tserver {
 
@@ -579,6 +586,7 @@ Status TabletStore::DropTablet(uint64_t seq, const std::string& tablet_id) {
 Status TabletStore::Write(StoreWriteBatch* batch) {
   rocksdb::WriteOptions wo;
   wo.sync = FLAGS_fsync_writes;
+  wo.disableWAL = FLAGS_unsafe_apply_without_rocksdb_wal && !wo.sync;
   return FromRocks(db_->Write(wo, batch->rep_.get()), "write");
 }
 

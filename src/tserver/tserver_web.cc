@@ -51,7 +51,7 @@ std::string TabletCounterCells(const TabletMetrics* m) {
 
 // The /tablets cells of a replica's consensus state: role, term, leader, indexes and
 // peers (every member of the configuration, this server marked).
-std::string ConsensusCells(const ReplicaConsensusPB* c, const std::string& self) {
+std::string ConsensusCells(const master::ConsensusStatePB* c, const std::string& self) {
   using server::EscapeHtml;
   if (c == nullptr) return "<td>-</td><td></td><td></td><td></td><td></td>";
   auto name = [&](const std::string& uuid) {
@@ -61,7 +61,7 @@ std::string ConsensusCells(const ReplicaConsensusPB* c, const std::string& self)
   std::string peers;
   for (const auto& v : c->voter_uuids()) peers += name(v) + "<br>";
   for (const auto& l : c->learner_uuids()) peers += name(l) + " learner<br>";
-  return "<td class=\"role\">" + ReplicaConsensusPB::Role_Name(c->role()) + "</td><td>" +
+  return "<td class=\"role\">" + master::ReplicaRolePB_Name(c->role()) + "</td><td>" +
          std::to_string(c->term()) + "</td><td>" +
          (c->leader_uuid().empty() ? std::string("none known") : name(c->leader_uuid())) +
          "</td><td>" + std::to_string(c->committed_index()) + " / " +
@@ -94,9 +94,8 @@ void TabletServer::RegisterWebPages() {
           const TabletMetadataPB& m = t->metadata();
           std::string state = TabletStateName(t->state());
           if (t->state() == TabletState::kFailed) state += ": " + t->failure().ToString();
-          ReplicaConsensusPB consensus;
-          const bool replicated = t->state() == TabletState::kRunning && t->group() != nullptr;
-          if (replicated) FillReplicaConsensus(*t, *tablets_, uuid(), &consensus);
+          master::ConsensusStatePB consensus;
+          const bool replicated = tablets_->ConsensusStateOf(*t, &consensus);
           b += "<tr><td>" + EscapeHtml(m.tablet_id()) + "</td><td>" + EscapeHtml(m.table_name()) +
                "</td><td>[" + HexKey(m.partition().partition_key_start()) + ", " +
                HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
