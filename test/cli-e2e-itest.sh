@@ -10,7 +10,8 @@
 # mid-load), scans that stream in bounded memory and print what came before a failure,
 # tables of three replicas (five refused), tablet list and leader_step_down, ksck
 # healthy, one tablet server killed (under-replicated, exit 3), a second (unavailable,
-# exit 4), with valid JSON each time, stop-cluster leaves no process.
+# exit 4), with valid JSON each time, then reads of the closest replica answering
+# where leader reads cannot, stop-cluster leaves no process.
 # Also checks the web UI escapes user data and that /metrics_prometheus is
 # well-formed. Ports are picked at run time.
 #
@@ -186,6 +187,8 @@ check "num_replicas 3 is accepted on 3 tablet servers" "$NYALA" table create "$M
   '{"name": "rf3", "num_replicas": 3, "columns": [{"name": "k", "type": "INT64", "key": true}]}'
 check "... and rf3 is described with 3 replicas" \
   contains "$("$NYALA" table describe "$M" rf3 --format=json 2>&1)" '"num_replicas":3'
+printf 'k\n1\n2\n3\n-4\n' >"$WORK/rf3.csv"
+check "4 rows inserted into rf3" "$NYALA" table insert "$M" rf3 --file="$WORK/rf3.csv"
 out=$("$NYALA" table create "$M" '{"name": "rf5", "num_replicas": 5, "columns": [{"name": "k", "type": "INT64", "key": true}]}' 2>&1) && fail "num_replicas 5 accepted with 3 tablet servers"
 check "num_replicas 5 is refused: REPLICATION_FACTOR_TOO_HIGH" contains "$out" "REPLICATION_FACTOR_TOO_HIGH"
 check "... naming how many tablet servers are alive" contains "$out" "needs 5 live tablet servers, 3 are alive"
@@ -488,6 +491,17 @@ check "ksck exits 4 (unavailable) after two tablet servers of three died (exit $
 check "... and says UNAVAILABLE in valid JSON" same "UNAVAILABLE" "$(jq -r .status <<<"$out" 2>/dev/null)"
 check "... with a tablet of only one replica running" \
   contains "$out" "1 of 3 replicas running: a majority (2) is needed"
+
+# Without a majority, rf3's last replica has no leader: linearizable reads fail, reads
+# of the closest replica answer from its rows.
+check "count --replica_selection=CLOSEST reads rf3's 4 rows from the last replica" \
+  same 4 "$("$NYALA" table count "$M" rf3 --replica_selection=CLOSEST 2>&1)"
+check "get --replica_selection=CLOSEST finds key -4" \
+  contains "$("$NYALA" table get "$M" rf3 -4 --replica_selection=CLOSEST --format=csv 2>&1)" "-4"
+out=$("$NYALA" table count "$M" rf3 --timeout_ms=2000 2>&1) && fail "a leader read of rf3 answered without a majority: $out"
+check "... while a leader read (the default) times out" contains "$out" "Timed out"
+out=$("$NYALA" table scan "$M" rf3 --replica_selection=NEAREST 2>&1) && fail "--replica_selection=NEAREST accepted"
+check "a bad --replica_selection names the choices" contains "$out" "must be LEADER or CLOSEST"
 
 pids=$(cat "$DATA"/pids/*.pid 2>/dev/null || true)
 "$ROOT/scripts/stop-cluster.sh" --data "$DATA"

@@ -20,6 +20,11 @@ DEFINE_string(predicates, "",
               "[\"IN\", \"host\", [\"a\", \"b\"]], [\"NOTNULL\", \"v\"]]'. Operators: = < <= > >= "
               "IN NULL NOTNULL.");
 DEFINE_int64(limit, 0, "Stop after this many rows (0: no limit).");
+DEFINE_string(replica_selection, "LEADER",
+              "Which replica of each tablet is read: LEADER (linearizable: every write "
+              "acknowledged before the read is seen) or CLOSEST (the closest replica answers "
+              "from the writes it has applied: committed ones only, but possibly not the "
+              "latest; it also answers while the tablet has no leader).");
 DEFINE_string(file, "",
               "Input rows: a .csv file (header line of column names) or a .jsonl "
               "file (one JSON object per line); '-' reads CSV from stdin.");
@@ -103,7 +108,14 @@ Status DeleteTable(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
-// Opens a scanner with --columns, --predicates and --limit.
+Result<client::ReplicaSelection> ReplicaSelectionFlag() {
+  if (FLAGS_replica_selection == "LEADER") return client::ReplicaSelection::kLeaderOnly;
+  if (FLAGS_replica_selection == "CLOSEST") return client::ReplicaSelection::kClosestReplica;
+  return Status::InvalidArgument("--replica_selection must be LEADER or CLOSEST, not '" +
+                                 FLAGS_replica_selection + "'");
+}
+
+// Opens a scanner with --columns, --predicates, --limit and --replica_selection.
 Status OpenScanner(const std::shared_ptr<client::Table>& table, client::Scanner* scanner,
                    Arena* arena, bool count_only) {
   if (count_only) {
@@ -116,6 +128,8 @@ Status OpenScanner(const std::shared_ptr<client::Table>& table, client::Scanner*
     for (auto& p : preds) RETURN_NOT_OK(scanner->AddPredicate(std::move(p)));
   }
   if (FLAGS_limit > 0) RETURN_NOT_OK(scanner->SetLimit(FLAGS_limit));
+  ASSIGN_OR_RETURN(client::ReplicaSelection selection, ReplicaSelectionFlag());
+  RETURN_NOT_OK(scanner->SetSelection(selection));
   RETURN_NOT_OK(scanner->SetTimeout(MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
   return scanner->Open();
 }
@@ -218,7 +232,8 @@ Status GetRows(const std::vector<std::string>& args) {
   }
   std::vector<std::string> projection =
       FLAGS_columns.empty() ? std::vector<std::string>() : SplitList(FLAGS_columns);
-  ASSIGN_OR_RETURN(auto result, table->MultiGet(keys, projection));
+  ASSIGN_OR_RETURN(client::ReplicaSelection selection, ReplicaSelectionFlag());
+  ASSIGN_OR_RETURN(auto result, table->MultiGet(keys, projection, selection));
   std::vector<std::string> cols = projection.empty() ? ColumnNames(schema) : projection;
   TableOutput out(cols);
   size_t missing = 0;
@@ -400,7 +415,7 @@ void RegisterTableActions() {
                "count",
                "Count a table's rows (with optional --predicates).",
                m + " <table>",
-               {"predicates"},
+               {"predicates", "replica_selection"},
                2,
                2,
                CountRows});
@@ -409,7 +424,7 @@ void RegisterTableActions() {
                "Print a table's rows, each batch as it arrives (any result size, little "
                "memory); a scan that fails midway has printed the rows before the failure.",
                m + " <table>",
-               {"columns", "predicates", "limit", "format"},
+               {"columns", "predicates", "limit", "format", "replica_selection"},
                2,
                2,
                ScanTable});
@@ -417,7 +432,7 @@ void RegisterTableActions() {
                "get",
                "Look rows up by primary key (key values in key-column order).",
                m + " <table> <key>...",
-               {"columns", "format"},
+               {"columns", "format", "replica_selection"},
                3,
                -1,
                GetRows});
