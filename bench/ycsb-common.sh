@@ -43,6 +43,15 @@ stop_children() {
   CHILD_PIDS=()
 }
 
+# Removes $WORK, or with KEEP_WORK=1 says where it is.
+remove_work() {
+  if [[ "${KEEP_WORK:-0}" != 0 ]]; then
+    echo "$(basename "$0"): kept $WORK" >&2
+  else
+    rm -rf "$WORK"
+  fi
+}
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -124,6 +133,9 @@ median() {
     else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# $1 rounded to an integer ("n/a" stays).
+rounded() { awk -v v="$1" 'BEGIN { if (v == "n/a") print v; else printf "%.0f", v }'; }
+
 # CPU ticks (user + system, 1/100 s) used so far by each PID given, summed.
 cpu_ticks() {
   local pid t=0 f
@@ -157,6 +169,6 @@ measure() {
     total=$((total + now - before[i]))
   done
   RUN_CPU_TOTAL_S=$(awk -v t=$total 'BEGIN {printf "%.2f", t / 100}')
-  RUN_BUSY=$(awk -v b=$((mb1 - mb0)) -v t=$((mt1 - mt0)) 'BEGIN {printf "%.0f", t > 0 ? 100 * b / t : 0}')
+  RUN_BUSY=$(awk -v b=$((mb1 - mb0)) -v t=$((mt1 - mt0)) 'BEGIN {printf "%.0f", (t > 0 ? 100 * b / t : 0)}')
   return $rc
 }

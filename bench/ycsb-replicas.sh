@@ -25,6 +25,7 @@
 #        YCSB_THREADS     ycsb threads (100)
 #        DISTRIBUTION     requestdistribution (zipfian, workload C's)
 #        FIELDCOUNT (1), FIELDLENGTH (100): non-key columns and their length
+#        KEEP_WORK=1      keep the temp dir (logs and ycsb output)
 #        TSERVER_FLAGS    extra nyala-tserver flags for every tablet server
 set -euo pipefail
 
@@ -58,7 +59,7 @@ check_nyala_bins "$BUILD"
 WORK=$(mktemp -d /tmp/ycsb-replicas.XXXXXX)
 cleanup() {
   stop_children
-  rm -rf "$WORK"
+  remove_work
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -107,7 +108,7 @@ for ((p = 1; p <= PAIRS; p++)); do
     run_c "$t" "$SECONDS_RUN" "$out"
     RATE[$t,$p]=$(ycsb_rate "$out")
     ops=$(awk -F', ' '/\], Operations, / {n += $3} END {print n + 0}' "$out")
-    CPU_US[$t,$p]=$(awk -v c="$RUN_CPU_TOTAL_S" -v n="$ops" 'BEGIN {printf "%.1f", n > 0 ? c * 1e6 / n : 0}')
+    CPU_US[$t,$p]=$(awk -v c="$RUN_CPU_TOTAL_S" -v n="$ops" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}')
     CPU_EACH[$t,$p]=$RUN_CPU_S
     BUSY[$t,$p]=$RUN_BUSY
     LAT[$t,$p]=$(awk -F', ' '/^\[READ\], AverageLatency/ {a = $3} /^\[READ\], 99thPercentile/ {q = $3}
@@ -129,6 +130,7 @@ for ((p = 1; p <= PAIRS; p++)); do
   printf "%-5s %12.0f %12.0f %8s  %s, %s (%s); %s, %s\n" "$p" "${RATE[rf1,$p]}" "${RATE[rf3,$p]}" "$r" \
     "${CPU_US[rf1,$p]}" "${CPU_US[rf3,$p]}" "${CPU_EACH[rf3,$p]}" "${BUSY[rf1,$p]}" "${BUSY[rf3,$p]}"
 done
-printf "%-5s %12.0f %12.0f %8s\n" median "$(median "${rf1s[@]}")" "$(median "${rf3s[@]}")" "$(median "${ratios[@]}")"
+printf "%-5s %12s %12s %8s\n" median "$(rounded "$(median "${rf1s[@]}")")" \
+  "$(rounded "$(median "${rf3s[@]}")")" "$(median "${ratios[@]}")"
 echo "RF3 / RF1, median of the pairs' ratios: $(median "${ratios[@]}")  (target >= 0.8)"
 exit 0

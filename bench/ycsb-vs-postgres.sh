@@ -43,6 +43,7 @@
 #        FIELDCOUNT (1), FIELDLENGTH (100): non-key columns and their length, both sides
 #        PG_BIN          PostgreSQL binaries (the newest /usr/lib/postgresql/*/bin)
 #        SKIP_PG=1, SKIP_NYALA=1   run one side only
+#        KEEP_WORK=1     keep the temp dir (logs, ycsb and pgbench output)
 #        TSERVER_FLAGS   extra nyala-tserver flags, e.g. "--row_cache_capacity_mb=0"
 #        C only: SECONDS_PG (30) pgbench run length; OPS, SCAN_OPS reads in the Nyala
 #                Get run (1000000) and Scan run (OPS / 4)
@@ -123,7 +124,7 @@ PG_PID=""          # the postmaster (a child of pg_ctl, not of this shell)
 cleanup() {
   stop_children
   [[ -n "$PG_PID" ]] && stop_pid "$PG_PID" INT
-  rm -rf "$WORK"
+  remove_work
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -262,7 +263,7 @@ run_nyala_a() {
   RATE[$tag,$r]=$(ycsb_rate "$out")
   local ops
   ops=$(awk -F', ' '/\], Operations, / {n += $3} END {print n + 0}' "$out")
-  CPU_US[$tag,$r]=$(awk -v c="$RUN_CPU_TOTAL_S" -v n="$ops" 'BEGIN {printf "%.1f", n > 0 ? c * 1e6 / n : 0}')
+  CPU_US[$tag,$r]=$(awk -v c="$RUN_CPU_TOTAL_S" -v n="$ops" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}')
   BUSY[$tag,$r]=$RUN_BUSY
   log "Nyala $tag: $(printf '%.0f' "${RATE[$tag,$r]}") ops/s;" \
     "$(awk -F', ' '/^\[(READ|UPDATE)\], AverageLatency/ {printf "%s avg %.2f ms; ", $1, $3 / 1000}' "$out")" \
@@ -304,7 +305,8 @@ workload_a() {
         RATE[pg,$r]=$(awk '/^tps = / {print $3; exit}' "$WORK/pgbench-$r.out")
         BUSY[pg,$r]=$RUN_BUSY
         log "PostgreSQL: $(printf '%.0f' "${RATE[pg,$r]}") tx/s;" \
-          "$(awk '/^SQL script/ {s = $3} /latency average/ && s {printf "script %s avg %s ms; ", s, $4}' "$WORK/pgbench-$r.out")" \
+          "$(awk '/^SQL script 1:/ {s = "SELECT"} /^SQL script 2:/ {s = "UPDATE"}
+              /^ - latency average/ && s {printf "%s avg %s ms; ", s, $5}' "$WORK/pgbench-$r.out")" \
           "machine ${RUN_BUSY}% busy"
         grep -E "failed|aborted" "$WORK/pgbench-$r.out" | grep -v ' 0 (0.000%)' || true
       else
@@ -333,8 +335,8 @@ workload_a() {
       "$( [[ -n $a && -n $b ]] && ratio "$b" "$a" || echo -)" \
       "${CPU_US[rf1,$r]:--}" "${CPU_US[rf3,$r]:--}" "${BUSY[pg,$r]:--}" "${BUSY[rf1,$r]:--}" "${BUSY[rf3,$r]:--}"
   done
-  printf "%-6s %12s %12s %12s %8s %8s %8s\n" median "$(median "${pgs[@]}")" "$(median "${rf1s[@]}")" \
-    "$(median "${rf3s[@]}")" "$(median "${rf1pg[@]}")" "$(median "${rf3pg[@]}")" "$(median "${rf3rf1[@]}")"
+  printf "%-6s %12s %12s %12s %8s %8s %8s\n" median "$(rounded "$(median "${pgs[@]}")")" \
+    "$(rounded "$(median "${rf1s[@]}")")" "$(rounded "$(median "${rf3s[@]}")")" "$(median "${rf1pg[@]}")" "$(median "${rf3pg[@]}")" "$(median "${rf3rf1[@]}")"
   [[ ${#rf1pg[@]} -gt 0 ]] && echo "Nyala RF1 / PostgreSQL, median of the rounds' ratios: $(median "${rf1pg[@]}")  (target >= 1.0)"
   [[ ${#rf3pg[@]} -gt 0 ]] && echo "Nyala RF3 / PostgreSQL, median of the rounds' ratios: $(median "${rf3pg[@]}")"
   return 0
