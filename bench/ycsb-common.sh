@@ -111,7 +111,10 @@ ycsb_load() {
   for _ in $(seq 1 100); do
     if "$BIN/ycsb" load -p master_addresses="${MASTER_ADDR[$tag]}" "$@" >"$out" 2>&1; then
       grep -E "OVERALL|INSERT\], Return" "$out"
-      grep -q "INSERT\], Return=-1" "$out" && die "ycsb load into $tag failed for some rows: $out"
+      if grep -q "INSERT\], Return=-1" "$out"; then
+        grep -v '^\[' "$out" | tail -20 >&2
+        die "ycsb load into $tag failed for some rows"
+      fi
       return 0
     fi
     sleep 0.2

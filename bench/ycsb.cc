@@ -187,7 +187,7 @@ class Driver {
       }
       Status s = session->Flush();
       if (!s.ok()) LOG(ERROR) << s.ToString();
-      st.failed += session->CountPendingErrors();
+      ReportWriteErrors(session.get(), &st);
     });
   }
 
@@ -285,6 +285,22 @@ class Driver {
       CHECK_OK(op->Set(1 + col, Cell::String(value)));
     }
     return op;
+  }
+
+  // Counts the session's failed writes into `st` and prints how many failed with each
+  // status (on stderr, like YCSB's errors).
+  static void ReportWriteErrors(Session* session, OpStats* st) {
+    std::vector<std::unique_ptr<WriteError>> errors;
+    bool overflowed = false;
+    session->GetPendingErrors(&errors, &overflowed);
+    const Session::WriteCounts counts = session->GetWriteCounts();
+    st->failed += counts.failed + counts.timed_out;
+    std::map<std::string, int64_t> by_status;
+    for (const auto& e : errors) by_status[e->status().ToString()]++;
+    for (const auto& [status, n] : by_status) {
+      fprintf(stderr, "%lld writes failed: %s\n", (long long)n, status.c_str());
+    }
+    if (overflowed) fprintf(stderr, "(more errors were dropped)\n");
   }
 
   Status Read(const std::string& key, bool use_get) {
