@@ -105,11 +105,16 @@ start_cluster() {
 
 # ycsb_load <tag> <out file> [ycsb args...]: ycsb load against cluster <tag>, retried
 # while the tablet servers register (the table needs its replicas' servers alive).
+# Batches get 120 s instead of the client's 10 s: the load's 4 threads keep up to 8
+# buffers of ~25k rows in flight, and on a machine busy with other work an RF=3
+# table's batches queued behind them for more than 10 s (2026-12-03: 10-20k rows of
+# 1M timed out in 2 loads of 4).
 ycsb_load() {
   local tag=$1 out=$2
   shift 2
   for _ in $(seq 1 100); do
-    if "$BIN/ycsb" load -p master_addresses="${MASTER_ADDR[$tag]}" "$@" >"$out" 2>&1; then
+    if "$BIN/ycsb" load -p master_addresses="${MASTER_ADDR[$tag]}" -p write_timeout_ms=120000 \
+      "$@" >"$out" 2>&1; then
       grep -E "OVERALL|INSERT\], Return" "$out"
       if grep -q "INSERT\], Return=-1" "$out"; then
         grep -v '^\[' "$out" | tail -20 >&2

@@ -49,6 +49,8 @@ Nyala's:
   num_replicas               load: replicas of each tablet (1); the cluster needs that
                              many live tablet servers
   num_tablets                load: hash buckets of the key (4)
+  write_timeout_ms           deadline of each batch of writes from when it is sent,
+                             retries included (0: the client's RPC timeout, 10 s)
   use_get_api                run: true reads by the Get RPC, false by a one-row Scan
                              (true)
   share_gets                 true: concurrent one-key Gets of a tablet share one RPC
@@ -176,7 +178,7 @@ class Driver {
     ASSIGN_OR_RETURN(table_, client_->OpenTable(table_name_));
     OpStats& st = stats_["INSERT"];
     return RunThreads(threads, recordcount_, [&](int t, int64_t first, int64_t last) {
-      auto session = client_->NewSession();
+      auto session = NewSession();
       CHECK_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushBackground));
       std::mt19937_64 rng(t + 1);
       for (int64_t k = first; k < last; k++) {
@@ -209,7 +211,7 @@ class Driver {
     ScrambledZipfian zipf;
     return RunThreads(
         threads, GetI(props_, "operationcount", 1000), [&](int t, int64_t first, int64_t last) {
-          auto session = client_->NewSession();
+          auto session = NewSession();
           std::mt19937_64 rng(1000 + t);
           std::uniform_real_distribution<double> coin(0, total);
           auto choose_key = [&]() -> uint64_t {
@@ -285,6 +287,13 @@ class Driver {
       CHECK_OK(op->Set(1 + col, Cell::String(value)));
     }
     return op;
+  }
+
+  std::shared_ptr<Session> NewSession() {
+    auto session = client_->NewSession();
+    const int64_t timeout_ms = GetI(props_, "write_timeout_ms", 0);
+    if (timeout_ms > 0) CHECK_OK(session->SetTimeout(MonoDelta::FromMilliseconds(timeout_ms)));
+    return session;
   }
 
   // Counts the session's failed writes into `st` and prints how many failed with each
