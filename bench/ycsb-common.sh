@@ -105,10 +105,10 @@ start_cluster() {
 
 # ycsb_load <tag> <out file> [ycsb args...]: ycsb load against cluster <tag>, retried
 # while the tablet servers register (the table needs its replicas' servers alive).
-# Batches get 120 s instead of the client's 10 s: the load's 4 threads keep up to 8
-# buffers of ~25k rows in flight, and on a machine busy with other work an RF=3
-# table's batches queued behind them for more than 10 s (2026-12-03: 10-20k rows of
-# 1M timed out in 2 loads of 4).
+# Batches get 120 s instead of the client's 10 s: each of the load's 4 threads keeps
+# up to two 7 MiB buffers in flight (AUTO_FLUSH_BACKGROUND), and on a machine busy
+# with other work a batch to an RF=3 table waited more than 10 s behind the others
+# (2026-12-03: 10-20k rows of 1M timed out in 2 loads of 4).
 ycsb_load() {
   local tag=$1 out=$2
   shift 2
