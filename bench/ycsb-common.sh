@@ -154,20 +154,39 @@ cpu_ticks() {
   done
   echo "$t"
 }
+# CPU ticks used so far by process $1 and its descendants: its own, its reaped
+# children's (cutime + cstime) and its live children's own. For the postmaster: the
+# backends of a pgbench run are reaped by the time the run ends, and the background
+# processes live on.
+tree_ticks() {
+  local t c
+  t=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13 + $14 + $15}') || t=0
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    t=$((t + $(cpu_ticks "$c")))
+  done
+  echo "${t:-0}"
+}
+
 # Busy and total ticks of the whole machine so far ("busy total"), from /proc/stat.
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 
+# Ticks of this shell's reaped children: the commands it ran and waited for.
+children_ticks() { sed 's/.*) //' "/proc/$$/stat" | awk '{print $14 + $15}'; }
+
 # measure <pid>... -- <command> [args...]: runs the command and sets, over its run,
-# RUN_CPU_S (CPU seconds of each PID, space-separated), RUN_CPU_TOTAL_S (their sum)
-# and RUN_BUSY (the whole machine's CPU use in percent of all its CPUs: other work on
-# the machine shows here). Returns the command's exit status.
+# RUN_CPU_S (CPU seconds of each PID, space-separated), RUN_CPU_TOTAL_S (their sum),
+# RUN_CLIENT_S (CPU seconds of the command itself, e.g. ycsb or pgbench) and RUN_BUSY
+# (the whole machine's CPU use in percent of all its CPUs: other work on the machine
+# shows here). Call it in this shell, not in $(...). Returns the command's status.
 measure() {
-  local pids=() before=() i rc=0 mb0 mt0 mb1 mt1 now
+  local pids=() before=() i rc=0 mb0 mt0 mb1 mt1 now c0
   while [[ $1 != -- ]]; do pids+=("$1"); shift; done
   shift
   for i in "${pids[@]}"; do before+=("$(cpu_ticks "$i")"); done
   read -r mb0 mt0 < <(machine_ticks)
+  c0=$(children_ticks)
   "$@" || rc=$?
+  RUN_CLIENT_S=$(awk -v t=$(($(children_ticks) - c0)) 'BEGIN {printf "%.2f", t / 100}')
   read -r mb1 mt1 < <(machine_ticks)
   RUN_CPU_S=""
   local total=0

@@ -11,7 +11,7 @@
 # then RF3, each YCSB workload C with $YCSB_THREADS threads for $SECONDS_RUN s
 # (-p maxexecutiontime). The idle cluster stays up (its Raft groups go quiet).
 # Prints each run's ops/s, read latency, the tablet servers' CPU per read (and each
-# server's CPU seconds), the machine's CPU use during the run (other work on the
+# server's CPU seconds) and ycsb's, the machine's CPU use during the run (other work on the
 # machine shows there), the ratio RF3/RF1 of each pair and the median of the ratios.
 # Stops what it started (by PID) and removes the temp dir, also on failure or Ctrl-C.
 #
@@ -100,7 +100,7 @@ if [[ $WARMUP_SECONDS -gt 0 ]]; then
   done
 fi
 
-declare -A RATE CPU_US CPU_EACH BUSY LAT
+declare -A RATE CPU_US CLIENT_US CPU_EACH BUSY LAT
 for ((p = 1; p <= PAIRS; p++)); do
   log "---- pair $p of $PAIRS; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   for t in rf1 rf3; do
@@ -109,12 +109,14 @@ for ((p = 1; p <= PAIRS; p++)); do
     RATE[$t,$p]=$(ycsb_rate "$out")
     ops=$(awk -F', ' '/\], Operations, / {n += $3} END {print n + 0}' "$out")
     CPU_US[$t,$p]=$(awk -v c="$RUN_CPU_TOTAL_S" -v n="$ops" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}')
+    CLIENT_US[$t,$p]=$(awk -v c="$RUN_CLIENT_S" -v n="$ops" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}')
     CPU_EACH[$t,$p]=$RUN_CPU_S
     BUSY[$t,$p]=$RUN_BUSY
     LAT[$t,$p]=$(awk -F', ' '/^\[READ\], AverageLatency/ {a = $3} /^\[READ\], 99thPercentile/ {q = $3}
       END {printf "avg %.2f ms, p99 %.1f ms", a / 1000, q / 1000}' "$out")
     log "Nyala $t: $(printf '%.0f' "${RATE[$t,$p]}") ops/s (${LAT[$t,$p]}); tablet server CPU" \
-      "${CPU_US[$t,$p]} µs per read (s per server: $RUN_CPU_S); machine ${RUN_BUSY}% busy"
+      "${CPU_US[$t,$p]} µs per read (s per server: $RUN_CPU_S), ycsb ${CLIENT_US[$t,$p]} µs;" \
+      "machine ${RUN_BUSY}% busy"
   done
 done
 

@@ -27,8 +27,9 @@
 #  three (the consensus log fdatasync'ed before every acknowledgement: --log_fsync=true,
 #  the default). All three are started and loaded first, then run in turn, PostgreSQL,
 #  RF1, RF3, for $ROUNDS rounds of $SECONDS_RUN seconds each. Prints each run's ops/s
-#  (pgbench tx/s: one statement each), the tablet servers' CPU per operation, the
-#  machine's CPU use during each run, and per round the ratios RF1/PostgreSQL,
+#  (pgbench tx/s: one statement each), the CPU per operation of the servers (the
+#  postmaster and its children; the tablet servers) and of the client (pgbench, ycsb),
+#  the machine's CPU use during each run, and per round the ratios RF1/PostgreSQL,
 #  RF3/PostgreSQL and RF3/RF1, with their medians.
 #
 # Stops what it started (by PID) and removes the temp dir, also on failure or Ctrl-C.
@@ -251,7 +252,9 @@ workload_c() {
 # ---- Workload A --------------------------------------------------------------------
 # run_nyala_a <tag> <round>: one timed YCSB A run against cluster <tag>; prints and
 # records its ops/s in RATE_<tag>[round].
-declare -A RATE CPU_US BUSY
+declare -A RATE CPU_US CLIENT_US BUSY
+# per_op <seconds> <ops>: microseconds per operation.
+per_op() { awk -v c="$1" -v n="$2" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}'; }
 run_nyala_a() {
   local tag=$1 r=$2 out="$WORK/a-$1-$2.out"
   # shellcheck disable=SC2086  # TSERVER_PIDS is a list
@@ -263,11 +266,13 @@ run_nyala_a() {
   RATE[$tag,$r]=$(ycsb_rate "$out")
   local ops
   ops=$(awk -F', ' '/\], Operations, / {n += $3} END {print n + 0}' "$out")
-  CPU_US[$tag,$r]=$(awk -v c="$RUN_CPU_TOTAL_S" -v n="$ops" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}')
+  CPU_US[$tag,$r]=$(per_op "$RUN_CPU_TOTAL_S" "$ops")
+  CLIENT_US[$tag,$r]=$(per_op "$RUN_CLIENT_S" "$ops")
   BUSY[$tag,$r]=$RUN_BUSY
   log "Nyala $tag: $(printf '%.0f' "${RATE[$tag,$r]}") ops/s;" \
     "$(awk -F', ' '/^\[(READ|UPDATE)\], AverageLatency/ {printf "%s avg %.2f ms; ", $1, $3 / 1000}' "$out")" \
-    "tablet server CPU ${CPU_US[$tag,$r]} µs per op (s per server: $RUN_CPU_S); machine ${RUN_BUSY}% busy"
+    "CPU per op: tablet servers ${CPU_US[$tag,$r]} µs (s per server: $RUN_CPU_S), ycsb" \
+    "${CLIENT_US[$tag,$r]} µs; machine ${RUN_BUSY}% busy"
   local failed
   failed=$(ycsb_failed "$out")
   [[ $failed == 0 ]] || log "WARNING: $failed operations failed in the $tag run (counted in its rate)"
@@ -300,14 +305,20 @@ workload_a() {
     for t in "${tags[@]}"; do
       if [[ $t == pg ]]; then
         log "PostgreSQL: pgbench -M prepared, select.sql@50 + update.sql@50, $PG_CLIENTS clients"
+        local pg0 pg1 txs
+        pg0=$(tree_ticks "$PG_PID")
         measure -- "${PGBENCH[@]}" -T "$SECONDS_RUN" -f "$WORK/select.sql@50" -f "$WORK/update.sql@50" \
           postgres >"$WORK/pgbench-$r.out" 2>&1 || { cat "$WORK/pgbench-$r.out" >&2; die "pgbench failed"; }
+        pg1=$(tree_ticks "$PG_PID")
         RATE[pg,$r]=$(awk '/^tps = / {print $3; exit}' "$WORK/pgbench-$r.out")
+        txs=$(awk '/number of transactions actually processed/ {print $NF; exit}' "$WORK/pgbench-$r.out")
+        CPU_US[pg,$r]=$(per_op "$(awk -v t=$((pg1 - pg0)) 'BEGIN {print t / 100}')" "$txs")
+        CLIENT_US[pg,$r]=$(per_op "$RUN_CLIENT_S" "$txs")
         BUSY[pg,$r]=$RUN_BUSY
         log "PostgreSQL: $(printf '%.0f' "${RATE[pg,$r]}") tx/s;" \
           "$(awk '/^SQL script 1:/ {s = "SELECT"} /^SQL script 2:/ {s = "UPDATE"}
               /^ - latency average/ && s {printf "%s avg %s ms; ", s, $5}' "$WORK/pgbench-$r.out")" \
-          "machine ${RUN_BUSY}% busy"
+          "CPU per op: server ${CPU_US[pg,$r]} µs, pgbench ${CLIENT_US[pg,$r]} µs; machine ${RUN_BUSY}% busy"
         grep -E "failed|aborted" "$WORK/pgbench-$r.out" | grep -v ' 0 (0.000%)' || true
       else
         run_nyala_a "$t" "$r"
@@ -319,7 +330,7 @@ workload_a() {
   echo "== summary: YCSB A (50% reads, 50% updates, uniform), $RECORDS rows, ${SECONDS_RUN}s runs;" \
     "pgbench $PG_CLIENTS clients, ycsb $YCSB_THREADS threads; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
   printf "%-6s %12s %12s %12s %8s %8s %8s %s\n" round "PG tx/s" "RF1 ops/s" "RF3 ops/s" RF1/PG RF3/PG RF3/RF1 \
-    "tserver µs CPU/op RF1, RF3; machine busy % PG, RF1, RF3"
+    "server µs CPU/op PG, RF1, RF3 | client µs CPU/op PG, RF1, RF3 | machine busy % PG, RF1, RF3"
   local rf1pg=() rf3pg=() rf3rf1=() pgs=() rf1s=() rf3s=()
   for ((r = 1; r <= ROUNDS; r++)); do
     local pg=${RATE[pg,$r]:-} a=${RATE[rf1,$r]:-} b=${RATE[rf3,$r]:-}
@@ -329,11 +340,14 @@ workload_a() {
     [[ -n $pg && -n $a ]] && rf1pg+=("$(ratio "$a" "$pg")")
     [[ -n $pg && -n $b ]] && rf3pg+=("$(ratio "$b" "$pg")")
     [[ -n $a && -n $b ]] && rf3rf1+=("$(ratio "$b" "$a")")
-    printf "%-6s %12.0f %12.0f %12.0f %8s %8s %8s %s, %s; %s, %s, %s\n" "$r" "${pg:-0}" "${a:-0}" "${b:-0}" \
+    printf "%-6s %12.0f %12.0f %12.0f %8s %8s %8s %s, %s, %s | %s, %s, %s | %s, %s, %s\n" \
+      "$r" "${pg:-0}" "${a:-0}" "${b:-0}" \
       "$( [[ -n $pg && -n $a ]] && ratio "$a" "$pg" || echo -)" \
       "$( [[ -n $pg && -n $b ]] && ratio "$b" "$pg" || echo -)" \
       "$( [[ -n $a && -n $b ]] && ratio "$b" "$a" || echo -)" \
-      "${CPU_US[rf1,$r]:--}" "${CPU_US[rf3,$r]:--}" "${BUSY[pg,$r]:--}" "${BUSY[rf1,$r]:--}" "${BUSY[rf3,$r]:--}"
+      "${CPU_US[pg,$r]:--}" "${CPU_US[rf1,$r]:--}" "${CPU_US[rf3,$r]:--}" \
+      "${CLIENT_US[pg,$r]:--}" "${CLIENT_US[rf1,$r]:--}" "${CLIENT_US[rf3,$r]:--}" \
+      "${BUSY[pg,$r]:--}" "${BUSY[rf1,$r]:--}" "${BUSY[rf3,$r]:--}"
   done
   printf "%-6s %12s %12s %12s %8s %8s %8s\n" median "$(rounded "$(median "${pgs[@]}")")" \
     "$(rounded "$(median "${rf1s[@]}")")" "$(rounded "$(median "${rf3s[@]}")")" "$(median "${rf1pg[@]}")" "$(median "${rf3pg[@]}")" "$(median "${rf3rf1[@]}")"
