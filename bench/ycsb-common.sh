@@ -108,7 +108,7 @@ start_cluster() {
 # Batches get 120 s instead of the client's 10 s: each of the load's 4 threads keeps
 # up to two 7 MiB buffers in flight (AUTO_FLUSH_BACKGROUND), and on a machine busy
 # with other work a batch to an RF=3 table waited more than 10 s behind the others
-# (2026-12-03: 10-20k rows of 1M timed out in 2 loads of 4).
+# (2026-12-03: 10-20k rows of 1M timed out in 3 RF=3 loads of 4).
 ycsb_load() {
   local tag=$1 out=$2
   shift 2
