@@ -1,61 +1,102 @@
 #!/usr/bin/env bash
-# Point reads by primary key, PostgreSQL 15 vs Nyala, back to back on this machine.
+# YCSB against PostgreSQL 15 on this machine, in one of two workloads.
 #
+# Workload C (the default): point reads by primary key, back to back.
 #  1. PostgreSQL 15: a private cluster in a temp dir (owned by the `postgres` user when
-#     run as root: initdb refuses root), on 127.0.0.1 and a port picked at run time, a
-#     table kv(k bigint primary key, v text) of $RECORDS rows, prewarmed, then
-#     `pgbench -M prepared` with $PG_CLIENTS clients selecting one row by a uniformly
-#     random key for $SECONDS_PG seconds. The cluster is stopped before Nyala starts.
+#     run as root: initdb refuses root), on 127.0.0.1 and a port picked at run time,
+#     fsync off, a table kv(k bigint primary key, v text) of $RECORDS rows, prewarmed,
+#     then `pgbench -M prepared` with $PG_CLIENTS clients selecting one row by a
+#     uniformly random key for $SECONDS_PG seconds. The cluster is stopped before Nyala
+#     starts.
 #  2. Nyala: a master and one tablet server from <build>/bin (conf/*.gflags, ports
 #     picked by the daemons and read back from their info files) in the same temp dir,
 #     `ycsb load` of $RECORDS records, then YCSB workload C (read only, zipfian) with
 #     $YCSB_THREADS threads through the Get API ($OPS reads), through a one-row Scan
 #     ($SCAN_OPS reads) and, for the record, through the Get API with the client's
 #     sharing of concurrent Gets turned off (-p share_gets=false, $SCAN_OPS reads).
-# Prints the rates and the ratios Get/Scan and Get/PostgreSQL, then stops what it
-# started (by PID) and removes the temp dir, also on failure or Ctrl-C.
+#  Prints the rates and the ratios Get/Scan and Get/PostgreSQL.
 #
-# Usage: bench/ycsb-vs-postgres.sh [build dir, default build]
-# Env:   QUICK=1         smoke run, about 1.5 min: SECONDS_PG=10, OPS=200000, SCAN_OPS=50000
+# Workload A (--workload a, or WORKLOAD=a): durable single-row updates and reads, 50/50.
+#  PostgreSQL with fsync=on, synchronous_commit=on (and its default full_page_writes=on)
+#  runs two pgbench scripts weighted @50 each, every statement its own transaction: a
+#  SELECT of one row and an UPDATE of one row's value column (a new $FIELDLENGTH-byte
+#  value), by uniformly random keys, $PG_CLIENTS clients. Nyala runs YCSB workload A
+#  (bench/ycsb/workloada: readproportion 0.5, updateproportion 0.5; the file says
+#  zipfian, so requestdistribution=uniform is set here) with $YCSB_THREADS threads on
+#  an RF=1 table on a cluster of one tablet server and on an RF=3 table on a cluster of
+#  three (the consensus log fdatasync'ed before every acknowledgement: --log_fsync=true,
+#  the default). All three are started and loaded first, then run in turn, PostgreSQL,
+#  RF1, RF3, for $ROUNDS rounds of $SECONDS_RUN seconds each. Prints each run's ops/s
+#  (pgbench tx/s: one statement each), the CPU per operation of the servers (the
+#  postmaster and its children; the tablet servers) and of the client (pgbench, ycsb),
+#  the machine's CPU use during each run, and per round the ratios RF1/PostgreSQL,
+#  RF3/PostgreSQL and RF3/RF1, with their medians.
+#
+# Stops what it started (by PID) and removes the temp dir, also on failure or Ctrl-C.
+#
+# Usage: bench/ycsb-vs-postgres.sh [--workload a|c] [build dir, default build]
+# Env:   WORKLOAD        c (default) or a, as --workload
+#        QUICK=1         smoke run: C about 1.5 min (SECONDS_PG=10, OPS=200000,
+#                        SCAN_OPS=50000); A about 2 min (SECONDS_RUN=8, ROUNDS=1)
 #        RECORDS         rows / records loaded (1000000)
-#        SECONDS_PG      pgbench run length (30)
-#        OPS, SCAN_OPS   reads in the Nyala Get run (1000000) and Scan run (OPS / 4)
-#        PG_CLIENTS      pgbench clients (64); YCSB_THREADS ycsb threads (100)
+#        PG_CLIENTS      pgbench clients (64)
+#        YCSB_THREADS    ycsb threads (C: 100, A: 64)
 #        FIELDCOUNT (1), FIELDLENGTH (100): non-key columns and their length, both sides
 #        PG_BIN          PostgreSQL binaries (the newest /usr/lib/postgresql/*/bin)
 #        SKIP_PG=1, SKIP_NYALA=1   run one side only
+#        KEEP_WORK=1     keep the temp dir (logs, ycsb and pgbench output)
 #        TSERVER_FLAGS   extra nyala-tserver flags, e.g. "--row_cache_capacity_mb=0"
+#        C only: SECONDS_PG (30) pgbench run length; OPS, SCAN_OPS reads in the Nyala
+#                Get run (1000000) and Scan run (OPS / 4)
+#        A only: SECONDS_RUN (30) length of every run; ROUNDS (3); SKIP_RF3=1 leaves
+#                out the RF=3 cluster
 # Needs the Debian package postgresql-15 (initdb, postgres, pgbench, psql): when it is
 # missing, this runs `scripts/setup-deps.sh --bench` (root or sudo) to install it.
 set -euo pipefail
 
-BUILD=${1:-build}
+die() { echo "ycsb-vs-postgres: $*" >&2; exit 1; }
+
+WORKLOAD=${WORKLOAD:-c}
+BUILD=build
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --workload) [[ $# -ge 2 ]] || die "--workload needs a|c"; WORKLOAD=$2; shift 2 ;;
+    --workload=*) WORKLOAD=${1#--workload=}; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) die "unknown option $1 (--help)" ;;
+    *) BUILD=$1; shift ;;
+  esac
+done
+WORKLOAD=${WORKLOAD,,}
+[[ $WORKLOAD == a || $WORKLOAD == c ]] || die "unknown workload '$WORKLOAD': a or c"
+
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+# shellcheck source=bench/ycsb-common.sh
+source "$HERE/ycsb-common.sh"
+
 if [[ -n "${QUICK:-}" && "${QUICK}" != 0 ]]; then
-  : "${SECONDS_PG:=10}" "${OPS:=200000}" "${SCAN_OPS:=50000}"
+  if [[ $WORKLOAD == c ]]; then
+    : "${SECONDS_PG:=10}" "${OPS:=200000}" "${SCAN_OPS:=50000}"
+  else
+    : "${SECONDS_RUN:=8}" "${ROUNDS:=1}"
+  fi
 fi
 RECORDS=${RECORDS:-1000000}
 OPS=${OPS:-1000000}
 SCAN_OPS=${SCAN_OPS:-$((OPS / 4))}
 SECONDS_PG=${SECONDS_PG:-30}
+SECONDS_RUN=${SECONDS_RUN:-30}
+ROUNDS=${ROUNDS:-3}
 PG_CLIENTS=${PG_CLIENTS:-64}
-YCSB_THREADS=${YCSB_THREADS:-100}
+if [[ $WORKLOAD == c ]]; then YCSB_THREADS=${YCSB_THREADS:-100}; else YCSB_THREADS=${YCSB_THREADS:-64}; fi
 FIELDCOUNT=${FIELDCOUNT:-1}
 FIELDLENGTH=${FIELDLENGTH:-100}
 SKIP_PG=${SKIP_PG:-0}
 SKIP_NYALA=${SKIP_NYALA:-0}
+SKIP_RF3=${SKIP_RF3:-0}
 
-log() { echo "[$(date +%T)] $*"; }
-die() { echo "ycsb-vs-postgres: $*" >&2; exit 1; }
-
-if [[ "$SKIP_NYALA" == 0 ]]; then
-  [[ -d "$BUILD/bin" ]] || die "no $BUILD/bin: build first (cmake --build $BUILD -j2)"
-  BIN=$(cd "$BUILD/bin" && pwd)
-  for b in nyala-master nyala-tserver ycsb; do
-    [[ -x "$BIN/$b" ]] || die "$BIN/$b is missing: build it (ninja -C $BUILD $b)"
-  done
-fi
+[[ "$SKIP_NYALA" == 0 ]] && check_nyala_bins "$BUILD"
 
 find_pg_bin() {
   local d
@@ -79,47 +120,23 @@ fi
 
 WORK=$(mktemp -d /tmp/ycsb-vs-pg.XXXXXX)
 chmod 755 "$WORK"  # the postgres user must reach its directories inside
-CHILD_PIDS=()      # our own children (Nyala daemons)
 PG_PID=""          # the postmaster (a child of pg_ctl, not of this shell)
 
-# Stops `pid` with SIGTERM (SIGINT for the postmaster: fast shutdown), SIGKILL after 20 s.
-stop_pid() {
-  local pid=$1 sig=${2:-TERM}
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -"$sig" "$pid" 2>/dev/null || true
-  for _ in $(seq 1 200); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "ycsb-vs-postgres: pid $pid did not stop; killing it" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
 cleanup() {
-  local pid
-  for pid in "${CHILD_PIDS[@]}"; do stop_pid "$pid"; done
+  stop_children
   [[ -n "$PG_PID" ]] && stop_pid "$PG_PID" INT
-  rm -rf "$WORK"
+  remove_work
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-# Prints the value of "[OVERALL], Throughput(ops/sec), X" in ycsb output file $1.
-ycsb_rate() { awk -F', ' '/^\[OVERALL\], Throughput/ {print $3}' "$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-
-log "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-PG_TPS=""
-GET_OPS=""
-SCAN_RATE=""
+log "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); workload $WORKLOAD"
 
 # ---- PostgreSQL ------------------------------------------------------------------
-if [[ "$SKIP_PG" == 0 ]]; then
+# pg_start <durable: 0|1>: a private cluster with kv loaded and prewarmed; sets PG_PID
+# and PGBENCH (the pgbench command line without its scripts and length).
+pg_start() {
+  local durable=$1
   AS_PG=()
   if [[ $(id -u) -eq 0 ]]; then
     id postgres >/dev/null 2>&1 || die "running as root needs the postgres user (package postgresql-15)"
@@ -131,25 +148,35 @@ if [[ "$SKIP_PG" == 0 ]]; then
   PGPORT=$(free_port)
   "${AS_PG[@]}" "$PG_BIN/initdb" -D "$WORK/pg" -U postgres --auth=trust -E UTF8 --no-sync \
     --no-instructions >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
+  local durability
+  if [[ $durable == 1 ]]; then
+    durability=$'fsync = on\nsynchronous_commit = on\nfull_page_writes = on'
+  else
+    durability=$'fsync = off\nsynchronous_commit = off\nfull_page_writes = off'
+  fi
   "${AS_PG[@]}" tee -a "$WORK/pg/postgresql.conf" >/dev/null <<CONF
 port = $PGPORT
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$WORK/pgsock'
 max_connections = $((PG_CLIENTS + 20))
 shared_buffers = 512MB
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+$durability
 CONF
   "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$WORK/pg" -l "$WORK/pg/server.log" -w -t 60 start >/dev/null ||
     { tail -20 "$WORK/pg/server.log" >&2; die "PostgreSQL did not start"; }
   PG_PID=$(head -1 "$WORK/pg/postmaster.pid")
   PSQL=("$PG_BIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d postgres -q -X -v ON_ERROR_STOP=1)
-  log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') (pid $PG_PID, port $PGPORT): loading $RECORDS rows"
+  log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') (pid $PG_PID, port $PGPORT):" \
+    "$("${PSQL[@]}" -At -F' ' -c "SELECT 'fsync=' || current_setting('fsync'),
+      'synchronous_commit=' || current_setting('synchronous_commit'),
+      'full_page_writes=' || current_setting('full_page_writes'),
+      'wal_sync_method=' || current_setting('wal_sync_method')")"
+  log "PostgreSQL: loading $RECORDS rows"
   "${PSQL[@]}" <<SQL
 CREATE TABLE kv (k bigint PRIMARY KEY, v text);
 INSERT INTO kv SELECT g, repeat('x', $FIELDLENGTH) FROM generate_series(1, $RECORDS) g;
 VACUUM ANALYZE kv;
+CHECKPOINT;
 SQL
   # Both sides read from memory: Nyala's 1M rows sit in its block cache after the load.
   "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_prewarm" \
@@ -159,85 +186,175 @@ SQL
 \set k random(1, $RECORDS)
 SELECT v FROM kv WHERE k = :k;
 SQL
-  log "PostgreSQL: pgbench -M prepared, point select by bigint PK, $PG_CLIENTS clients, ${SECONDS_PG}s"
-  "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PGPORT" -U postgres -n -M prepared -c "$PG_CLIENTS" -j 2 \
-    -T "$SECONDS_PG" -f "$WORK/select.sql" postgres >"$WORK/pgbench.out" 2>&1 ||
-    { cat "$WORK/pgbench.out" >&2; die "pgbench failed"; }
-  grep -E "number of transactions actually processed|latency average|^tps" "$WORK/pgbench.out"
-  PG_TPS=$(awk '/^tps = / {print $3; exit}' "$WORK/pgbench.out")
+  # A new value of $FIELDLENGTH bytes, random in its last 32 (YCSB's are random bytes).
+  cat >"$WORK/update.sql" <<SQL
+\set k random(1, $RECORDS)
+UPDATE kv SET v = lpad(md5(random()::text), $FIELDLENGTH, 'x') WHERE k = :k;
+SQL
+  PGBENCH=("$PG_BIN/pgbench" -h 127.0.0.1 -p "$PGPORT" -U postgres -n -M prepared
+           -c "$PG_CLIENTS" -j 2)
+}
+pg_stop() {
   stop_pid "$PG_PID" INT
   PG_PID=""
-fi
-
-# ---- Nyala -------------------------------------------------------------------------
-# start_daemon <name> <binary> <flagfile> [flags...]: prints its RPC address.
-start_daemon() {
-  local name=$1 binary=$2 flagfile=$3
-  shift 3
-  mkdir -p "$WORK/$name" "$WORK/logs"
-  # In a session of its own, like the postmaster (pg_ctl calls setsid): with the
-  # scheduler's autogroups each server then competes for CPU the same way. Not a group
-  # leader here, so setsid execs in place and $! is the daemon's PID.
-  setsid "$BIN/$binary" --flagfile="$ROOT/conf/$flagfile" --fs_data_dirs="$WORK/$name" \
-    --log_dir="$WORK/logs" --rpc_bind_addresses=127.0.0.1:0 --webserver_port=0 \
-    --webserver_interface=127.0.0.1 --server_dump_info_path="$WORK/$name.info" "$@" \
-    >"$WORK/logs/$name.out" 2>&1 &
-  local pid=$!
-  CHILD_PIDS+=("$pid")
-  for _ in $(seq 1 300); do
-    if [[ -s "$WORK/$name.info" ]]; then
-      awk -F= '/^rpc=/ {print $2; exit}' "$WORK/$name.info"
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || { tail -20 "$WORK/logs/$name.out" >&2; die "$name exited during start-up"; }
-    sleep 0.1
-  done
-  die "$name did not start within 30 s"
 }
 
-if [[ "$SKIP_NYALA" == 0 ]]; then
-  # Not in a subshell: start_daemon records the PIDs for cleanup.
-  start_daemon master nyala-master master.gflags >"$WORK/master.addr"
-  MASTER=$(cat "$WORK/master.addr")
-  # shellcheck disable=SC2086  # TSERVER_FLAGS is a list of flags
-  start_daemon tserver nyala-tserver tserver.gflags --tserver_master_addrs="$MASTER" \
-    ${TSERVER_FLAGS:-} >"$WORK/ts.addr"
-  log "Nyala: master $MASTER (pid ${CHILD_PIDS[0]}), tablet server $(cat "$WORK/ts.addr") (pid ${CHILD_PIDS[1]})"
-  COMMON=(-P "$HERE/ycsb/workloadc" -p master_addresses="$MASTER" -p recordcount="$RECORDS"
-          -p fieldcount="$FIELDCOUNT" -p fieldlength="$FIELDLENGTH")
-  # The load creates the table: retry until the tablet server has registered.
-  log "Nyala: ycsb load, $RECORDS records, 4 threads"
-  for attempt in $(seq 1 50); do
-    if "$BIN/ycsb" load "${COMMON[@]}" -threads 4 >"$WORK/load.out" 2>&1; then break; fi
-    [[ $attempt -eq 50 ]] && { cat "$WORK/load.out" >&2; die "ycsb load failed"; }
-    sleep 0.2
-  done
-  grep -E "OVERALL|INSERT\], Return" "$WORK/load.out"
-  log "Nyala: YCSB workload C, $YCSB_THREADS threads, Get API, $OPS reads"
-  "$BIN/ycsb" run "${COMMON[@]}" -p operationcount="$OPS" -p use_get_api=true \
-    -threads "$YCSB_THREADS" >"$WORK/get.out" 2>&1 || { cat "$WORK/get.out" >&2; die "ycsb run (Get) failed"; }
-  grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/get.out"
-  GET_OPS=$(ycsb_rate "$WORK/get.out")
-  log "Nyala: YCSB workload C, $YCSB_THREADS threads, one-row Scan, $SCAN_OPS reads"
-  "$BIN/ycsb" run "${COMMON[@]}" -p operationcount="$SCAN_OPS" -p use_get_api=false \
-    -threads "$YCSB_THREADS" >"$WORK/scan.out" 2>&1 || { cat "$WORK/scan.out" >&2; die "ycsb run (Scan) failed"; }
-  grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/scan.out"
-  SCAN_RATE=$(ycsb_rate "$WORK/scan.out")
-  # For the record: the Get API without the client's sharing of concurrent Gets.
-  log "Nyala: YCSB workload C, $YCSB_THREADS threads, Get API, one RPC per Get, $SCAN_OPS reads"
-  "$BIN/ycsb" run "${COMMON[@]}" -p operationcount="$SCAN_OPS" -p use_get_api=true \
-    -p share_gets=false -threads "$YCSB_THREADS" >"$WORK/get1.out" 2>&1 ||
-    { cat "$WORK/get1.out" >&2; die "ycsb run (unshared Get) failed"; }
-  grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/get1.out"
-  GET1_OPS=$(ycsb_rate "$WORK/get1.out")
-fi
+# ---- Workload C --------------------------------------------------------------------
+workload_c() {
+  local PG_TPS="" GET_OPS="" SCAN_RATE="" GET1_OPS=""
+  if [[ "$SKIP_PG" == 0 ]]; then
+    pg_start 0
+    log "PostgreSQL: pgbench -M prepared, point select by bigint PK, $PG_CLIENTS clients, ${SECONDS_PG}s"
+    "${PGBENCH[@]}" -T "$SECONDS_PG" -f "$WORK/select.sql" postgres >"$WORK/pgbench.out" 2>&1 ||
+      { cat "$WORK/pgbench.out" >&2; die "pgbench failed"; }
+    grep -E "number of transactions actually processed|latency average|^tps" "$WORK/pgbench.out"
+    PG_TPS=$(awk '/^tps = / {print $3; exit}' "$WORK/pgbench.out")
+    pg_stop
+  fi
 
-echo
-echo "== summary: $RECORDS rows; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
-[[ -n "$PG_TPS" ]] && printf "PostgreSQL pgbench -M prepared point select, %d clients: %12.0f tx/s\n" "$PG_CLIENTS" "$PG_TPS"
-[[ -n "$GET_OPS" ]] && printf "Nyala YCSB C, Get API, %d threads:                    %12.0f ops/s\n" "$YCSB_THREADS" "$GET_OPS"
-[[ -n "$SCAN_RATE" ]] && printf "Nyala YCSB C, one-row Scan, %d threads:              %12.0f ops/s\n" "$YCSB_THREADS" "$SCAN_RATE"
-[[ -n "$GET1_OPS" ]] && printf "Nyala YCSB C, Get API, one RPC per Get (share_gets=false): %6.0f ops/s\n" "$GET1_OPS"
-[[ -n "$GET_OPS" && -n "$SCAN_RATE" ]] && echo "Get / Scan:       $(ratio "$GET_OPS" "$SCAN_RATE")  (target >= 2.5)"
-[[ -n "$GET_OPS" && -n "$PG_TPS" ]] && echo "Get / PostgreSQL: $(ratio "$GET_OPS" "$PG_TPS")  (target >= 1.0)"
+  if [[ "$SKIP_NYALA" == 0 ]]; then
+    # shellcheck disable=SC2086  # TSERVER_FLAGS is a list of flags
+    start_cluster rf1 1 ${TSERVER_FLAGS:-}
+    local common=(-P "$HERE/ycsb/workloadc" -p master_addresses="${MASTER_ADDR[rf1]}"
+                  -p recordcount="$RECORDS" -p fieldcount="$FIELDCOUNT" -p fieldlength="$FIELDLENGTH")
+    log "Nyala: ycsb load, $RECORDS records, 4 threads"
+    ycsb_load rf1 "$WORK/load.out" "${common[@]}" -threads 4
+    log "Nyala: YCSB workload C, $YCSB_THREADS threads, Get API, $OPS reads"
+    "$BIN/ycsb" run "${common[@]}" -p operationcount="$OPS" -p use_get_api=true \
+      -threads "$YCSB_THREADS" >"$WORK/get.out" 2>&1 || { cat "$WORK/get.out" >&2; die "ycsb run (Get) failed"; }
+    grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/get.out"
+    GET_OPS=$(ycsb_rate "$WORK/get.out")
+    log "Nyala: YCSB workload C, $YCSB_THREADS threads, one-row Scan, $SCAN_OPS reads"
+    "$BIN/ycsb" run "${common[@]}" -p operationcount="$SCAN_OPS" -p use_get_api=false \
+      -threads "$YCSB_THREADS" >"$WORK/scan.out" 2>&1 || { cat "$WORK/scan.out" >&2; die "ycsb run (Scan) failed"; }
+    grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/scan.out"
+    SCAN_RATE=$(ycsb_rate "$WORK/scan.out")
+    # For the record: the Get API without the client's sharing of concurrent Gets.
+    log "Nyala: YCSB workload C, $YCSB_THREADS threads, Get API, one RPC per Get, $SCAN_OPS reads"
+    "$BIN/ycsb" run "${common[@]}" -p operationcount="$SCAN_OPS" -p use_get_api=true \
+      -p share_gets=false -threads "$YCSB_THREADS" >"$WORK/get1.out" 2>&1 ||
+      { cat "$WORK/get1.out" >&2; die "ycsb run (unshared Get) failed"; }
+    grep -E "OVERALL|\[READ\], (AverageLatency|99th|Return)" "$WORK/get1.out"
+    GET1_OPS=$(ycsb_rate "$WORK/get1.out")
+  fi
+
+  echo
+  echo "== summary: $RECORDS rows; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
+  [[ -n "$PG_TPS" ]] && printf "PostgreSQL pgbench -M prepared point select, %d clients: %12.0f tx/s\n" "$PG_CLIENTS" "$PG_TPS"
+  [[ -n "$GET_OPS" ]] && printf "Nyala YCSB C, Get API, %d threads:                    %12.0f ops/s\n" "$YCSB_THREADS" "$GET_OPS"
+  [[ -n "$SCAN_RATE" ]] && printf "Nyala YCSB C, one-row Scan, %d threads:              %12.0f ops/s\n" "$YCSB_THREADS" "$SCAN_RATE"
+  [[ -n "$GET1_OPS" ]] && printf "Nyala YCSB C, Get API, one RPC per Get (share_gets=false): %6.0f ops/s\n" "$GET1_OPS"
+  [[ -n "$GET_OPS" && -n "$SCAN_RATE" ]] && echo "Get / Scan:       $(ratio "$GET_OPS" "$SCAN_RATE")  (target >= 2.5)"
+  [[ -n "$GET_OPS" && -n "$PG_TPS" ]] && echo "Get / PostgreSQL: $(ratio "$GET_OPS" "$PG_TPS")  (target >= 1.0)"
+  return 0
+}
+
+# ---- Workload A --------------------------------------------------------------------
+# run_nyala_a <tag> <round>: one timed YCSB A run against cluster <tag>; prints and
+# records its ops/s in RATE_<tag>[round].
+declare -A RATE CPU_US CLIENT_US BUSY
+# per_op <seconds> <ops>: microseconds per operation.
+per_op() { awk -v c="$1" -v n="$2" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}'; }
+run_nyala_a() {
+  local tag=$1 r=$2 out="$WORK/a-$1-$2.out"
+  # shellcheck disable=SC2086  # TSERVER_PIDS is a list
+  measure ${TSERVER_PIDS[$tag]} -- "$BIN/ycsb" run -P "$HERE/ycsb/workloada" \
+    -p requestdistribution=uniform -p master_addresses="${MASTER_ADDR[$tag]}" \
+    -p recordcount="$RECORDS" -p fieldcount="$FIELDCOUNT" -p fieldlength="$FIELDLENGTH" \
+    -p operationcount=1000000000 -p maxexecutiontime="$SECONDS_RUN" \
+    -threads "$YCSB_THREADS" >"$out" 2>&1 || { cat "$out" >&2; die "ycsb run ($tag) failed"; }
+  RATE[$tag,$r]=$(ycsb_rate "$out")
+  local ops
+  ops=$(awk -F', ' '/\], Operations, / {n += $3} END {print n + 0}' "$out")
+  CPU_US[$tag,$r]=$(per_op "$RUN_CPU_TOTAL_S" "$ops")
+  CLIENT_US[$tag,$r]=$(per_op "$RUN_CLIENT_S" "$ops")
+  BUSY[$tag,$r]=$RUN_BUSY
+  log "Nyala $tag: $(printf '%.0f' "${RATE[$tag,$r]}") ops/s;" \
+    "$(awk -F', ' '/^\[(READ|UPDATE)\], AverageLatency/ {printf "%s avg %.2f ms; ", $1, $3 / 1000}' "$out")" \
+    "CPU per op: tablet servers ${CPU_US[$tag,$r]} µs (s per server: $RUN_CPU_S), ycsb" \
+    "${CLIENT_US[$tag,$r]} µs; machine ${RUN_BUSY}% busy"
+  local failed
+  failed=$(ycsb_failed "$out")
+  [[ $failed == 0 ]] || log "WARNING: $failed operations failed in the $tag run (counted in its rate)"
+}
+
+workload_a() {
+  local tags=() r t
+  if [[ "$SKIP_PG" == 0 ]]; then
+    pg_start 1
+    tags+=(pg)
+  fi
+  if [[ "$SKIP_NYALA" == 0 ]]; then
+    # shellcheck disable=SC2086  # TSERVER_FLAGS is a list of flags
+    start_cluster rf1 1 ${TSERVER_FLAGS:-}
+    tags+=(rf1)
+    if [[ "$SKIP_RF3" == 0 ]]; then
+      # shellcheck disable=SC2086
+      start_cluster rf3 3 ${TSERVER_FLAGS:-}
+      tags+=(rf3)
+    fi
+    for t in rf1 rf3; do
+      [[ $t == rf3 && "$SKIP_RF3" != 0 ]] && continue
+      log "Nyala $t: ycsb load, $RECORDS records, 4 threads, num_replicas=${t#rf}"
+      ycsb_load "$t" "$WORK/load-$t.out" -P "$HERE/ycsb/workloada" -p recordcount="$RECORDS" \
+        -p fieldcount="$FIELDCOUNT" -p fieldlength="$FIELDLENGTH" -p num_replicas="${t#rf}" -threads 4
+    done
+  fi
+  for ((r = 1; r <= ROUNDS; r++)); do
+    log "---- round $r of $ROUNDS: ${tags[*]}, ${SECONDS_RUN}s each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    for t in "${tags[@]}"; do
+      if [[ $t == pg ]]; then
+        log "PostgreSQL: pgbench -M prepared, select.sql@50 + update.sql@50, $PG_CLIENTS clients"
+        local pg0 pg1 txs
+        pg0=$(tree_ticks "$PG_PID")
+        measure -- "${PGBENCH[@]}" -T "$SECONDS_RUN" -f "$WORK/select.sql@50" -f "$WORK/update.sql@50" \
+          postgres >"$WORK/pgbench-$r.out" 2>&1 || { cat "$WORK/pgbench-$r.out" >&2; die "pgbench failed"; }
+        pg1=$(tree_ticks "$PG_PID")
+        RATE[pg,$r]=$(awk '/^tps = / {print $3; exit}' "$WORK/pgbench-$r.out")
+        txs=$(awk '/number of transactions actually processed/ {print $NF; exit}' "$WORK/pgbench-$r.out")
+        CPU_US[pg,$r]=$(per_op "$(awk -v t=$((pg1 - pg0)) 'BEGIN {print t / 100}')" "$txs")
+        CLIENT_US[pg,$r]=$(per_op "$RUN_CLIENT_S" "$txs")
+        BUSY[pg,$r]=$RUN_BUSY
+        log "PostgreSQL: $(printf '%.0f' "${RATE[pg,$r]}") tx/s;" \
+          "$(awk '/^SQL script 1:/ {s = "SELECT"} /^SQL script 2:/ {s = "UPDATE"}
+              /^ - latency average/ && s {printf "%s avg %s ms; ", s, $5}' "$WORK/pgbench-$r.out")" \
+          "CPU per op: server ${CPU_US[pg,$r]} µs, pgbench ${CLIENT_US[pg,$r]} µs; machine ${RUN_BUSY}% busy"
+        grep -E "failed|aborted" "$WORK/pgbench-$r.out" | grep -v ' 0 (0.000%)' || true
+      else
+        run_nyala_a "$t" "$r"
+      fi
+    done
+  done
+
+  echo
+  echo "== summary: YCSB A (50% reads, 50% updates, uniform), $RECORDS rows, ${SECONDS_RUN}s runs;" \
+    "pgbench $PG_CLIENTS clients, ycsb $YCSB_THREADS threads; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
+  printf "%-6s %12s %12s %12s %8s %8s %8s %s\n" round "PG tx/s" "RF1 ops/s" "RF3 ops/s" RF1/PG RF3/PG RF3/RF1 \
+    "server µs CPU/op PG, RF1, RF3 | client µs CPU/op PG, RF1, RF3 | machine busy % PG, RF1, RF3"
+  local rf1pg=() rf3pg=() rf3rf1=() pgs=() rf1s=() rf3s=()
+  for ((r = 1; r <= ROUNDS; r++)); do
+    local pg=${RATE[pg,$r]:-} a=${RATE[rf1,$r]:-} b=${RATE[rf3,$r]:-}
+    [[ -n $pg ]] && pgs+=("$pg")
+    [[ -n $a ]] && rf1s+=("$a")
+    [[ -n $b ]] && rf3s+=("$b")
+    [[ -n $pg && -n $a ]] && rf1pg+=("$(ratio "$a" "$pg")")
+    [[ -n $pg && -n $b ]] && rf3pg+=("$(ratio "$b" "$pg")")
+    [[ -n $a && -n $b ]] && rf3rf1+=("$(ratio "$b" "$a")")
+    printf "%-6s %12.0f %12.0f %12.0f %8s %8s %8s %s, %s, %s | %s, %s, %s | %s, %s, %s\n" \
+      "$r" "${pg:-0}" "${a:-0}" "${b:-0}" \
+      "$( [[ -n $pg && -n $a ]] && ratio "$a" "$pg" || echo -)" \
+      "$( [[ -n $pg && -n $b ]] && ratio "$b" "$pg" || echo -)" \
+      "$( [[ -n $a && -n $b ]] && ratio "$b" "$a" || echo -)" \
+      "${CPU_US[pg,$r]:--}" "${CPU_US[rf1,$r]:--}" "${CPU_US[rf3,$r]:--}" \
+      "${CLIENT_US[pg,$r]:--}" "${CLIENT_US[rf1,$r]:--}" "${CLIENT_US[rf3,$r]:--}" \
+      "${BUSY[pg,$r]:--}" "${BUSY[rf1,$r]:--}" "${BUSY[rf3,$r]:--}"
+  done
+  printf "%-6s %12s %12s %12s %8s %8s %8s\n" median "$(rounded "$(median "${pgs[@]}")")" \
+    "$(rounded "$(median "${rf1s[@]}")")" "$(rounded "$(median "${rf3s[@]}")")" "$(median "${rf1pg[@]}")" "$(median "${rf3pg[@]}")" "$(median "${rf3rf1[@]}")"
+  [[ ${#rf1pg[@]} -gt 0 ]] && echo "Nyala RF1 / PostgreSQL, median of the rounds' ratios: $(median "${rf1pg[@]}")  (target >= 1.0)"
+  [[ ${#rf3pg[@]} -gt 0 ]] && echo "Nyala RF3 / PostgreSQL, median of the rounds' ratios: $(median "${rf3pg[@]}")"
+  return 0
+}
+
+if [[ $WORKLOAD == c ]]; then workload_c; else workload_a; fi
 exit 0

@@ -5,19 +5,14 @@
 //   ycsb run  -P bench/ycsb/workloadc -p operationcount=1000000 -threads 100
 //        -p requestdistribution=zipfian -p use_get_api=true -p master_addresses=H:P
 //
-// Properties (YCSB CoreWorkload names): recordcount, operationcount, readproportion,
-// updateproportion, insertproportion, scanproportion, readmodifywriteproportion,
-// requestdistribution (uniform|zipfian|latest), maxscanlength, fieldcount,
-// fieldlength, table; Nyala's: master_addresses (required), use_get_api (true: reads
-// by the Get RPC; false: a one-row Scan), share_gets (true: concurrent one-key Gets
-// of a tablet share one RPC, the client's default; false: one RPC each),
-// num_tablets (hash buckets, load phase), client_reactors.
+// The properties are listed in kUsage below (`ycsb --help` prints it).
 #include <glog/logging.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <thread>
@@ -27,6 +22,41 @@
 
 namespace nyala::client::ycsb {
 namespace {
+
+constexpr const char* kUsage =
+    R"(usage: ycsb load|run -P workloadfile [-p name=value]... [-threads N]
+       ycsb --help
+
+load creates the table (dropping one of the same name) and inserts recordcount
+records; run runs the workload's operation mix against it. -P reads a YCSB workload
+property file (bench/ycsb/workload[a-f]); -p sets one property, overriding the file
+(later settings win). -threads N client threads (default 1). Prints YCSB's report
+lines ([OVERALL], Throughput(ops/sec), ...).
+
+YCSB CoreWorkload properties:
+  recordcount                records loaded, and the key space of run (1000)
+  operationcount             operations of run, split over the threads (1000)
+  maxexecutiontime           seconds after which run stops even if operationcount is
+                             not reached (0: no limit)
+  readproportion, updateproportion, insertproportion, scanproportion,
+  readmodifywriteproportion  the operation mix (0.95, 0.05, 0, 0, 0)
+  requestdistribution        uniform, zipfian or latest (uniform)
+  maxscanlength              longest scan, in rows (100)
+  fieldcount, fieldlength    non-key columns and their length in bytes (10, 100)
+  table                      the table's name (usertable)
+Nyala's:
+  master_addresses           the master(s), host:port,... (127.0.0.1:7051)
+  num_replicas               load: replicas of each tablet (1); the cluster needs that
+                             many live tablet servers
+  num_tablets                load: hash buckets of the key (4)
+  write_timeout_ms           deadline of each batch of writes from when it is sent,
+                             retries included (0: the client's RPC timeout, 10 s)
+  use_get_api                run: true reads by the Get RPC, false by a one-row Scan
+                             (true)
+  share_gets                 true: concurrent one-key Gets of a tablet share one RPC
+                             (the client's default); false: one RPC each (true)
+  client_reactors            the client's reactor threads (2)
+)";
 
 using Props = std::map<std::string, std::string>;
 
@@ -140,13 +170,15 @@ class Driver {
       sb.AddColumn("field" + std::to_string(f), DataType::kString);
     ASSIGN_OR_RETURN(Schema schema, sb.Build());
     auto creator = client_->NewTableCreator();
-    creator->table_name(table_name_).schema(schema).num_replicas(1);
+    creator->table_name(table_name_)
+        .schema(schema)
+        .num_replicas(int(GetI(props_, "num_replicas", 1)));
     creator->add_hash_partitions({"key"}, int32_t(GetI(props_, "num_tablets", 4)));
     RETURN_NOT_OK(creator->Create());
     ASSIGN_OR_RETURN(table_, client_->OpenTable(table_name_));
     OpStats& st = stats_["INSERT"];
     return RunThreads(threads, recordcount_, [&](int t, int64_t first, int64_t last) {
-      auto session = client_->NewSession();
+      auto session = NewSession();
       CHECK_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushBackground));
       std::mt19937_64 rng(t + 1);
       for (int64_t k = first; k < last; k++) {
@@ -157,7 +189,7 @@ class Driver {
       }
       Status s = session->Flush();
       if (!s.ok()) LOG(ERROR) << s.ToString();
-      st.failed += session->CountPendingErrors();
+      ReportWriteErrors(session.get(), &st);
     });
   }
 
@@ -173,10 +205,13 @@ class Driver {
     const bool use_get = Get(props_, "use_get_api", "true") == "true";
     const int64_t maxscan = GetI(props_, "maxscanlength", 100);
     next_insert_ = recordcount_;
+    const int64_t max_seconds = GetI(props_, "maxexecutiontime", 0);
+    const int64_t deadline_us = max_seconds > 0 ? GetMonoTimeMicros() + max_seconds * 1000 * 1000
+                                                : std::numeric_limits<int64_t>::max();
     ScrambledZipfian zipf;
     return RunThreads(
         threads, GetI(props_, "operationcount", 1000), [&](int t, int64_t first, int64_t last) {
-          auto session = client_->NewSession();
+          auto session = NewSession();
           std::mt19937_64 rng(1000 + t);
           std::uniform_real_distribution<double> coin(0, total);
           auto choose_key = [&]() -> uint64_t {
@@ -189,6 +224,7 @@ class Driver {
             double c = coin(rng);
             const char* name;
             const int64_t t0 = GetMonoTimeMicros();
+            if (t0 >= deadline_us) break;
             Status s;
             if ((c -= read) < 0) {
               name = "READ";
@@ -251,6 +287,29 @@ class Driver {
       CHECK_OK(op->Set(1 + col, Cell::String(value)));
     }
     return op;
+  }
+
+  std::shared_ptr<Session> NewSession() {
+    auto session = client_->NewSession();
+    const int64_t timeout_ms = GetI(props_, "write_timeout_ms", 0);
+    if (timeout_ms > 0) CHECK_OK(session->SetTimeout(MonoDelta::FromMilliseconds(timeout_ms)));
+    return session;
+  }
+
+  // Counts the session's failed writes into `st` and prints how many failed with each
+  // status (on stderr, like YCSB's errors).
+  static void ReportWriteErrors(Session* session, OpStats* st) {
+    std::vector<std::unique_ptr<WriteError>> errors;
+    bool overflowed = false;
+    session->GetPendingErrors(&errors, &overflowed);
+    const Session::WriteCounts counts = session->GetWriteCounts();
+    st->failed += counts.failed + counts.timed_out;
+    std::map<std::string, int64_t> by_status;
+    for (const auto& e : errors) by_status[e->status().ToString()]++;
+    for (const auto& [status, n] : by_status) {
+      fprintf(stderr, "%lld writes failed: %s\n", (long long)n, status.c_str());
+    }
+    if (overflowed) fprintf(stderr, "(more errors were dropped)\n");
   }
 
   Status Read(const std::string& key, bool use_get) {
@@ -316,8 +375,13 @@ class Driver {
 };
 
 int Main(int argc, char** argv) {
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+                    std::string(argv[1]) == "help")) {
+    fputs(kUsage, stdout);
+    return 0;
+  }
   if (argc < 2 || (std::string(argv[1]) != "load" && std::string(argv[1]) != "run")) {
-    fprintf(stderr, "usage: ycsb load|run -P workloadfile [-p name=value]... [-threads N]\n");
+    fputs(kUsage, stderr);
     return 2;
   }
   const bool load = std::string(argv[1]) == "load";
