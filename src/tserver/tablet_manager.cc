@@ -1,5 +1,7 @@
 #include "tserver/tablet_manager.h"
 
+#include <set>
+
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -305,26 +307,28 @@ size_t TabletManager::NumTablets() const {
   return tablets_.size();
 }
 
+void TabletManager::CompareWithExisting(const Tablet& existing, PendingCreate* p) {
+  const CreateTabletRequestPB& req = *p->req;
+  const TabletMetadataPB& m = existing.metadata();
+  if (m.table_id() == req.table_id() && m.table_name() == req.table_name() &&
+      MessageDifferencer::Equals(m.schema(), req.schema()) &&
+      MessageDifferencer::Equals(m.partition_schema(), req.partition_schema()) &&
+      MessageDifferencer::Equals(m.partition(), req.partition())) {
+    p->status = Status::OK();
+    return;
+  }
+  p->code = TabletServerErrorPB::TABLET_ALREADY_EXISTS;
+  p->status = Status::AlreadyPresent("tablet " + req.tablet_id() +
+                                     " already exists with another definition (table " +
+                                     m.table_name() + ")");
+}
+
 Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
                                    TabletServerErrorPB::Code* code) {
   *code = TabletServerErrorPB::UNKNOWN_ERROR;
   if (req.tablet_id().empty()) {
     *code = TabletServerErrorPB::INVALID_CONFIG;
     return Status::InvalidArgument("CreateTablet without a tablet id");
-  }
-  MutexLock admin(admin_mu_);
-  if (std::shared_ptr<Tablet> existing = Lookup(req.tablet_id())) {
-    const TabletMetadataPB& m = existing->metadata();
-    if (m.table_id() == req.table_id() && m.table_name() == req.table_name() &&
-        MessageDifferencer::Equals(m.schema(), req.schema()) &&
-        MessageDifferencer::Equals(m.partition_schema(), req.partition_schema()) &&
-        MessageDifferencer::Equals(m.partition(), req.partition())) {
-      return Status::OK();
-    }
-    *code = TabletServerErrorPB::TABLET_ALREADY_EXISTS;
-    return Status::AlreadyPresent("tablet " + req.tablet_id() +
-                                  " already exists with another definition (table " +
-                                  m.table_name() + ")");
   }
   auto schema = Schema::FromPB(req.schema());
   if (!schema.ok()) {
@@ -336,7 +340,9 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
     *code = TabletServerErrorPB::INVALID_SCHEMA;
     return pschema.status().CloneAndPrepend("partition schema");
   }
-  TabletMetadataPB meta;
+  PendingCreate p;
+  p.req = &req;
+  TabletMetadataPB& meta = p.meta;
   meta.set_tablet_id(req.tablet_id());
   meta.set_table_id(req.table_id());
   meta.set_table_name(req.table_name());
@@ -345,36 +351,108 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
   *meta.mutable_partition() = req.partition();
   meta.set_state(TABLET_DATA_READY);
   *meta.mutable_peers() = req.peers();
-  TabletStore* store = stores_[next_store_++ % stores_.size()].get();
-  RETURN_NOT_OK(store->CreateTabletMetadata(&meta));
-  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> tablet,
-                   Tablet::Open(std::move(meta), store, row_locks_.get(), metrics_));
-  if (runtime_ != nullptr) {
-    // Before the tablet is visible: no write may reach it without its group. The
-    // first peer the master listed campaigns at once (the master spreads the first
-    // places, so the leaders start spread); the others wait for it.
-    const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
-    Status s = StartGroup(tablet, first);
-    if (!s.ok()) {
-      WARN_NOT_OK(store->DropTablet(tablet->seq(), req.tablet_id()), "dropping tablet " + req.tablet_id());
-      return s.CloneAndPrepend("tablet " + req.tablet_id());
-    }
+  {
+    MutexLock q(create_mu_);
+    create_queue_.push_back(&p);
   }
   {
-    MutexLock l(mu_);
-    tablets_[req.tablet_id()] = tablet;
-    RecordChangeLocked(req.tablet_id(), false);
+    // Group commit: whoever holds admin_mu_ next takes every create queued by then,
+    // ours included unless an earlier holder took (and finished) it already.
+    MutexLock admin(admin_mu_);
+    std::vector<PendingCreate*> batch;
+    {
+      MutexLock q(create_mu_);
+      batch.swap(create_queue_);
+    }
+    if (!batch.empty()) CreateBatchLocked(batch);
   }
+  DCHECK(p.done);
+  *code = p.code;
+  if (!p.status.ok() || !p.tablet) return p.status;
   // A tablet of one replica elects itself within an fdatasync or two: answer once it
   // takes writes, so a table of such tablets is writable when its creation is done.
   if (runtime_ != nullptr && req.peers_size() <= 1 &&
-      !tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+      !p.tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
     LOG(WARNING) << "tablet " << req.tablet_id() << " has no leader 5 s after its creation";
   }
-  LOG(INFO) << "created tablet " << req.tablet_id() << " of table " << req.table_name() << " ("
-            << req.table_id() << ") seq " << tablet->seq() << " in " << store->path();
-  NotifyChange();
   return Status::OK();
+}
+
+void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) {
+  // Tablets that exist, or that come twice in this batch (a retry racing the first
+  // call), are compared with the one created; the others are created, per store.
+  std::vector<PendingCreate*> again;
+  std::map<TabletStore*, std::vector<PendingCreate*>> by_store;
+  std::set<std::string> ids;
+  for (PendingCreate* p : batch) {
+    if (std::shared_ptr<Tablet> existing = Lookup(p->req->tablet_id())) {
+      CompareWithExisting(*existing, p);
+      p->done = true;
+    } else if (!ids.insert(p->req->tablet_id()).second) {
+      again.push_back(p);
+    } else {
+      by_store[stores_[next_store_++ % stores_.size()].get()].push_back(p);
+    }
+  }
+  int created = 0;
+  for (auto& [store, ps] : by_store) {
+    std::vector<TabletMetadataPB*> metas;
+    for (PendingCreate* p : ps) metas.push_back(&p->meta);
+    // One synced batch holds the metadata of all of them.
+    if (Status s = store->CreateTabletsMetadata(metas); !s.ok()) {
+      for (PendingCreate* p : ps) {
+        p->status = s;
+        p->done = true;
+      }
+      continue;
+    }
+    for (PendingCreate* p : ps) {
+      const CreateTabletRequestPB& req = *p->req;
+      p->done = true;
+      auto tablet = Tablet::Open(std::move(p->meta), store, row_locks_.get(), metrics_);
+      if (!tablet.ok()) {
+        p->status = tablet.status();
+        continue;
+      }
+      if (runtime_ != nullptr) {
+        // Before the tablet is visible: no write may reach it without its group. The
+        // first peer the master listed campaigns at once (the master spreads the
+        // first places, so the leaders start spread); the others wait for it.
+        const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
+        Status s = StartGroup(*tablet, first);
+        if (!s.ok()) {
+          WARN_NOT_OK(store->DropTablet((*tablet)->seq(), req.tablet_id()),
+                      "dropping tablet " + req.tablet_id());
+          p->status = s.CloneAndPrepend("tablet " + req.tablet_id());
+          continue;
+        }
+      }
+      {
+        MutexLock l(mu_);
+        tablets_[req.tablet_id()] = *tablet;
+        RecordChangeLocked(req.tablet_id(), false);
+      }
+      p->tablet = *tablet;
+      p->status = Status::OK();
+      created++;
+      LOG(INFO) << "created tablet " << req.tablet_id() << " of table " << req.table_name()
+                << " (" << req.table_id() << ") seq " << p->tablet->seq() << " in "
+                << store->path();
+    }
+  }
+  for (PendingCreate* p : again) {
+    if (std::shared_ptr<Tablet> existing = Lookup(p->req->tablet_id())) {
+      CompareWithExisting(*existing, p);
+    } else {
+      p->status = Status::ServiceUnavailable("tablet " + p->req->tablet_id() +
+                                             " was being created by another call that failed");
+    }
+    p->done = true;
+  }
+  if (batch.size() > 1) {
+    VLOG(1) << "created " << created << " tablets in one batch of " << batch.size();
+  }
+  if (created > 0) NotifyChange();
 }
 
 Status TabletManager::DeleteTablet(const std::string& tablet_id) {

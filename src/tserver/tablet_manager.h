@@ -30,6 +30,7 @@
 #include "common/status.h"
 #include "master/master.pb.h"
 #include "tserver/tablet.h"
+#include "tserver/tablet_metadata.pb.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver_admin.pb.h"
 
@@ -86,7 +87,9 @@ class TabletManager {
   // Creates the tablet `req` describes. Identical to an existing tablet: OK, nothing
   // done. On failure `*code` says why: TABLET_ALREADY_EXISTS (another definition
   // under that id), INVALID_SCHEMA (bad schema or partition schema), UNKNOWN_ERROR
-  // (storage).
+  // (storage). Returns once the tablet's metadata is synced and its Raft group runs.
+  // Concurrent calls are group-committed: the creates that queue while one batch is
+  // being written go together in the next, one synced metadata write per data dir.
   Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);
   // Deletes the tablet, its rows and request records, and its per-tablet metrics.
   // NotFound if there is no such tablet.
@@ -127,9 +130,28 @@ class TabletManager {
   std::unique_ptr<RowLocks> row_locks_;
   std::vector<std::unique_ptr<TabletStore>> stores_;
 
-  // Serializes CreateTablet and DeleteTablet (they do disk I/O outside mu_).
+  // A CreateTablet call waiting for its batch (CreateTablet, CreateQueuedLocked).
+  struct PendingCreate {
+    const CreateTabletRequestPB* req;
+    TabletMetadataPB meta;  // checked and filled in before it is queued
+    bool done = false;      // set, with the outcome, by the batch that took it
+    Status status;
+    TabletServerErrorPB::Code code = TabletServerErrorPB::UNKNOWN_ERROR;
+    std::shared_ptr<Tablet> tablet;  // the tablet created (null: existed, or failed)
+  };
+  // Creates the tablets of `batch` (taken from create_queue_): one synced metadata
+  // write per store, then each tablet's Raft group. Marks each done.
+  void CreateBatchLocked(const std::vector<PendingCreate*>& batch) REQUIRES(admin_mu_);
+  // The outcome of creating `p` when a tablet of its id exists already.
+  void CompareWithExisting(const Tablet& existing, PendingCreate* p);
+
+  // Serializes creating (a batch at a time) and deleting tablets (they do disk I/O
+  // outside mu_). Acquired before create_mu_.
   Mutex admin_mu_;
   size_t next_store_ GUARDED_BY(admin_mu_) = 0;
+  // Creates waiting for the next batch.
+  Mutex create_mu_;
+  std::vector<PendingCreate*> create_queue_ GUARDED_BY(create_mu_);
 
   mutable Mutex mu_;
   // Looked up by string_view without building a std::string (a tablet id is longer
