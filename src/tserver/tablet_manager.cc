@@ -1,13 +1,13 @@
 #include "tserver/tablet_manager.h"
 
-#include <set>
-
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <google/protobuf/util/message_differencer.h>
 
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <unordered_set>
 
 #include "common/monotime.h"
@@ -456,30 +456,81 @@ void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) 
 }
 
 Status TabletManager::DeleteTablet(const std::string& tablet_id) {
-  MutexLock admin(admin_mu_);
-  std::shared_ptr<Tablet> tablet = Lookup(tablet_id);
-  if (!tablet) return Status::NotFound("no tablet " + tablet_id);
-  if (runtime_ != nullptr && tablet->group()) {
-    // Writes waiting for the group get Aborted; nothing is applied from here on.
-    WARN_NOT_OK(runtime_->RemoveGroup(tablet->group()->id()),
-                "removing the Raft group of tablet " + tablet_id);
-  }
-  tablet->MarkDeleted();  // waits for running writes and gets
-  TabletMetadataPB tombstone = tablet->metadata();
-  tombstone.set_state(TABLET_DATA_DELETED);
-  RETURN_NOT_OK_PREPEND(tablet->store()->PutTabletMetadata(tombstone), "tombstone");
+  PendingDelete p;
+  p.tablet_id = &tablet_id;
   {
-    MutexLock l(mu_);
-    tablets_.erase(tablet_id);
-    RecordChangeLocked(tablet_id, true);
+    MutexLock q(create_mu_);
+    delete_queue_.push_back(&p);
   }
-  if (metrics_) TabletMetrics::RemoveFromRegistry(metrics_->registry, tablet_id);
-  NotifyChange();
-  // The tombstone makes the next start finish this if it fails or we crash.
-  RETURN_NOT_OK_PREPEND(tablet->store()->DropTablet(tablet->seq(), tablet_id),
-                        "dropping the rows of tablet " + tablet_id);
-  LOG(INFO) << "deleted tablet " << tablet_id;
-  return Status::OK();
+  {
+    MutexLock admin(admin_mu_);  // group commit, as in CreateTablet
+    std::vector<PendingDelete*> batch;
+    {
+      MutexLock q(create_mu_);
+      batch.swap(delete_queue_);
+    }
+    if (!batch.empty()) DeleteBatchLocked(batch);
+  }
+  DCHECK(p.done);
+  return p.status;
+}
+
+void TabletManager::DeleteBatchLocked(const std::vector<PendingDelete*>& batch) {
+  struct Doomed {
+    PendingDelete* p;
+    std::shared_ptr<Tablet> tablet;
+    TabletMetadataPB tombstone;
+  };
+  std::map<TabletStore*, std::vector<Doomed>> by_store;
+  std::set<std::string> ids;
+  for (PendingDelete* p : batch) {
+    const std::string& id = *p->tablet_id;
+    p->done = true;
+    std::shared_ptr<Tablet> tablet = Lookup(id);
+    if (!tablet || !ids.insert(id).second) {
+      p->status = Status::NotFound("no tablet " + id);
+      continue;
+    }
+    if (runtime_ != nullptr && tablet->group()) {
+      // Writes waiting for the group get Aborted; nothing is applied from here on.
+      WARN_NOT_OK(runtime_->RemoveGroup(tablet->group()->id()),
+                  "removing the Raft group of tablet " + id);
+    }
+    tablet->MarkDeleted();  // waits for running writes and gets
+    TabletMetadataPB tombstone = tablet->metadata();
+    tombstone.set_state(TABLET_DATA_DELETED);
+    TabletStore* store = tablet->store();
+    by_store[store].push_back(Doomed{p, std::move(tablet), std::move(tombstone)});
+  }
+  bool changed = false;
+  for (auto& [store, doomed] : by_store) {
+    std::vector<const TabletMetadataPB*> tombstones;
+    for (const Doomed& d : doomed) tombstones.push_back(&d.tombstone);
+    // The tombstones make the next start finish this if it fails or we crash.
+    if (Status s = store->PutTabletsMetadata(tombstones); !s.ok()) {
+      for (Doomed& d : doomed) d.p->status = s.CloneAndPrepend("tombstone");
+      continue;
+    }
+    {
+      MutexLock l(mu_);
+      for (const Doomed& d : doomed) {
+        tablets_.erase(*d.p->tablet_id);
+        RecordChangeLocked(*d.p->tablet_id, true);
+      }
+    }
+    changed = true;
+    std::vector<std::pair<uint64_t, std::string>> drops;
+    for (const Doomed& d : doomed) {
+      if (metrics_) TabletMetrics::RemoveFromRegistry(metrics_->registry, *d.p->tablet_id);
+      drops.emplace_back(d.tablet->seq(), *d.p->tablet_id);
+    }
+    Status s = store->DropTablets(drops);
+    for (Doomed& d : doomed) {
+      d.p->status = s.ok() ? s : s.CloneAndPrepend("dropping the rows of tablet " + *d.p->tablet_id);
+      if (s.ok()) LOG(INFO) << "deleted tablet " << *d.p->tablet_id;
+    }
+  }
+  if (changed) NotifyChange();
 }
 
 int64_t TabletManager::RecordChangeLocked(const std::string& id, bool deleted) {

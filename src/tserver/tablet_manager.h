@@ -92,7 +92,8 @@ class TabletManager {
   // being written go together in the next, one synced metadata write per data dir.
   Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);
   // Deletes the tablet, its rows and request records, and its per-tablet metrics.
-  // NotFound if there is no such tablet.
+  // NotFound if there is no such tablet. Concurrent calls are group-committed like
+  // creates.
   Status DeleteTablet(const std::string& tablet_id);
 
   // --- Tablet reports (heartbeater.h).
@@ -139,6 +140,15 @@ class TabletManager {
     TabletServerErrorPB::Code code = TabletServerErrorPB::UNKNOWN_ERROR;
     std::shared_ptr<Tablet> tablet;  // the tablet created (null: existed, or failed)
   };
+  // A DeleteTablet call waiting for its batch.
+  struct PendingDelete {
+    const std::string* tablet_id;
+    bool done = false;
+    Status status;
+  };
+  // Deletes the tablets of `batch` (taken from delete_queue_), a few synced writes
+  // per store for all of them. Marks each done.
+  void DeleteBatchLocked(const std::vector<PendingDelete*>& batch) REQUIRES(admin_mu_);
   // Creates the tablets of `batch` (taken from create_queue_): one synced metadata
   // write per store, then each tablet's Raft group. Marks each done.
   void CreateBatchLocked(const std::vector<PendingCreate*>& batch) REQUIRES(admin_mu_);
@@ -152,6 +162,7 @@ class TabletManager {
   // Creates waiting for the next batch.
   Mutex create_mu_;
   std::vector<PendingCreate*> create_queue_ GUARDED_BY(create_mu_);
+  std::vector<PendingDelete*> delete_queue_ GUARDED_BY(create_mu_);
 
   mutable Mutex mu_;
   // Looked up by string_view without building a std::string (a tablet id is longer

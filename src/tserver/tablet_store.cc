@@ -604,30 +604,55 @@ Status TabletStore::CreateTabletsMetadata(const std::vector<TabletMetadataPB*>& 
 }
 
 Status TabletStore::PutTabletMetadata(const TabletMetadataPB& meta) {
+  return PutTabletsMetadata({&meta});
+}
+
+Status TabletStore::PutTabletsMetadata(const std::vector<const TabletMetadataPB*>& metas) {
+  rocksdb::WriteBatch batch;
+  for (const TabletMetadataPB* m : metas) {
+    RETURN_NOT_OK(FromRocks(
+        batch.Put(meta_cf_, kTabletMetaPrefix + m->tablet_id(), m->SerializeAsString())));
+  }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  return FromRocks(
-      db_->Put(wo, meta_cf_, kTabletMetaPrefix + meta.tablet_id(), meta.SerializeAsString()),
-      "writing tablet metadata");
+  return FromRocks(db_->Write(wo, &batch), "writing tablet metadata");
 }
 
 Status TabletStore::DropTablet(uint64_t seq, const std::string& tablet_id) {
+  return DropTablets({{seq, tablet_id}});
+}
+
+Status TabletStore::DropTablets(const std::vector<std::pair<uint64_t, std::string>>& tablets) {
+  if (tablets.empty()) return Status::OK();
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  const std::string begin = TabletPrefix(seq), end = TabletPrefix(seq + 1);
   rocksdb::WriteBatch batch;
-  RETURN_NOT_OK(FromRocks(batch.DeleteRange(requests_cf_, begin, end)));
-  RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, AppliedStateKey(seq))));
-  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping request records"));
-  if (std::shared_ptr<TabletRows> rows = Rows(seq)) {
-    // The files go once the last holder of `rows` (the tablet, an open scan) lets go.
-    RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(rows->cf_), "dropping the rows"));
-    MutexLock l(rows_mu_);
-    rows_.erase(seq);
+  for (const auto& [seq, id] : tablets) {
+    RETURN_NOT_OK(FromRocks(batch.DeleteRange(requests_cf_, TabletPrefix(seq), TabletPrefix(seq + 1))));
+    RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, AppliedStateKey(seq))));
   }
-  RETURN_NOT_OK(FromRocks(db_->Delete(wo, meta_cf_, kTabletMetaPrefix + tablet_id),
-                          "dropping tablet metadata"));
-  return Status::OK();
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping request records"));
+  // The files go once the last holder of each family (its tablet, an open scan) lets go.
+  std::vector<std::shared_ptr<TabletRows>> rows;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  for (const auto& [seq, id] : tablets) {
+    if (std::shared_ptr<TabletRows> r = Rows(seq)) {
+      handles.push_back(r->cf_);
+      rows.push_back(std::move(r));
+    }
+  }
+  if (!handles.empty()) {
+    // May drop some and fail on others; a retry (or the tombstone at the next start)
+    // drops the rest, and dropping a dropped family again is harmless.
+    RETURN_NOT_OK(FromRocks(db_->DropColumnFamilies(handles), "dropping the rows"));
+    MutexLock l(rows_mu_);
+    for (const auto& r : rows) rows_.erase(r->seq());
+  }
+  batch.Clear();
+  for (const auto& [seq, id] : tablets) {
+    RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, kTabletMetaPrefix + id)));
+  }
+  return FromRocks(db_->Write(wo, &batch), "dropping tablet metadata");
 }
 
 Status TabletStore::Write(StoreWriteBatch* batch) {

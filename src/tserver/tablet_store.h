@@ -230,10 +230,16 @@ class TabletStore {
   Status CreateTabletsMetadata(const std::vector<TabletMetadataPB*>& metas);
   // Overwrites the stored metadata of meta.tablet_id() (e.g. a tombstone).
   Status PutTabletMetadata(const TabletMetadataPB& meta);
+  // The same for several tablets, in one synced batch.
+  Status PutTabletsMetadata(const std::vector<const TabletMetadataPB*>& metas);
   // Drops the request records (DeleteRange) and the rows family of tablet `seq`,
   // then the metadata of `tablet_id`. Write a tombstone first so a crash in between
   // is finished later; finishing it again is harmless.
   Status DropTablet(uint64_t seq, const std::string& tablet_id);
+  // DropTablet of several tablets (seq, tablet id) at once: two synced batches and one
+  // DropColumnFamilies call (which rewrites RocksDB's OPTIONS file, listing every
+  // family, once rather than per tablet).
+  Status DropTablets(const std::vector<std::pair<uint64_t, std::string>>& tablets);
 
   // --- Rows (one column family per tablet).
   // The rows family of tablet `seq`; null when the store has none (the tablet was
