@@ -88,7 +88,114 @@ Status TabletManager::OpenStore(const std::string& dir) {
 Status TabletManager::Open() {
   if (data_dirs_.empty()) return Status::InvalidArgument("no data dirs");
   for (const std::string& dir : data_dirs_) RETURN_NOT_OK(OpenStore(dir));
+  admin_thread_ = std::thread([this] { AdminLoop(); });
   return Status::OK();
+}
+
+void TabletManager::AdminLoop() {
+  pthread_setname_np(pthread_self(), "tablet-admin");
+  for (;;) {
+    {
+      UniqueLock l(create_mu_);
+      admin_cv_.wait(l, [this]() REQUIRES(create_mu_) {
+        return admin_stop_ || !create_queue_.empty() || !delete_queue_.empty();
+      });
+      if (admin_stop_) break;
+    }
+    RunQueued();
+  }
+  // Stopping: answer what is still queued without doing it (the master retries).
+  std::vector<PendingCreate*> creates;
+  std::vector<PendingDelete*> deletes;
+  {
+    MutexLock q(create_mu_);
+    for (PendingCreate* p : create_queue_) {
+      if (p->callback) creates.push_back(p);
+    }
+    for (PendingDelete* p : delete_queue_) {
+      if (p->callback) deletes.push_back(p);
+    }
+    std::erase_if(create_queue_, [](PendingCreate* p) { return bool(p->callback); });
+    std::erase_if(delete_queue_, [](PendingDelete* p) { return bool(p->callback); });
+  }
+  const Status stopping = Status::ServiceUnavailable("the tablet server is shutting down");
+  for (PendingCreate* p : creates) {
+    p->callback(stopping, TabletServerErrorPB::UNKNOWN_ERROR);
+    delete p;
+  }
+  for (PendingDelete* p : deletes) {
+    p->callback(stopping);
+    delete p;
+  }
+}
+
+void TabletManager::RunQueued() {
+  std::vector<PendingCreate*> creates;
+  std::vector<PendingDelete*> deletes;
+  {
+    MutexLock admin(admin_mu_);
+    {
+      MutexLock q(create_mu_);
+      creates.swap(create_queue_);
+      deletes.swap(delete_queue_);
+    }
+    if (!creates.empty()) CreateBatchLocked(creates);
+    if (!deletes.empty()) DeleteBatchLocked(deletes);
+    // A synchronous caller may return (its request gone) as soon as admin_mu_ is free:
+    // keep only the asynchronous requests, which are ours to answer.
+    std::erase_if(creates, [](PendingCreate* p) { return !p->callback; });
+    std::erase_if(deletes, [](PendingDelete* p) { return !p->callback; });
+  }
+  // The asynchronous ones are answered here (a synchronous caller reads its own
+  // outcome once it holds admin_mu_). A tablet of one replica elects itself within an
+  // fdatasync or two: it is answered once it takes writes, so a table of such tablets
+  // is writable when its creation is done.
+  for (PendingCreate* p : creates) {
+    if (p->status.ok() && p->tablet && runtime_ != nullptr && p->req->peers_size() <= 1 &&
+        !p->tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+      LOG(WARNING) << "tablet " << p->req->tablet_id() << " has no leader 5 s after its creation";
+    }
+    p->callback(p->status, p->code);
+    delete p;
+  }
+  for (PendingDelete* p : deletes) {
+    p->callback(p->status);
+    delete p;
+  }
+}
+
+void TabletManager::CreateTabletAsync(const CreateTabletRequestPB* req, CreateDone done) {
+  auto p = std::make_unique<PendingCreate>();
+  p->req = req;
+  if (Status s = PrepareCreate(*req, p.get()); !s.ok()) return done(s, p->code);
+  p->callback = std::move(done);
+  {
+    MutexLock q(create_mu_);
+    if (!admin_stop_ && admin_thread_.joinable()) {
+      create_queue_.push_back(p.release());
+      admin_cv_.notify_one();
+      return;
+    }
+  }
+  p->callback(Status::ServiceUnavailable("the tablet server is shutting down"),
+              TabletServerErrorPB::UNKNOWN_ERROR);
+}
+
+void TabletManager::DeleteTabletAsync(std::string tablet_id,
+                                      std::function<void(const Status&)> done) {
+  auto p = std::make_unique<PendingDelete>();
+  p->id_storage = std::move(tablet_id);
+  p->tablet_id = &p->id_storage;
+  p->callback = std::move(done);
+  {
+    MutexLock q(create_mu_);
+    if (!admin_stop_ && admin_thread_.joinable()) {
+      delete_queue_.push_back(p.release());
+      admin_cv_.notify_one();
+      return;
+    }
+  }
+  p->callback(Status::ServiceUnavailable("the tablet server is shutting down"));
 }
 
 Status TabletManager::LoadRequestRecords(RequestTracker* tracker) {
@@ -273,7 +380,17 @@ std::string TabletManager::UuidOfPeer(uint64_t id) const {
   return it == peer_uuids_.end() ? std::string() : it->second;
 }
 
+void TabletManager::StopAdminThread() {
+  {
+    MutexLock q(create_mu_);
+    admin_stop_ = true;
+    admin_cv_.notify_all();
+  }
+  if (admin_thread_.joinable()) admin_thread_.join();
+}
+
 void TabletManager::Shutdown() {
+  StopAdminThread();
   {
     MutexLock l(reporter_mu_);
     reporter_stop_ = true;
@@ -323,26 +440,24 @@ void TabletManager::CompareWithExisting(const Tablet& existing, PendingCreate* p
                                      m.table_name() + ")");
 }
 
-Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
-                                   TabletServerErrorPB::Code* code) {
-  *code = TabletServerErrorPB::UNKNOWN_ERROR;
+Status TabletManager::PrepareCreate(const CreateTabletRequestPB& req, PendingCreate* p) {
+  p->req = &req;
+  p->code = TabletServerErrorPB::UNKNOWN_ERROR;
   if (req.tablet_id().empty()) {
-    *code = TabletServerErrorPB::INVALID_CONFIG;
+    p->code = TabletServerErrorPB::INVALID_CONFIG;
     return Status::InvalidArgument("CreateTablet without a tablet id");
   }
   auto schema = Schema::FromPB(req.schema());
   if (!schema.ok()) {
-    *code = TabletServerErrorPB::INVALID_SCHEMA;
+    p->code = TabletServerErrorPB::INVALID_SCHEMA;
     return schema.status().CloneAndPrepend("schema");
   }
   auto pschema = PartitionSchema::FromPB(req.partition_schema(), *schema);
   if (!pschema.ok()) {
-    *code = TabletServerErrorPB::INVALID_SCHEMA;
+    p->code = TabletServerErrorPB::INVALID_SCHEMA;
     return pschema.status().CloneAndPrepend("partition schema");
   }
-  PendingCreate p;
-  p.req = &req;
-  TabletMetadataPB& meta = p.meta;
+  TabletMetadataPB& meta = p->meta;
   meta.set_tablet_id(req.tablet_id());
   meta.set_table_id(req.table_id());
   meta.set_table_name(req.table_name());
@@ -351,22 +466,27 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
   *meta.mutable_partition() = req.partition();
   meta.set_state(TABLET_DATA_READY);
   *meta.mutable_peers() = req.peers();
+  return Status::OK();
+}
+
+Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
+                                   TabletServerErrorPB::Code* code) {
+  PendingCreate p;
+  if (Status s = PrepareCreate(req, &p); !s.ok()) {
+    *code = p.code;
+    return s;
+  }
   {
     MutexLock q(create_mu_);
     create_queue_.push_back(&p);
   }
+  // Group commit: whoever holds admin_mu_ next takes every create queued by then,
+  // ours included unless an earlier holder took (and finished) it already.
+  RunQueued();
   {
-    // Group commit: whoever holds admin_mu_ next takes every create queued by then,
-    // ours included unless an earlier holder took (and finished) it already.
-    MutexLock admin(admin_mu_);
-    std::vector<PendingCreate*> batch;
-    {
-      MutexLock q(create_mu_);
-      batch.swap(create_queue_);
-    }
-    if (!batch.empty()) CreateBatchLocked(batch);
+    MutexLock admin(admin_mu_);  // ours is done once no batch holding it runs
+    DCHECK(p.done);
   }
-  DCHECK(p.done);
   *code = p.code;
   if (!p.status.ok() || !p.tablet) return p.status;
   // A tablet of one replica elects itself within an fdatasync or two: answer once it
@@ -462,15 +582,8 @@ Status TabletManager::DeleteTablet(const std::string& tablet_id) {
     MutexLock q(create_mu_);
     delete_queue_.push_back(&p);
   }
-  {
-    MutexLock admin(admin_mu_);  // group commit, as in CreateTablet
-    std::vector<PendingDelete*> batch;
-    {
-      MutexLock q(create_mu_);
-      batch.swap(delete_queue_);
-    }
-    if (!batch.empty()) DeleteBatchLocked(batch);
-  }
+  RunQueued();  // group commit, as in CreateTablet
+  MutexLock admin(admin_mu_);
   DCHECK(p.done);
   return p.status;
 }

@@ -91,6 +91,19 @@ class TabletManager {
   // Concurrent calls are group-committed: the creates that queue while one batch is
   // being written go together in the next, one synced metadata write per data dir.
   Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);
+  // The admin service's forms of CreateTablet and DeleteTablet: they queue the
+  // request and return; `done` runs once the outcome is known, on the manager's admin
+  // thread, which takes every request queued meanwhile as one batch (an RPC thread
+  // that waited instead would see one call at a time: the RPC layer runs the calls of
+  // one connection's read one after another). `req` must stay valid until `done`.
+  // After Shutdown() began, `done` gets ServiceUnavailable.
+  using CreateDone = std::function<void(const Status&, TabletServerErrorPB::Code)>;
+  void CreateTabletAsync(const CreateTabletRequestPB* req, CreateDone done);
+  void DeleteTabletAsync(std::string tablet_id, std::function<void(const Status&)> done);
+  // Answers the queued asynchronous requests with ServiceUnavailable and stops the
+  // admin thread; later ones are answered so at once. Before the RPC services stop
+  // (their calls are answered from that thread). Shutdown() calls it too.
+  void StopAdminThread();
   // Deletes the tablet, its rows and request records, and its per-tablet metrics.
   // NotFound if there is no such tablet. Concurrent calls are group-committed like
   // creates.
@@ -139,13 +152,22 @@ class TabletManager {
     Status status;
     TabletServerErrorPB::Code code = TabletServerErrorPB::UNKNOWN_ERROR;
     std::shared_ptr<Tablet> tablet;  // the tablet created (null: existed, or failed)
+    CreateDone callback;  // set: queued by CreateTabletAsync, deleted once answered
   };
+  // Checks `req` and fills p->meta (p->code: why not).
+  static Status PrepareCreate(const CreateTabletRequestPB& req, PendingCreate* p);
   // A DeleteTablet call waiting for its batch.
   struct PendingDelete {
     const std::string* tablet_id;
     bool done = false;
     Status status;
+    std::string id_storage;                      // DeleteTabletAsync's id
+    std::function<void(const Status&)> callback;  // set: queued by DeleteTabletAsync
   };
+  // Takes both queues and runs them as batches (admin_mu_ held), then answers the
+  // asynchronous requests among them (admin_mu_ released).
+  void RunQueued() EXCLUDES(admin_mu_, create_mu_);
+  void AdminLoop();
   // Deletes the tablets of `batch` (taken from delete_queue_), a few synced writes
   // per store for all of them. Marks each done.
   void DeleteBatchLocked(const std::vector<PendingDelete*>& batch) REQUIRES(admin_mu_);
@@ -163,6 +185,9 @@ class TabletManager {
   Mutex create_mu_;
   std::vector<PendingCreate*> create_queue_ GUARDED_BY(create_mu_);
   std::vector<PendingDelete*> delete_queue_ GUARDED_BY(create_mu_);
+  CondVar admin_cv_;  // with create_mu_: something queued, or stopping
+  bool admin_stop_ GUARDED_BY(create_mu_) = false;
+  std::thread admin_thread_;  // AdminLoop, from Open() to Shutdown()
 
   mutable Mutex mu_;
   // Looked up by string_view without building a std::string (a tablet id is longer
