@@ -6,6 +6,7 @@
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "common/test_util.h"
@@ -13,6 +14,7 @@
 
 DECLARE_int32(tserver_unresponsive_timeout_ms);
 DECLARE_int32(tablet_creation_timeout_ms);
+DECLARE_int32(master_max_tablet_rpcs_per_ts);
 
 namespace nyala::master {
 
@@ -859,6 +861,29 @@ TEST_F(CatalogManagerTest, TabletNotCreatedInTimeIsReplacedElsewhere) {
   ASSERT_NO_FATAL_FAILURE(RestartCatalog());
   HeartbeatAll();
   EXPECT_EQ(locs.SerializeAsString(), Locations(id).SerializeAsString());
+}
+
+TEST_F(CatalogManagerTest, TabletRpcsInFlightPerServerAreCapped) {
+  // A table of many tablets is not sent to a server all at once (it would overflow the
+  // server's admin queue, and the calls turned away would back off for seconds).
+  gflags::FlagSaver saver;
+  FLAGS_master_max_tablet_rpcs_per_ts = 3;
+  for (auto& s : servers_) s->state()->create_delay_ms = 5;
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 60, false));
+  size_t most = 0;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    cm_->RunBackgroundPassForTests();
+    most = std::max(most, cm_->NumRpcsInFlightForTests());
+    HeartbeatAll();
+    IsCreateTableDoneRequestPB req;
+    req.mutable_table()->set_table_id(id);
+    IsCreateTableDoneResponsePB resp;
+    cm_->IsCreateTableDone(req, &resp);
+    ASSERT_TRUE(resp.done()) << resp.tablets_running() << "/" << resp.tablets_total();
+  });
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(most, 3 * servers_.size());
+  for (auto& s : servers_) EXPECT_GT(s->NumTablets(), 0u);
 }
 
 TEST_F(CatalogManagerTest, LocationRanges) {

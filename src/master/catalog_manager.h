@@ -144,6 +144,7 @@ class CatalogManager {
   void RunBackgroundPassForTests() { BackgroundPass(); }
   size_t NumPendingTabletsForTests() const EXCLUDES(state_mu_);
   size_t NumRpcTasksForTests() const { return tasks_->NumTasks(); }
+  size_t NumRpcsInFlightForTests() const { return tasks_->NumInFlight(); }
   // Replaces the generator of new tablet ids (default: server::GenerateUuid).
   void SetTabletIdGeneratorForTests(std::function<std::string()> gen) EXCLUDES(write_mu_) {
     MutexLock w(write_mu_);

@@ -11,6 +11,12 @@ DEFINE_int32(tablet_creation_timeout_ms, 30000,
              "A tablet not running this long after it was placed is marked REPLACED and a new "
              "tablet with the same partition is placed elsewhere.");
 DEFINE_validator(tablet_creation_timeout_ms, [](const char*, int32_t v) { return v > 0; });
+DEFINE_int32(master_max_tablet_rpcs_per_ts, 16,
+             "CreateTablet and DeleteTablet calls the master keeps in flight to one tablet "
+             "server; the others wait their turn at the master. A table of many tablets sent "
+             "all at once would overflow the server's admin queue, and the calls turned away "
+             "would back off for seconds.");
+DEFINE_validator(master_max_tablet_rpcs_per_ts, [](const char*, int32_t v) { return v > 0; });
 
 namespace nyala::master {
 
@@ -272,13 +278,19 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
   };
   std::vector<Want> wants;
   std::set<TabletRpcTasks::Key> needed;  // every task still wanted, due or not
+  // At most --master_max_tablet_rpcs_per_ts calls in flight per server; the next ones
+  // go when these finish (each completion wakes the background thread).
+  std::map<std::string, int> in_flight = tasks_->InFlightPerServer();
   {
     SharedLock l(state_mu_);
     auto want = [&](TabletRpcTasks::Kind kind, const std::string& uuid, const std::string& tablet) {
       needed.insert({kind, uuid, tablet});
+      int& sending = in_flight[uuid];
+      if (sending >= FLAGS_master_max_tablet_rpcs_per_ts) return (Want*)nullptr;
       if (!tasks_->IsDue({kind, uuid, tablet}, now)) return (Want*)nullptr;
       auto ts = ts_manager_->Lookup(uuid);
       if (!ts || !ts->live || ts->RpcAddressString().empty()) return (Want*)nullptr;
+      sending++;
       wants.push_back(Want{ts->RpcAddressString(), {}, {}, kind == TabletRpcTasks::Kind::kCreate});
       return &wants.back();
     };

@@ -14,10 +14,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,7 @@ class FakeTabletServer {
     std::set<std::string> removed GUARDED_BY(mu);
     std::string uuid;  // set before serving
     std::atomic<bool> fail_creates{false};
+    std::atomic<int> create_delay_ms{0};  // each CreateTablet takes this long
     std::atomic<int> creates{0};
     std::atomic<int> deletes{0};
   };
@@ -56,6 +59,9 @@ class FakeTabletServer {
     void CreateTablet(const tserver::CreateTabletRequestPB* req,
                       tserver::CreateTabletResponsePB* resp, rpc::RpcContext* ctx) override {
       st_->creates++;
+      if (st_->create_delay_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(st_->create_delay_ms.load()));
+      }
       if (st_->fail_creates) {
         resp->mutable_error()->set_code(tserver::TabletServerErrorPB::UNKNOWN_ERROR);
         resp->mutable_error()->mutable_status()->set_code(Status::kIOError);

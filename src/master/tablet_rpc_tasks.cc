@@ -134,6 +134,15 @@ size_t TabletRpcTasks::NumInFlight() const {
   return n;
 }
 
+std::map<std::string, int> TabletRpcTasks::InFlightPerServer() const {
+  MutexLock l(mu_);
+  std::map<std::string, int> out;
+  for (const auto& [k, t] : tasks_) {
+    if (t.in_flight) out[k.ts_uuid]++;
+  }
+  return out;
+}
+
 size_t TabletRpcTasks::NumTasks() const {
   MutexLock l(mu_);
   return tasks_.size();

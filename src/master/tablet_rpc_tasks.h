@@ -61,6 +61,8 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
 
   std::vector<Result> TakeResults() EXCLUDES(mu_);
   size_t NumInFlight() const EXCLUDES(mu_);
+  // Calls in flight to each tablet server, by uuid.
+  std::map<std::string, int> InFlightPerServer() const EXCLUDES(mu_);
   // Tasks in flight or backing off.
   size_t NumTasks() const EXCLUDES(mu_);
 

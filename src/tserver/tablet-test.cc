@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "common/coding.h"
@@ -705,6 +708,68 @@ TEST_F(TabletTest, RestartKeepsTabletsAndRows) {
   // Seqs are never reused.
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t3"));
   EXPECT_GT(T("t3")->seq(), seq2);
+}
+
+TEST_F(TabletTest, ConcurrentCreatesAndDeletesAreGroupedAndDurable) {
+  // Creates (and deletes) that arrive together are written together, one synced
+  // metadata write per batch: each tablet still gets a seq of its own, is there after
+  // a restart, and each delete is finished.
+  constexpr int kThreads = 8, kPerThread = 16, kTablets = kThreads * kPerThread;
+  auto id = [](int i) { return "c" + std::to_string(i); };
+  auto in_parallel = [&](const std::function<Status(int)>& fn) {
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+      threads.emplace_back([&, t] {
+        for (int i = t * kPerThread; i < (t + 1) * kPerThread; i++) {
+          Status s = fn(i);
+          if (!s.ok()) {
+            failed++;
+            ADD_FAILURE() << id(i) << ": " << s.ToString();
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return failed.load();
+  };
+  EXPECT_EQ(0, in_parallel([&](int i) {
+              TabletServerErrorPB::Code code;
+              return mgr_->CreateTablet(MakeCreateTablet(id(i), schema_), &code);
+            }));
+  ASSERT_EQ(mgr_->NumTablets(), 1u + kTablets);
+  std::map<std::string, uint64_t> seqs;
+  std::set<uint64_t> distinct = {T("t1")->seq()};
+  for (int i = 0; i < kTablets; i++) {
+    seqs[id(i)] = T(id(i))->seq();
+    distinct.insert(seqs[id(i)]);
+  }
+  EXPECT_EQ(distinct.size(), 1u + kTablets);
+  // The same creates again: identical, so nothing to do.
+  EXPECT_EQ(0, in_parallel([&](int i) {
+              TabletServerErrorPB::Code code;
+              return mgr_->CreateTablet(MakeCreateTablet(id(i), schema_), &code);
+            }));
+  ASSERT_NO_FATAL_FAILURE(InsertSeed(0, 10, id(5)));
+  ASSERT_NO_FATAL_FAILURE(OpenManager());  // a restart
+  ASSERT_EQ(mgr_->NumTablets(), 1u + kTablets);
+  for (int i = 0; i < kTablets; i++) EXPECT_EQ(T(id(i))->seq(), seqs[id(i)]) << id(i);
+  std::vector<Value> v;
+  EXPECT_TRUE(GetRow(5, &v, id(5)));
+  // Delete the even ones, concurrently; a second delete of one is NotFound.
+  EXPECT_EQ(0, in_parallel([&](int i) {
+              return i % 2 ? Status::OK() : mgr_->DeleteTablet(id(i));
+            }));
+  EXPECT_TRUE(mgr_->DeleteTablet(id(0)).IsNotFound());
+  TabletStore* store = T("t1")->store();
+  for (int i = 0; i < kTablets; i += 2) EXPECT_EQ(store->Rows(seqs[id(i)]), nullptr) << id(i);
+  ASSERT_NO_FATAL_FAILURE(OpenManager());
+  EXPECT_EQ(mgr_->NumTablets(), 1u + kTablets / 2);
+  for (int i = 0; i < kTablets; i++) EXPECT_EQ(mgr_->Lookup(id(i)) == nullptr, i % 2 == 0) << id(i);
+  EXPECT_TRUE(GetRow(5, &v, id(5)));
+  // Seqs are never reused.
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("after"));
+  EXPECT_GT(T("after")->seq(), *distinct.rbegin());
 }
 
 TEST_F(TabletTest, GetWithoutBlockingDeclinesOnlyWhenItNeedsTheDisk) {

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <unordered_set>
 
 #include "common/monotime.h"
@@ -86,7 +88,114 @@ Status TabletManager::OpenStore(const std::string& dir) {
 Status TabletManager::Open() {
   if (data_dirs_.empty()) return Status::InvalidArgument("no data dirs");
   for (const std::string& dir : data_dirs_) RETURN_NOT_OK(OpenStore(dir));
+  admin_thread_ = std::thread([this] { AdminLoop(); });
   return Status::OK();
+}
+
+void TabletManager::AdminLoop() {
+  pthread_setname_np(pthread_self(), "tablet-admin");
+  for (;;) {
+    {
+      UniqueLock l(create_mu_);
+      admin_cv_.wait(l, [this]() REQUIRES(create_mu_) {
+        return admin_stop_ || !create_queue_.empty() || !delete_queue_.empty();
+      });
+      if (admin_stop_) break;
+    }
+    RunQueued();
+  }
+  // Stopping: answer what is still queued without doing it (the master retries).
+  std::vector<PendingCreate*> creates;
+  std::vector<PendingDelete*> deletes;
+  {
+    MutexLock q(create_mu_);
+    for (PendingCreate* p : create_queue_) {
+      if (p->callback) creates.push_back(p);
+    }
+    for (PendingDelete* p : delete_queue_) {
+      if (p->callback) deletes.push_back(p);
+    }
+    std::erase_if(create_queue_, [](PendingCreate* p) { return bool(p->callback); });
+    std::erase_if(delete_queue_, [](PendingDelete* p) { return bool(p->callback); });
+  }
+  const Status stopping = Status::ServiceUnavailable("the tablet server is shutting down");
+  for (PendingCreate* p : creates) {
+    p->callback(stopping, TabletServerErrorPB::UNKNOWN_ERROR);
+    delete p;
+  }
+  for (PendingDelete* p : deletes) {
+    p->callback(stopping);
+    delete p;
+  }
+}
+
+void TabletManager::RunQueued() {
+  std::vector<PendingCreate*> creates;
+  std::vector<PendingDelete*> deletes;
+  {
+    MutexLock admin(admin_mu_);
+    {
+      MutexLock q(create_mu_);
+      creates.swap(create_queue_);
+      deletes.swap(delete_queue_);
+    }
+    if (!creates.empty()) CreateBatchLocked(creates);
+    if (!deletes.empty()) DeleteBatchLocked(deletes);
+    // A synchronous caller may return (its request gone) as soon as admin_mu_ is free:
+    // keep only the asynchronous requests, which are ours to answer.
+    std::erase_if(creates, [](PendingCreate* p) { return !p->callback; });
+    std::erase_if(deletes, [](PendingDelete* p) { return !p->callback; });
+  }
+  // The asynchronous ones are answered here (a synchronous caller reads its own
+  // outcome once it holds admin_mu_). A tablet of one replica elects itself within an
+  // fdatasync or two: it is answered once it takes writes, so a table of such tablets
+  // is writable when its creation is done.
+  for (PendingCreate* p : creates) {
+    if (p->status.ok() && p->tablet && runtime_ != nullptr && p->req->peers_size() <= 1 &&
+        !p->tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+      LOG(WARNING) << "tablet " << p->req->tablet_id() << " has no leader 5 s after its creation";
+    }
+    p->callback(p->status, p->code);
+    delete p;
+  }
+  for (PendingDelete* p : deletes) {
+    p->callback(p->status);
+    delete p;
+  }
+}
+
+void TabletManager::CreateTabletAsync(const CreateTabletRequestPB* req, CreateDone done) {
+  auto p = std::make_unique<PendingCreate>();
+  p->req = req;
+  if (Status s = PrepareCreate(*req, p.get()); !s.ok()) return done(s, p->code);
+  p->callback = std::move(done);
+  {
+    MutexLock q(create_mu_);
+    if (!admin_stop_ && admin_thread_.joinable()) {
+      create_queue_.push_back(p.release());
+      admin_cv_.notify_one();
+      return;
+    }
+  }
+  p->callback(Status::ServiceUnavailable("the tablet server is shutting down"),
+              TabletServerErrorPB::UNKNOWN_ERROR);
+}
+
+void TabletManager::DeleteTabletAsync(std::string tablet_id,
+                                      std::function<void(const Status&)> done) {
+  auto p = std::make_unique<PendingDelete>();
+  p->id_storage = std::move(tablet_id);
+  p->tablet_id = &p->id_storage;
+  p->callback = std::move(done);
+  {
+    MutexLock q(create_mu_);
+    if (!admin_stop_ && admin_thread_.joinable()) {
+      delete_queue_.push_back(p.release());
+      admin_cv_.notify_one();
+      return;
+    }
+  }
+  p->callback(Status::ServiceUnavailable("the tablet server is shutting down"));
 }
 
 Status TabletManager::LoadRequestRecords(RequestTracker* tracker) {
@@ -272,7 +381,17 @@ std::string TabletManager::UuidOfPeer(uint64_t id) const {
   return it == peer_uuids_.end() ? std::string() : it->second;
 }
 
+void TabletManager::StopAdminThread() {
+  {
+    MutexLock q(create_mu_);
+    admin_stop_ = true;
+    admin_cv_.notify_all();
+  }
+  if (admin_thread_.joinable()) admin_thread_.join();
+}
+
 void TabletManager::Shutdown() {
+  StopAdminThread();
   {
     MutexLock l(reporter_mu_);
     reporter_stop_ = true;
@@ -306,38 +425,40 @@ size_t TabletManager::NumTablets() const {
   return tablets_.size();
 }
 
-Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
-                                   TabletServerErrorPB::Code* code) {
-  *code = TabletServerErrorPB::UNKNOWN_ERROR;
-  if (req.tablet_id().empty()) {
-    *code = TabletServerErrorPB::INVALID_CONFIG;
-    return Status::InvalidArgument("CreateTablet without a tablet id");
+void TabletManager::CompareWithExisting(const Tablet& existing, PendingCreate* p) {
+  const CreateTabletRequestPB& req = *p->req;
+  const TabletMetadataPB& m = existing.metadata();
+  if (m.table_id() == req.table_id() && m.table_name() == req.table_name() &&
+      MessageDifferencer::Equals(m.schema(), req.schema()) &&
+      MessageDifferencer::Equals(m.partition_schema(), req.partition_schema()) &&
+      MessageDifferencer::Equals(m.partition(), req.partition())) {
+    p->status = Status::OK();
+    return;
   }
-  MutexLock admin(admin_mu_);
-  if (std::shared_ptr<Tablet> existing = Lookup(req.tablet_id())) {
-    const TabletMetadataPB& m = existing->metadata();
-    if (m.table_id() == req.table_id() && m.table_name() == req.table_name() &&
-        MessageDifferencer::Equals(m.schema(), req.schema()) &&
-        MessageDifferencer::Equals(m.partition_schema(), req.partition_schema()) &&
-        MessageDifferencer::Equals(m.partition(), req.partition())) {
-      return Status::OK();
-    }
-    *code = TabletServerErrorPB::TABLET_ALREADY_EXISTS;
-    return Status::AlreadyPresent("tablet " + req.tablet_id() +
-                                  " already exists with another definition (table " +
-                                  m.table_name() + ")");
+  p->code = TabletServerErrorPB::TABLET_ALREADY_EXISTS;
+  p->status = Status::AlreadyPresent("tablet " + req.tablet_id() +
+                                     " already exists with another definition (table " +
+                                     m.table_name() + ")");
+}
+
+Status TabletManager::PrepareCreate(const CreateTabletRequestPB& req, PendingCreate* p) {
+  p->req = &req;
+  p->code = TabletServerErrorPB::UNKNOWN_ERROR;
+  if (req.tablet_id().empty()) {
+    p->code = TabletServerErrorPB::INVALID_CONFIG;
+    return Status::InvalidArgument("CreateTablet without a tablet id");
   }
   auto schema = Schema::FromPB(req.schema());
   if (!schema.ok()) {
-    *code = TabletServerErrorPB::INVALID_SCHEMA;
+    p->code = TabletServerErrorPB::INVALID_SCHEMA;
     return schema.status().CloneAndPrepend("schema");
   }
   auto pschema = PartitionSchema::FromPB(req.partition_schema(), *schema);
   if (!pschema.ok()) {
-    *code = TabletServerErrorPB::INVALID_SCHEMA;
+    p->code = TabletServerErrorPB::INVALID_SCHEMA;
     return pschema.status().CloneAndPrepend("partition schema");
   }
-  TabletMetadataPB meta;
+  TabletMetadataPB& meta = p->meta;
   meta.set_tablet_id(req.tablet_id());
   meta.set_table_id(req.table_id());
   meta.set_table_name(req.table_name());
@@ -346,63 +467,184 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
   *meta.mutable_partition() = req.partition();
   meta.set_state(TABLET_DATA_READY);
   *meta.mutable_peers() = req.peers();
-  TabletStore* store = stores_[next_store_++ % stores_.size()].get();
-  RETURN_NOT_OK(store->CreateTabletMetadata(&meta));
-  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> tablet,
-                   Tablet::Open(std::move(meta), store, row_locks_.get(), metrics_));
-  if (runtime_ != nullptr) {
-    // Before the tablet is visible: no write may reach it without its group. The
-    // first peer the master listed campaigns at once (the master spreads the first
-    // places, so the leaders start spread); the others wait for it.
-    const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
-    Status s = StartGroup(tablet, first);
-    if (!s.ok()) {
-      WARN_NOT_OK(store->DropTablet(tablet->seq(), req.tablet_id()), "dropping tablet " + req.tablet_id());
-      return s.CloneAndPrepend("tablet " + req.tablet_id());
-    }
-  }
-  {
-    MutexLock l(mu_);
-    tablets_[req.tablet_id()] = tablet;
-    RecordChangeLocked(req.tablet_id(), false);
-  }
-  // A tablet of one replica elects itself within an fdatasync or two: answer once it
-  // takes writes, so a table of such tablets is writable when its creation is done.
-  if (runtime_ != nullptr && req.peers_size() <= 1 &&
-      !tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
-    LOG(WARNING) << "tablet " << req.tablet_id() << " has no leader 5 s after its creation";
-  }
-  LOG(INFO) << "created tablet " << req.tablet_id() << " of table " << req.table_name() << " ("
-            << req.table_id() << ") seq " << tablet->seq() << " in " << store->path();
-  NotifyChange();
   return Status::OK();
 }
 
-Status TabletManager::DeleteTablet(const std::string& tablet_id) {
-  MutexLock admin(admin_mu_);
-  std::shared_ptr<Tablet> tablet = Lookup(tablet_id);
-  if (!tablet) return Status::NotFound("no tablet " + tablet_id);
-  if (runtime_ != nullptr && tablet->group()) {
-    // Writes waiting for the group get Aborted; nothing is applied from here on.
-    WARN_NOT_OK(runtime_->RemoveGroup(tablet->group()->id()),
-                "removing the Raft group of tablet " + tablet_id);
+Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
+                                   TabletServerErrorPB::Code* code) {
+  PendingCreate p;
+  if (Status s = PrepareCreate(req, &p); !s.ok()) {
+    *code = p.code;
+    return s;
   }
-  tablet->MarkDeleted();  // waits for running writes and gets
-  TabletMetadataPB tombstone = tablet->metadata();
-  tombstone.set_state(TABLET_DATA_DELETED);
-  RETURN_NOT_OK_PREPEND(tablet->store()->PutTabletMetadata(tombstone), "tombstone");
   {
-    MutexLock l(mu_);
-    tablets_.erase(tablet_id);
-    RecordChangeLocked(tablet_id, true);
+    MutexLock q(create_mu_);
+    create_queue_.push_back(&p);
   }
-  if (metrics_) TabletMetrics::RemoveFromRegistry(metrics_->registry, tablet_id);
-  NotifyChange();
-  // The tombstone makes the next start finish this if it fails or we crash.
-  RETURN_NOT_OK_PREPEND(tablet->store()->DropTablet(tablet->seq(), tablet_id),
-                        "dropping the rows of tablet " + tablet_id);
-  LOG(INFO) << "deleted tablet " << tablet_id;
+  // Group commit: whoever holds admin_mu_ next takes every create queued by then,
+  // ours included unless an earlier holder took (and finished) it already.
+  RunQueued();
+  {
+    MutexLock admin(admin_mu_);  // ours is done once no batch holding it runs
+    DCHECK(p.done);
+  }
+  *code = p.code;
+  if (!p.status.ok() || !p.tablet) return p.status;
+  // A tablet of one replica elects itself within an fdatasync or two: answer once it
+  // takes writes, so a table of such tablets is writable when its creation is done.
+  if (runtime_ != nullptr && req.peers_size() <= 1 &&
+      !p.tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+    LOG(WARNING) << "tablet " << req.tablet_id() << " has no leader 5 s after its creation";
+  }
   return Status::OK();
+}
+
+void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) {
+  // Tablets that exist, or that come twice in this batch (a retry racing the first
+  // call), are compared with the one created; the others are created, per store.
+  std::vector<PendingCreate*> again;
+  std::map<TabletStore*, std::vector<PendingCreate*>> by_store;
+  std::set<std::string> ids;
+  for (PendingCreate* p : batch) {
+    if (std::shared_ptr<Tablet> existing = Lookup(p->req->tablet_id())) {
+      CompareWithExisting(*existing, p);
+      p->done = true;
+    } else if (!ids.insert(p->req->tablet_id()).second) {
+      again.push_back(p);
+    } else {
+      by_store[stores_[next_store_++ % stores_.size()].get()].push_back(p);
+    }
+  }
+  int created = 0;
+  for (auto& [store, ps] : by_store) {
+    std::vector<TabletMetadataPB*> metas;
+    for (PendingCreate* p : ps) metas.push_back(&p->meta);
+    // One synced batch holds the metadata of all of them.
+    if (Status s = store->CreateTabletsMetadata(metas); !s.ok()) {
+      for (PendingCreate* p : ps) {
+        p->status = s;
+        p->done = true;
+      }
+      continue;
+    }
+    for (PendingCreate* p : ps) {
+      const CreateTabletRequestPB& req = *p->req;
+      p->done = true;
+      auto tablet = Tablet::Open(std::move(p->meta), store, row_locks_.get(), metrics_);
+      if (!tablet.ok()) {
+        p->status = tablet.status();
+        continue;
+      }
+      if (runtime_ != nullptr) {
+        // Before the tablet is visible: no write may reach it without its group. The
+        // first peer the master listed campaigns at once (the master spreads the
+        // first places, so the leaders start spread); the others wait for it.
+        const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
+        Status s = StartGroup(*tablet, first);
+        if (!s.ok()) {
+          WARN_NOT_OK(store->DropTablet((*tablet)->seq(), req.tablet_id()),
+                      "dropping tablet " + req.tablet_id());
+          p->status = s.CloneAndPrepend("tablet " + req.tablet_id());
+          continue;
+        }
+      }
+      {
+        MutexLock l(mu_);
+        tablets_[req.tablet_id()] = *tablet;
+        RecordChangeLocked(req.tablet_id(), false);
+      }
+      p->tablet = *tablet;
+      p->status = Status::OK();
+      created++;
+      LOG(INFO) << "created tablet " << req.tablet_id() << " of table " << req.table_name()
+                << " (" << req.table_id() << ") seq " << p->tablet->seq() << " in "
+                << store->path();
+    }
+  }
+  for (PendingCreate* p : again) {
+    if (std::shared_ptr<Tablet> existing = Lookup(p->req->tablet_id())) {
+      CompareWithExisting(*existing, p);
+    } else {
+      p->status = Status::ServiceUnavailable("tablet " + p->req->tablet_id() +
+                                             " was being created by another call that failed");
+    }
+    p->done = true;
+  }
+  if (batch.size() > 1) {
+    VLOG(1) << "created " << created << " tablets in one batch of " << batch.size();
+  }
+  if (created > 0) NotifyChange();
+}
+
+Status TabletManager::DeleteTablet(const std::string& tablet_id) {
+  PendingDelete p;
+  p.tablet_id = &tablet_id;
+  {
+    MutexLock q(create_mu_);
+    delete_queue_.push_back(&p);
+  }
+  RunQueued();  // group commit, as in CreateTablet
+  MutexLock admin(admin_mu_);
+  DCHECK(p.done);
+  return p.status;
+}
+
+void TabletManager::DeleteBatchLocked(const std::vector<PendingDelete*>& batch) {
+  struct Doomed {
+    PendingDelete* p;
+    std::shared_ptr<Tablet> tablet;
+    TabletMetadataPB tombstone;
+  };
+  std::map<TabletStore*, std::vector<Doomed>> by_store;
+  std::set<std::string> ids;
+  for (PendingDelete* p : batch) {
+    const std::string& id = *p->tablet_id;
+    p->done = true;
+    std::shared_ptr<Tablet> tablet = Lookup(id);
+    if (!tablet || !ids.insert(id).second) {
+      p->status = Status::NotFound("no tablet " + id);
+      continue;
+    }
+    if (runtime_ != nullptr && tablet->group()) {
+      // Writes waiting for the group get Aborted; nothing is applied from here on.
+      WARN_NOT_OK(runtime_->RemoveGroup(tablet->group()->id()),
+                  "removing the Raft group of tablet " + id);
+    }
+    tablet->MarkDeleted();  // waits for running writes and gets
+    TabletMetadataPB tombstone = tablet->metadata();
+    tombstone.set_state(TABLET_DATA_DELETED);
+    TabletStore* store = tablet->store();
+    by_store[store].push_back(Doomed{p, std::move(tablet), std::move(tombstone)});
+  }
+  bool changed = false;
+  for (auto& [store, doomed] : by_store) {
+    std::vector<const TabletMetadataPB*> tombstones;
+    for (const Doomed& d : doomed) tombstones.push_back(&d.tombstone);
+    // The tombstones make the next start finish this if it fails or we crash.
+    if (Status s = store->PutTabletsMetadata(tombstones); !s.ok()) {
+      for (Doomed& d : doomed) d.p->status = s.CloneAndPrepend("tombstone");
+      continue;
+    }
+    {
+      MutexLock l(mu_);
+      for (const Doomed& d : doomed) {
+        tablets_.erase(*d.p->tablet_id);
+        RecordChangeLocked(*d.p->tablet_id, true);
+      }
+    }
+    changed = true;
+    std::vector<std::pair<uint64_t, std::string>> drops;
+    for (const Doomed& d : doomed) {
+      if (metrics_) TabletMetrics::RemoveFromRegistry(metrics_->registry, *d.p->tablet_id);
+      drops.emplace_back(d.tablet->seq(), *d.p->tablet_id);
+    }
+    Status s = store->DropTablets(drops);
+    for (Doomed& d : doomed) {
+      d.p->status = s.ok() ? s : s.CloneAndPrepend("dropping the rows of tablet " + *d.p->tablet_id);
+      if (s.ok()) LOG(INFO) << "deleted tablet " << *d.p->tablet_id;
+    }
+  }
+  if (changed) NotifyChange();
 }
 
 int64_t TabletManager::RecordChangeLocked(const std::string& id, bool deleted) {

@@ -30,6 +30,7 @@
 #include "common/status.h"
 #include "master/master.pb.h"
 #include "tserver/tablet.h"
+#include "tserver/tablet_metadata.pb.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver_admin.pb.h"
 
@@ -90,10 +91,26 @@ class TabletManager {
   // Creates the tablet `req` describes. Identical to an existing tablet: OK, nothing
   // done. On failure `*code` says why: TABLET_ALREADY_EXISTS (another definition
   // under that id), INVALID_SCHEMA (bad schema or partition schema), UNKNOWN_ERROR
-  // (storage).
+  // (storage). Returns once the tablet's metadata is synced and its Raft group runs.
+  // Concurrent calls are group-committed: the creates that queue while one batch is
+  // being written go together in the next, one synced metadata write per data dir.
   Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);
+  // The admin service's forms of CreateTablet and DeleteTablet: they queue the
+  // request and return; `done` runs once the outcome is known, on the manager's admin
+  // thread, which takes every request queued meanwhile as one batch (an RPC thread
+  // that waited instead would see one call at a time: the RPC layer runs the calls of
+  // one connection's read one after another). `req` must stay valid until `done`.
+  // After Shutdown() began, `done` gets ServiceUnavailable.
+  using CreateDone = std::function<void(const Status&, TabletServerErrorPB::Code)>;
+  void CreateTabletAsync(const CreateTabletRequestPB* req, CreateDone done);
+  void DeleteTabletAsync(std::string tablet_id, std::function<void(const Status&)> done);
+  // Answers the queued asynchronous requests with ServiceUnavailable and stops the
+  // admin thread; later ones are answered so at once. Before the RPC services stop
+  // (their calls are answered from that thread). Shutdown() calls it too.
+  void StopAdminThread();
   // Deletes the tablet, its rows and request records, and its per-tablet metrics.
-  // NotFound if there is no such tablet.
+  // NotFound if there is no such tablet. Concurrent calls are group-committed like
+  // creates.
   Status DeleteTablet(const std::string& tablet_id);
 
   // --- Tablet reports (heartbeater.h).
@@ -131,9 +148,50 @@ class TabletManager {
   std::unique_ptr<RowLocks> row_locks_;
   std::vector<std::unique_ptr<TabletStore>> stores_;
 
-  // Serializes CreateTablet and DeleteTablet (they do disk I/O outside mu_).
+  // A CreateTablet call waiting for its batch (CreateTablet, CreateQueuedLocked).
+  struct PendingCreate {
+    const CreateTabletRequestPB* req;
+    TabletMetadataPB meta;  // checked and filled in before it is queued
+    bool done = false;      // set, with the outcome, by the batch that took it
+    Status status;
+    TabletServerErrorPB::Code code = TabletServerErrorPB::UNKNOWN_ERROR;
+    std::shared_ptr<Tablet> tablet;  // the tablet created (null: existed, or failed)
+    CreateDone callback;  // set: queued by CreateTabletAsync, deleted once answered
+  };
+  // Checks `req` and fills p->meta (p->code: why not).
+  static Status PrepareCreate(const CreateTabletRequestPB& req, PendingCreate* p);
+  // A DeleteTablet call waiting for its batch.
+  struct PendingDelete {
+    const std::string* tablet_id;
+    bool done = false;
+    Status status;
+    std::string id_storage;                      // DeleteTabletAsync's id
+    std::function<void(const Status&)> callback;  // set: queued by DeleteTabletAsync
+  };
+  // Takes both queues and runs them as batches (admin_mu_ held), then answers the
+  // asynchronous requests among them (admin_mu_ released).
+  void RunQueued() EXCLUDES(admin_mu_, create_mu_);
+  void AdminLoop();
+  // Deletes the tablets of `batch` (taken from delete_queue_), a few synced writes
+  // per store for all of them. Marks each done.
+  void DeleteBatchLocked(const std::vector<PendingDelete*>& batch) REQUIRES(admin_mu_);
+  // Creates the tablets of `batch` (taken from create_queue_): one synced metadata
+  // write per store, then each tablet's Raft group. Marks each done.
+  void CreateBatchLocked(const std::vector<PendingCreate*>& batch) REQUIRES(admin_mu_);
+  // The outcome of creating `p` when a tablet of its id exists already.
+  void CompareWithExisting(const Tablet& existing, PendingCreate* p);
+
+  // Serializes creating (a batch at a time) and deleting tablets (they do disk I/O
+  // outside mu_). Acquired before create_mu_.
   Mutex admin_mu_;
   size_t next_store_ GUARDED_BY(admin_mu_) = 0;
+  // Creates waiting for the next batch.
+  Mutex create_mu_;
+  std::vector<PendingCreate*> create_queue_ GUARDED_BY(create_mu_);
+  std::vector<PendingDelete*> delete_queue_ GUARDED_BY(create_mu_);
+  CondVar admin_cv_;  // with create_mu_: something queued, or stopping
+  bool admin_stop_ GUARDED_BY(create_mu_) = false;
+  std::thread admin_thread_;  // AdminLoop, from Open() to Shutdown()
 
   mutable Mutex mu_;
   // Looked up by string_view without building a std::string (a tablet id is longer

@@ -159,6 +159,8 @@ void TabletServer::Shutdown() {
   // the same request id); the services then drain.
   if (consensus_) consensus_->Shutdown();
   metrics()->RemoveFunctionGauges(this);
+  // Answers the admin calls queued for the tablet manager's admin thread first.
+  if (tablets_) tablets_->StopAdminThread();
   ServerBase::Shutdown();  // web UI, then the messenger: stops accepting, drains calls
   if (scanners_) scanners_->Shutdown();
   if (tablets_) tablets_->Shutdown();  // flushes RocksDB

@@ -186,15 +186,21 @@ bool TabletAdminServiceImpl::WrongServer(const std::string& dest, TabletServerEr
 
 void TabletAdminServiceImpl::CreateTablet(const CreateTabletRequestPB* req,
                                           CreateTabletResponsePB* resp, rpc::RpcContext* ctx) {
-  if (!WrongServer(req->dest_uuid(), resp->mutable_error())) {
-    resp->clear_error();
-    TabletServerErrorPB::Code code;
-    if (Status s = tablets_->CreateTablet(*req, &code); !s.ok()) {
-      SetError(code, s, resp->mutable_error());
-    }
+  if (WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
   }
-  if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
-  ctx->RespondSuccess();
+  resp->clear_error();
+  // Answered from the tablet manager's admin thread, which creates the tablets of
+  // every call queued meanwhile together. `req`, `resp` and `ctx` live until then.
+  tablets_->CreateTabletAsync(req, [this, req, resp, ctx](const Status& s,
+                                                          TabletServerErrorPB::Code code) {
+    if (!s.ok()) {
+      SetError(code, s, resp->mutable_error());
+      LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    }
+    ctx->RespondSuccess();
+  });
 }
 
 void TabletAdminServiceImpl::DeleteTablet(const DeleteTabletRequestPB* req,
@@ -203,11 +209,17 @@ void TabletAdminServiceImpl::DeleteTablet(const DeleteTabletRequestPB* req,
     resp->clear_error();
     LOG(INFO) << "deleting tablet " << req->tablet_id() << " on request of "
               << ctx->remote_address().ToString() << ": " << req->reason();
-    if (Status s = tablets_->DeleteTablet(req->tablet_id()); !s.ok()) {
-      SetError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
-                              : TabletServerErrorPB::UNKNOWN_ERROR,
-               s, resp->mutable_error());
-    }
+    // Answered from the tablet manager's admin thread, as CreateTablet.
+    return tablets_->DeleteTabletAsync(req->tablet_id(), [this, req, resp,
+                                                          ctx](const Status& s) {
+      if (!s.ok()) {
+        SetError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
+                                : TabletServerErrorPB::UNKNOWN_ERROR,
+                 s, resp->mutable_error());
+        LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+      }
+      ctx->RespondSuccess();
+    });
   }
   if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
   ctx->RespondSuccess();

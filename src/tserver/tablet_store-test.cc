@@ -240,6 +240,38 @@ TEST_F(TabletStoreTest, FamiliesAreMadeAheadAFewAtATime) {
   }
 }
 
+TEST_F(TabletStoreTest, IdleTabletsHoldLittleMemtableMemory) {
+  // An empty memtable holds its bloom filter and, once anything is allocated in it,
+  // an arena block; both are sized by a family's share of the dir's memtable budget,
+  // not by the most one memtable may hold (64 MiB: 1.3 MiB of bloom filter each).
+  EXPECT_EQ(RowsMemtableShareBytes(1), size_t{64} << 20);
+  EXPECT_EQ(RowsMemtableShareBytes(16), size_t{64} << 20);
+  EXPECT_EQ(RowsMemtableShareBytes(1024), size_t{1} << 20);
+  constexpr int kTablets = 400;
+  {
+    auto store = TabletStore::Open(path(), nullptr);
+    ASSERT_OK(store.status());
+    for (int i = 0; i < kTablets; i++) CreateTablet(store->get(), "t" + std::to_string(i));
+    // Made while the store grew: the first families got larger shares.
+    EXPECT_LT((*store)->MemtableMemoryBytes() / kTablets, 256 << 10);
+  }
+  // Reopened, every family gets the share of a store of this many families.
+  auto store = TabletStore::Open(path(), nullptr);
+  ASSERT_OK(store.status());
+  EXPECT_LT((*store)->MemtableMemoryBytes() / kTablets, 64 << 10);
+  // A tablet that takes writes still works (its rows, and a lookup of an absent key).
+  std::shared_ptr<TabletRows> rows = (*store)->Rows(1);
+  ASSERT_NE(rows, nullptr);
+  StoreWriteBatch batch;
+  batch.Put(*rows, "k1", "v1");
+  ASSERT_OK((*store)->Write(&batch));
+  std::unique_ptr<StoreIterator> it = (*store)->NewIterator(*rows, nullptr, "", "");
+  it->SeekToFirst();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "k1");
+  EXPECT_EQ(it->value().ToString(), "v1");
+}
+
 TEST_F(TabletStoreTest, RefusesAStoreOfTheOneFamilyLayout) {
   // An older build kept every tablet's rows in the default family.
   WithRawDb(path(), [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>&) {

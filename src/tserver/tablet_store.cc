@@ -140,16 +140,46 @@ const std::shared_ptr<rocksdb::Cache>& SharedRowCache() {
   return cache;
 }
 
-rocksdb::ColumnFamilyOptions RowsCfOptions() {
+}  // namespace
+
+size_t RowsMemtableShareBytes(size_t families) {
+  const size_t most = static_cast<size_t>(std::max(FLAGS_rocksdb_write_buffer_mb, 1)) << 20;
+  const size_t budget = static_cast<size_t>(std::max(FLAGS_rocksdb_db_write_buffer_mb, 1)) << 20;
+  return std::min(most, budget / std::max<size_t>(families, 1));
+}
+
+namespace {
+
+// The options of a rows family, in a store that will hold `families` of them.
+//
+// The rows memtables of a dir share --rocksdb_db_write_buffer_mb, so with many tablets
+// the average memtable is far smaller than the --rocksdb_write_buffer_mb one tablet
+// may fill. Two things RocksDB sizes by write_buffer_size cost memory in every
+// memtable, empty or not: the memtable bloom filter (allocated and zeroed when the
+// memtable is made: 1.3 MiB at 64 MiB x 0.02) and the memtable arena's block (1 MiB,
+// counted against the shared budget as soon as anything is allocated from it). Both
+// are sized here by a family's share of the budget instead (RowsMemtableShareBytes),
+// so 1,000 idle tablets cost a few dozen KiB each rather than 1.3 MiB; a store with
+// at most budget / write_buffer families (16 at the defaults) is unchanged. A hot
+// tablet among idle ones still fills memtables of --rocksdb_write_buffer_mb, with a
+// bloom filter that has fewer bits per key than with few tablets.
+rocksdb::ColumnFamilyOptions RowsCfOptions(size_t families) {
   rocksdb::ColumnFamilyOptions o;
   o.write_buffer_size = static_cast<size_t>(FLAGS_rocksdb_write_buffer_mb) << 20;
   o.max_write_buffer_number = FLAGS_rocksdb_max_write_buffers;
+  const size_t share = RowsMemtableShareBytes(families);
+  // RocksDB's own default is 1/8 of write_buffer_size, at most 1 MiB; a multiple of
+  // 4 KiB, at least 64 KiB.
+  o.arena_block_size =
+      std::clamp<size_t>((share / 8) & ~size_t{4095}, size_t{64} << 10, size_t{1} << 20);
   o.compression = CompressionFromFlag();
   o.bottommost_compression = o.compression;
   o.compression_per_level.assign(size_t(std::max(o.num_levels, 1)), o.compression);
   if (!FLAGS_rocksdb_compress_level0) o.compression_per_level[0] = rocksdb::kNoCompression;
   o.level_compaction_dynamic_level_bytes = true;
-  o.memtable_prefix_bloom_size_ratio = FLAGS_rocksdb_memtable_bloom_ratio;
+  o.memtable_prefix_bloom_size_ratio = FLAGS_rocksdb_memtable_bloom_ratio *
+                                       static_cast<double>(share) /
+                                       static_cast<double>(o.write_buffer_size);
   o.memtable_whole_key_filtering = FLAGS_rocksdb_memtable_bloom_ratio > 0;
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = SharedBlockCache();
@@ -345,9 +375,18 @@ Status TabletStore::OpenDb() {
   // The tablets' rows families (none in a new store).
   std::vector<std::string> names;
   if (rocksdb::DB::ListColumnFamilies(opts, path_, &names).ok()) {
+    size_t families = 0;
+    for (const std::string& name : names) families += name.rfind(kRowsCfPrefix, 0) == 0;
+    const rocksdb::ColumnFamilyOptions rows_options = RowsCfOptions(families);
     for (const std::string& name : names) {
-      if (name.rfind(kRowsCfPrefix, 0) == 0) cfs.emplace_back(name, RowsCfOptions());
+      if (name.rfind(kRowsCfPrefix, 0) == 0) cfs.emplace_back(name, rows_options);
     }
+    // RocksDB opens each family's SST files with max_file_opening_threads threads
+    // (16 by default) that it starts and joins per family, files or not: with 1,000
+    // families that was 16,000 threads and most of a 6 s open. Many families hold few
+    // files each, so fewer threads per family lose nothing.
+    opts.max_file_opening_threads =
+        static_cast<int>(std::clamp<size_t>(256 / std::max<size_t>(families, 1), 1, 16));
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
@@ -512,10 +551,11 @@ Status TabletStore::MakeSpareFamilies() {
   // re-reads) its OPTIONS file, which lists every family, on each creation call, so
   // one call per tablet would cost time quadratic in the number of tablets.
   constexpr size_t kMinSpares = 8;
-  size_t n;
+  size_t n, families;
   {
     MutexLock l(rows_mu_);
     n = std::max(kMinSpares, rows_.size() / 4);
+    families = rows_.size() + spares_.size() + n;
   }
   const uint64_t first = spares_.empty() ? next_seq_ : spares_.rbegin()->first + 1;
   std::vector<std::string> names;
@@ -523,7 +563,7 @@ Status TabletStore::MakeSpareFamilies() {
     names.push_back(kRowsCfPrefix + std::to_string(seq));
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::Status s = db_->CreateColumnFamilies(RowsCfOptions(), names, &handles);
+  rocksdb::Status s = db_->CreateColumnFamilies(RowsCfOptions(families), names, &handles);
   // On an error, the families made before it are kept (the call returns them).
   for (size_t i = 0; i < handles.size(); i++) {
     spares_[first + i] =
@@ -533,54 +573,93 @@ Status TabletStore::MakeSpareFamilies() {
 }
 
 Status TabletStore::CreateTabletMetadata(TabletMetadataPB* meta) {
+  return CreateTabletsMetadata({meta});
+}
+
+Status TabletStore::CreateTabletsMetadata(const std::vector<TabletMetadataPB*>& metas) {
+  if (metas.empty()) return Status::OK();
   MutexLock l(seq_mu_);
-  meta->set_seq(next_seq_);
-  if (!spares_.count(next_seq_)) RETURN_NOT_OK(MakeSpareFamilies());
-  auto spare = spares_.find(next_seq_);
-  if (spare == spares_.end()) return Status::IllegalState("no rows family for a new tablet");
+  const uint64_t first = next_seq_, end = next_seq_ + metas.size();
+  // Spares for every seq of the batch (each call makes a quarter more families).
+  while (spares_.empty() || spares_.rbegin()->first + 1 < end) {
+    const size_t before = spares_.size();
+    RETURN_NOT_OK(MakeSpareFamilies());
+    if (spares_.size() == before) return Status::IllegalState("no rows family for a new tablet");
+  }
+  for (uint64_t seq = first; seq < end; seq++) {
+    if (!spares_.count(seq)) return Status::IllegalState("no rows family for a new tablet");
+  }
   std::string next;
-  PutFixed64BE(&next, next_seq_ + 1);
+  PutFixed64BE(&next, end);
   rocksdb::WriteBatch batch;
   RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kNextSeqKey, next)));
-  RETURN_NOT_OK(FromRocks(
-      batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString())));
+  for (size_t i = 0; i < metas.size(); i++) {
+    metas[i]->set_seq(first + i);
+    RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kTabletMetaPrefix + metas[i]->tablet_id(),
+                                      metas[i]->SerializeAsString())));
+  }
   rocksdb::WriteOptions wo;
   wo.sync = true;
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "writing tablet metadata"));
   {
     MutexLock rl(rows_mu_);
-    rows_[next_seq_] = std::move(spare->second);
+    for (uint64_t seq = first; seq < end; seq++) rows_[seq] = std::move(spares_[seq]);
   }
-  spares_.erase(spare);
-  next_seq_++;
+  for (uint64_t seq = first; seq < end; seq++) spares_.erase(seq);
+  next_seq_ = end;
   return Status::OK();
 }
 
 Status TabletStore::PutTabletMetadata(const TabletMetadataPB& meta) {
+  return PutTabletsMetadata({&meta});
+}
+
+Status TabletStore::PutTabletsMetadata(const std::vector<const TabletMetadataPB*>& metas) {
+  rocksdb::WriteBatch batch;
+  for (const TabletMetadataPB* m : metas) {
+    RETURN_NOT_OK(FromRocks(
+        batch.Put(meta_cf_, kTabletMetaPrefix + m->tablet_id(), m->SerializeAsString())));
+  }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  return FromRocks(
-      db_->Put(wo, meta_cf_, kTabletMetaPrefix + meta.tablet_id(), meta.SerializeAsString()),
-      "writing tablet metadata");
+  return FromRocks(db_->Write(wo, &batch), "writing tablet metadata");
 }
 
 Status TabletStore::DropTablet(uint64_t seq, const std::string& tablet_id) {
+  return DropTablets({{seq, tablet_id}});
+}
+
+Status TabletStore::DropTablets(const std::vector<std::pair<uint64_t, std::string>>& tablets) {
+  if (tablets.empty()) return Status::OK();
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  const std::string begin = TabletPrefix(seq), end = TabletPrefix(seq + 1);
   rocksdb::WriteBatch batch;
-  RETURN_NOT_OK(FromRocks(batch.DeleteRange(requests_cf_, begin, end)));
-  RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, AppliedStateKey(seq))));
-  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping request records"));
-  if (std::shared_ptr<TabletRows> rows = Rows(seq)) {
-    // The files go once the last holder of `rows` (the tablet, an open scan) lets go.
-    RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(rows->cf_), "dropping the rows"));
-    MutexLock l(rows_mu_);
-    rows_.erase(seq);
+  for (const auto& [seq, id] : tablets) {
+    RETURN_NOT_OK(FromRocks(batch.DeleteRange(requests_cf_, TabletPrefix(seq), TabletPrefix(seq + 1))));
+    RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, AppliedStateKey(seq))));
   }
-  RETURN_NOT_OK(FromRocks(db_->Delete(wo, meta_cf_, kTabletMetaPrefix + tablet_id),
-                          "dropping tablet metadata"));
-  return Status::OK();
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping request records"));
+  // The files go once the last holder of each family (its tablet, an open scan) lets go.
+  std::vector<std::shared_ptr<TabletRows>> rows;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  for (const auto& [seq, id] : tablets) {
+    if (std::shared_ptr<TabletRows> r = Rows(seq)) {
+      handles.push_back(r->cf_);
+      rows.push_back(std::move(r));
+    }
+  }
+  if (!handles.empty()) {
+    // May drop some and fail on others; a retry (or the tombstone at the next start)
+    // drops the rest, and dropping a dropped family again is harmless.
+    RETURN_NOT_OK(FromRocks(db_->DropColumnFamilies(handles), "dropping the rows"));
+    MutexLock l(rows_mu_);
+    for (const auto& r : rows) rows_.erase(r->seq());
+  }
+  batch.Clear();
+  for (const auto& [seq, id] : tablets) {
+    RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, kTabletMetaPrefix + id)));
+  }
+  return FromRocks(db_->Write(wo, &batch), "dropping tablet metadata");
 }
 
 Status TabletStore::Write(StoreWriteBatch* batch) {
@@ -601,6 +680,12 @@ Result<std::string> TabletStore::GetAppliedState(uint64_t seq) {
   if (s.IsNotFound()) return std::string();
   RETURN_NOT_OK(FromRocks(s, "reading a tablet's applied index"));
   return v;
+}
+
+int64_t TabletStore::MemtableMemoryBytes() {
+  uint64_t v = 0;
+  db_->GetAggregatedIntProperty("rocksdb.size-all-mem-tables", &v);
+  return static_cast<int64_t>(v);
 }
 
 Status TabletStore::SyncWal() { return FromRocks(db_->SyncWAL(), "syncing the WAL"); }

@@ -93,6 +93,12 @@ struct RequestRecord {
 // Corruption when `key` or `value` is not a record of the format above.
 Status DecodeRequestRecord(Slice key, Slice value, RequestRecord* out);
 
+// A rows family's share of its dir's memtable budget when the dir holds `families`
+// of them: --rocksdb_db_write_buffer_mb / families, at most --rocksdb_write_buffer_mb.
+// Each rows family's memtable bloom filter and arena blocks are sized by it
+// (tablet_store.cc, RowsCfOptions), so idle tablets cost little memory.
+size_t RowsMemtableShareBytes(size_t families);
+
 // The rows family of one tablet (TabletStore::Rows). Shared by the store and the
 // tablet; once the tablet is dropped, the family's files are deleted when the last
 // holder lets go (an open scan keeps reading its snapshot until then).
@@ -219,12 +225,21 @@ class TabletStore {
   // batch. The tablet's rows family was made ahead (several at a time: see
   // docs/storage-format.md); until that batch, it is an empty spare.
   Status CreateTabletMetadata(TabletMetadataPB* meta);
+  // The same for several tablets at once, with one synced write: each gets the next
+  // seq in order. All or none are created.
+  Status CreateTabletsMetadata(const std::vector<TabletMetadataPB*>& metas);
   // Overwrites the stored metadata of meta.tablet_id() (e.g. a tombstone).
   Status PutTabletMetadata(const TabletMetadataPB& meta);
+  // The same for several tablets, in one synced batch.
+  Status PutTabletsMetadata(const std::vector<const TabletMetadataPB*>& metas);
   // Drops the request records (DeleteRange) and the rows family of tablet `seq`,
   // then the metadata of `tablet_id`. Write a tombstone first so a crash in between
   // is finished later; finishing it again is harmless.
   Status DropTablet(uint64_t seq, const std::string& tablet_id);
+  // DropTablet of several tablets (seq, tablet id) at once: two synced batches and one
+  // DropColumnFamilies call (which rewrites RocksDB's OPTIONS file, listing every
+  // family, once rather than per tablet).
+  Status DropTablets(const std::vector<std::pair<uint64_t, std::string>>& tablets);
 
   // --- Rows (one column family per tablet).
   // The rows family of tablet `seq`; null when the store has none (the tablet was
@@ -248,6 +263,9 @@ class TabletStore {
   static int64_t RowCacheUsage();
   // Approximate bytes on disk and in memtables of `rows`.
   int64_t ApproximateSize(const TabletRows& rows);
+  // Bytes RocksDB holds for the memtables of every family of this store, the
+  // allocated arena blocks and bloom filters of empty ones included.
+  int64_t MemtableMemoryBytes();
   // Writes the queued request-record deletions, then flushes memtables to SST files
   // (clean shutdown).
   Status Flush();
