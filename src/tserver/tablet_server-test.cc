@@ -454,9 +454,13 @@ TEST_F(TabletServerTest, ReplicaStateOfAGroupOfOne) {
   ASSERT_FALSE(wresp.has_error()) << wresp.ShortDebugString();
   const std::string uuid = server_->uuid();
   ListTabletsResponsePB lresp;
-  ASSERT_OK(
-      Call(*admin_, &TabletServerAdminServiceProxy::ListTablets, ListTabletsRequestPB(), &lresp));
-  ASSERT_EQ(lresp.tablets_size(), 1);
+  // The group publishes its indexes a moment after it answers the write.
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    ASSERT_OK(
+        Call(*admin_, &TabletServerAdminServiceProxy::ListTablets, ListTabletsRequestPB(), &lresp));
+    ASSERT_EQ(lresp.tablets_size(), 1);
+    ASSERT_EQ(2u, lresp.tablets(0).consensus().applied_index());
+  });
   const master::ConsensusStatePB& c = lresp.tablets(0).consensus();
   EXPECT_EQ(master::LEADER, c.role());
   EXPECT_EQ(1u, c.term());

@@ -57,7 +57,7 @@ DEFINE_bool(fsync_writes, false,
             "a write is acknowledged only once the consensus log holding it is synced on a "
             "majority of replicas (--log_fsync), and a restart replays that log.");
 DEFINE_bool(unsafe_apply_without_rocksdb_wal, false,
-            "For measuring only, NOT CRASH-SAFE: applies skip RocksDB's WAL while the "
+            "For tests and benchmarks only, NOT CRASH-SAFE: applies skip RocksDB's WAL while the "
             "durable-index reporter still reports them durable after a WAL sync, so a crash "
             "loses applied rows whose log entries were let go. bench/apply-wal.sh compares "
             "the cost of the WAL with it (docs/storage-format.md has the figures)");
