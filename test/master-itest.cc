@@ -315,6 +315,38 @@ int64_t SeriesValue(const std::string& text, const std::string& series) {
 
 }  // namespace
 
+// Leaders of a new replicated table are spread as placement chose: the first
+// replica of each tablet is created once the others can vote for it, and wins its
+// first campaign, so 6 tablets of 3 replicas on 3 servers have 2 leaders on each
+// (an election lost to a slow server may move one: each leads 1 to 3).
+TEST_F(MasterITest, LeadersOfANewTableAreSpreadOverTheServers) {
+  for (int round = 0; round < 2; round++) {
+    const std::string name = "spread" + std::to_string(round);
+    const std::string id = CreateRunningTable(MakeRequest(name, 6, false, {}, {}, 3));
+    ASSERT_FALSE(id.empty());
+    std::map<std::string, int> leads;
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+      leads.clear();
+      auto locs = Locations(id);
+      ASSERT_FALSE(locs.has_error()) << locs.error().ShortDebugString();
+      ASSERT_EQ(6, locs.tablet_locations_size());
+      for (const auto& loc : locs.tablet_locations()) {
+        ASSERT_EQ(3, loc.replicas_size());
+        ASSERT_EQ(LEADER, loc.replicas(0).role()) << loc.tablet_id();
+        leads[loc.replicas(0).ts_info().permanent_uuid()]++;
+      }
+    });
+    std::string spread;
+    for (const auto& [uuid, n] : leads) spread += " " + std::to_string(n);
+    LOG(INFO) << name << ": leaders per server:" << spread;
+    ASSERT_EQ(3u, leads.size()) << spread;
+    for (const auto& [uuid, n] : leads) {
+      EXPECT_GE(n, 1) << spread;
+      EXPECT_LE(n, 3) << spread;
+    }
+  }
+}
+
 // The master's ListTablets lists every replica with its server, liveness, role and
 // reported state, filtered by table or tablet; a follower refuses LeaderStepDown
 // naming the leader; the leader hands leadership to the voter asked for (or one of

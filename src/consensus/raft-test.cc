@@ -242,6 +242,23 @@ TEST(RaftTest, QuiescedFollowersElectOnlyWhenTheDriverWakesThem) {
   EXPECT_GT(c.raft(l2).term(), c.raft(l).term());
 }
 
+// A new group's replicas never heard a leader: the one told to campaign on creation
+// is elected at once. A restarted replica, which may have promised a leader its vote,
+// refuses votes for an election timeout first.
+TEST(RaftTest, ANewGroupElectsTheReplicaThatCampaignsAtOnce) {
+  Cluster c({1, 2, 3});
+  ASSERT_TRUE(c.raft(2).CampaignNow(c.now()).ok());
+  c.Settle();
+  EXPECT_EQ(c.Leader(), 2u) << "a new replica refused its first campaign";
+  EXPECT_EQ(c.raft(2).term(), 1u);
+
+  // Every replica restarted (term 1 on disk): a campaign at once is refused.
+  for (PeerId id : {1, 2, 3}) c.Restart(id);
+  ASSERT_TRUE(c.raft(3).CampaignNow(c.now()).ok());
+  c.Settle();
+  EXPECT_EQ(c.Leader(), kNoPeer) << "restarted replicas broke their promise to a leader";
+}
+
 TEST(RaftTest, ARestartedFollowerWakesTheIdleLeaderInsteadOfDeposingIt) {
   Cluster c({1, 2, 3});
   const PeerId l = c.ElectAndQuiesce();

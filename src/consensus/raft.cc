@@ -90,7 +90,10 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
   last_hard_state_ = state.hard_state;
   // A restarted node may have promised a leader, before it crashed, not to vote for
   // anyone else for a while; it no longer knows when, so it keeps the promise anew.
-  last_leader_contact_us_ = now_us;
+  // A node still in term 0 never heard from a leader (it would have taken the term,
+  // durably, before answering): a new group's replicas vote at once, so the replica
+  // that campaigns on creation is elected without waiting an election timeout.
+  if (state.hard_state.term() > 0) last_leader_contact_us_ = now_us;
   ResetElectionDeadline(now_us);
 }
 

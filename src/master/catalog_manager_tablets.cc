@@ -312,8 +312,18 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
         }
         if (peers.size() != t.pb.replica_uuids_size()) continue;
         const TableInfo& table = *tables_.at(t.pb.table_id());
-        for (const auto& uuid : t.pb.replica_uuids()) {
+        // The first replica campaigns as soon as it is created: it is created once
+        // enough of the others are to vote for it (a majority with itself), so that
+        // the leader is the one placement chose, not whichever replica's election
+        // timer fires first after its campaign went unanswered.
+        const int n = t.pb.replica_uuids_size();
+        int others_confirmed = 0;
+        for (int i = 1; i < n; i++) others_confirmed += int(t.confirmed.count(t.pb.replica_uuids(i)));
+        const bool first_may_start = st != TABLET_CREATING || others_confirmed >= n / 2;
+        for (int i = 0; i < n; i++) {
+          const std::string& uuid = t.pb.replica_uuids(i);
           if (t.confirmed.count(uuid)) continue;
+          if (i == 0 && !first_may_start) continue;
           Want* w = want(TabletRpcTasks::Kind::kCreate, uuid, id);
           if (!w) continue;
           w->create.set_dest_uuid(uuid);
