@@ -359,6 +359,13 @@ struct SharedLog::Group {
   uint64_t durable = 0;
   Status failed;                // Corruption once damage was found
   uint64_t failed_segment = 0;  // the oldest segment holding the evidence
+  // Recovery only: entries resumed after a gap (index `gap_below` + 1 followed a lower
+  // last index). Legitimate when a later snapshot mark reaches `gap_below`: the entries
+  // between were released with their segments once that mark was written (a checkpoint
+  // before it had carried an older mark). Damage otherwise, found at `gap_where`.
+  uint64_t gap_below = 0;
+  std::string gap_where;
+  uint64_t gap_segment = 0;
   uint64_t last_record_segment = 0;
 
   bool live() const { return last_seq > 0 && !removed; }
@@ -466,6 +473,12 @@ Status SharedLog::Recover(RecoveryReport* report) {
   }
   last_segment_seq_ = files.empty() ? 0 : files.back().first;
   for (auto& [id, g] : groups_) {
+    if (g.gap_below != 0 && !g.removed) {
+      FailGroup(&g, id, g.gap_segment,
+                Status::Corruption("group " + std::to_string(id) + ": " + g.gap_where +
+                                   ", and no later snapshot mark covers the missing entries"));
+    }
+    g.gap_below = 0;
     g.sub_exists = g.live();
     g.sub_last = g.last_index;
     g.sub_snapshot = g.snapshot ? g.snapshot->index : 0;
@@ -567,6 +580,22 @@ void SharedLog::RecoverRecord(Scan* scan, size_t offset, RecoveryReport* report)
   }
   g.removed = false;
   if (!g.failed.ok()) return;
+  const bool fresh = g.entries.empty() && !g.snapshot && g.last_index == 0;
+  if (type == RecordType::kEntry && !fresh && g.failed.ok() && h.index > g.last_index + 1) {
+    if (g.gap_below == 0) {
+      g.gap_where = "entry " + std::to_string(h.index) + " follows last index " +
+                    std::to_string(g.last_index) + " at " + Where(scan->name, offset);
+      g.gap_segment = scan->seq;
+    }
+    g.gap_below = h.index - 1;
+    g.entries.clear();
+    g.last_index = h.index - 1;
+    g.last_term = 0;  // unknown until the mark that covers the gap
+  }
+  if (type == RecordType::kSnapshotMark && g.gap_below != 0 && h.index >= g.gap_below) {
+    g.gap_below = 0;
+    g.gap_where.clear();
+  }
   Status s = ApplyRecordLocked(&g, type, h.term, h.index, Slice(p + kRecordHeaderSize, h.length),
                                h.payload_crc, scan->seq, offset + kRecordHeaderSize);
   if (!s.ok()) {
