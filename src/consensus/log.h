@@ -23,6 +23,10 @@
 //    group's records are kept (so its damage is found again after a restart) until
 //    RemoveGroup, the way back for it being a new replica.
 //
+// A gap in a group's entry indexes on recovery is damage unless a later snapshot mark
+// covers it (entries released behind a mark written after them, see log.cc's
+// Group::gap_below): the group's log then starts after the mark.
+//
 // Limitation of the attribution: damage is pinned on a group by a CRC failure of its
 // record's payload (the header intact) or by a gap in its sequence numbers. A record
 // whose header is unreadable and after which its group wrote nothing more (in the
