@@ -92,6 +92,41 @@ class ReplicationITest : public NyalaTest {
   }
   test::MiniCluster* MiniClusterOf() { return cluster_->mini_cluster(); }
 
+  // Cuts tablet server `i` off the others' Raft traffic, both ways
+  // (--fault_injection_consensus_drop_peers); Heal() undoes it.
+  void Partition(int i) {
+    std::string others;
+    for (int j = 0; j < cluster_->num_tservers(); j++) {
+      if (j == i) continue;
+      ASSERT_OK(MiniClusterOf()->SetTserverFlag(j, kDropPeers, cluster_->tserver(i)->uuid()));
+      others += (others.empty() ? "" : ",") + cluster_->tserver(j)->uuid();
+    }
+    ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kDropPeers, others));
+  }
+  void Heal() {
+    for (int j = 0; j < cluster_->num_tservers(); j++) {
+      ASSERT_OK(MiniClusterOf()->SetTserverFlag(j, kDropPeers, ""));
+    }
+  }
+  // Waits until the master names a leader of `table` other than server `old`.
+  void WaitForNewLeader(const std::string& table, int old) {
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+      const int leader = LeaderIndex(table);
+      ASSERT_GE(leader, 0);
+      ASSERT_NE(leader, old);
+    });
+  }
+  // Tablet server `i`'s own consensus state of its only tablet.
+  master::ConsensusStatePB ReplicaState(int i) {
+    tserver::ListTabletsResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(5));
+    CHECK_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &resp, &rpc));
+    CHECK_EQ(resp.tablets_size(), 1);
+    return resp.tablets(0).consensus();
+  }
+  static constexpr char kDropPeers[] = "fault_injection_consensus_drop_peers";
+
   // Writes key, key+1, ... with one AUTO_FLUSH_SYNC session until `stop`, recording
   // every acknowledged key (v = key) and the time of each acknowledgement.
   struct Writer {
@@ -163,12 +198,7 @@ TEST_F(ReplicationITest, KillingTheLeaderLosesNoAcknowledgedWrite) {
   cluster_->tserver(leader)->Kill(9);
   // Writes resume on a new leader (bench/failover-bench measures how soon).
   ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
-  int new_leader = -1;
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
-    new_leader = LeaderIndex("leader_killed");
-    ASSERT_GE(new_leader, 0);
-    ASSERT_NE(new_leader, leader);
-  });
+  ASSERT_NO_FATAL_FAILURE(WaitForNewLeader("leader_killed", leader));
   // The old leader comes back as a follower and catches up.
   ASSERT_OK(cluster_->tserver(leader)->Restart());
   ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
@@ -205,27 +235,15 @@ TEST_F(ReplicationITest, APartitionedLeaderStepsDownAndWritesGoOnWithoutIt) {
   Writer w;
   w.Start(client_, t, MonoDelta::FromSeconds(30));
   ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
-  const char* kFlag = "fault_injection_consensus_drop_peers";
-  std::string others;
-  for (int i = 0; i < 3; i++) {
-    if (i == leader) continue;
-    ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, cluster_->tserver(leader)->uuid()));
-    others += (others.empty() ? "" : ",") + cluster_->tserver(i)->uuid();
-  }
   const MonoTime cut = MonoTime::Now();
-  ASSERT_OK(MiniClusterOf()->SetTserverFlag(leader, kFlag, others));
+  ASSERT_NO_FATAL_FAILURE(Partition(leader));
   // Writes resume while the partition lasts (election timeout 500 ms: the old leader
   // steps down after 0.5-1 s, a follower campaigns after 0.5-1 s).
   ASSERT_WRITES_GO_ON(w, 100, MonoDelta::FromSeconds(8));
   const MonoDelta resumed = MonoTime::Now() - cut;
   LOG(INFO) << "writes resumed " << resumed.ToMilliseconds() << " ms after the partition";
-  int new_leader = -1;
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
-    new_leader = LeaderIndex("partitioned");
-    ASSERT_GE(new_leader, 0);
-    ASSERT_NE(new_leader, leader);
-  });
-  for (int i = 0; i < 3; i++) ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, ""));
+  ASSERT_NO_FATAL_FAILURE(WaitForNewLeader("partitioned", leader));
+  ASSERT_NO_FATAL_FAILURE(Heal());
   ASSERT_WRITES_GO_ON(w, 100, MonoDelta::FromSeconds(20));
   w.Stop();
   EXPECT_LT(resumed.ToSeconds(), 5.0);
@@ -242,29 +260,19 @@ TEST_F(ReplicationITest, AnIdlePartitionedLeaderStepsDown) {
   auto session = client_->NewSession();
   ASSERT_OK(session->SetTimeout(MonoDelta::FromSeconds(20)));
   ASSERT_OK(session->Apply(UpsertOf(*t, 1, 1)));
-  // Idle for a few election timeouts: the group quiesces.
-  SleepFor(MonoDelta::FromSeconds(2));
-  const char* kFlag = "fault_injection_consensus_drop_peers";
-  std::string others;
-  for (int i = 0; i < 3; i++) {
-    if (i == leader) continue;
-    ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, cluster_->tserver(leader)->uuid()));
-    others += (others.empty() ? "" : ",") + cluster_->tserver(i)->uuid();
-  }
+  // Idle: the group quiesces (every replica answered the leader's quiesce heartbeat).
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    for (int i = 0; i < 3; i++) ASSERT_TRUE(ReplicaState(i).quiesced()) << "server " << i;
+  });
   const MonoTime cut = MonoTime::Now();
-  ASSERT_OK(MiniClusterOf()->SetTserverFlag(leader, kFlag, others));
+  ASSERT_NO_FATAL_FAILURE(Partition(leader));
   ASSERT_OK(session->Apply(UpsertOf(*t, 2, 2)));
   const MonoDelta first = MonoTime::Now() - cut;
   ASSERT_OK(session->Apply(UpsertOf(*t, 3, 3)));
   LOG(INFO) << "idle partitioned leader: first write " << first.ToMilliseconds() << " ms";
   EXPECT_LT(first.ToSeconds(), 5.0);
-  int new_leader = -1;
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
-    new_leader = LeaderIndex("idle_partitioned");
-    ASSERT_GE(new_leader, 0);
-    ASSERT_NE(new_leader, leader);
-  });
-  for (int i = 0; i < 3; i++) ASSERT_OK(MiniClusterOf()->SetTserverFlag(i, kFlag, ""));
+  ASSERT_NO_FATAL_FAILURE(WaitForNewLeader("idle_partitioned", leader));
+  ASSERT_NO_FATAL_FAILURE(Heal());
   std::map<int64_t, int64_t> rows = ScanAll(t);
   EXPECT_EQ(rows.size(), 3u);
 }
@@ -355,14 +363,7 @@ TEST_F(ReplicationITest, ClosestReplicaReadsAnswerWithoutALeader) {
   // Every replica has applied as far as any (the leader's no-op and the writes).
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
     std::set<uint64_t> applied;
-    for (int i = 0; i < 3; i++) {
-      tserver::ListTabletsResponsePB resp;
-      rpc::RpcController rpc;
-      rpc.set_timeout(MonoDelta::FromSeconds(5));
-      ASSERT_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &resp, &rpc));
-      ASSERT_EQ(resp.tablets_size(), 1);
-      applied.insert(resp.tablets(0).consensus().applied_index());
-    }
+    for (int i = 0; i < 3; i++) applied.insert(ReplicaState(i).applied_index());
     ASSERT_EQ(applied.size(), 1u);
     ASSERT_GT(*applied.begin(), 1u);
   });

@@ -281,6 +281,10 @@ Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
   runtime_ = runtime;
   tracker_ = tracker;
   uuid_ = uuid;
+  {
+    MutexLock l(peers_mu_);  // this server is a peer of its groups before any heartbeat
+    peer_uuids_[consensus::PeerIdFromUuid(uuid)] = uuid;
+  }
   int started = 0, failed = 0;
   for (const auto& t : GetTablets()) {
     if (t->state() != TabletState::kRunning) continue;
@@ -375,7 +379,6 @@ void TabletManager::UpdatePeers(const google::protobuf::RepeatedPtrField<master:
 }
 
 std::string TabletManager::UuidOfPeer(uint64_t id) const {
-  if (id == consensus::PeerIdFromUuid(uuid_)) return uuid_;  // known before any peer is
   MutexLock l(peers_mu_);
   auto it = peer_uuids_.find(id);
   return it == peer_uuids_.end() ? std::string() : it->second;
@@ -703,6 +706,7 @@ bool TabletManager::ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* 
   c->set_committed_index(info.commit_index);
   c->set_applied_index(info.applied_index);
   c->set_last_index(info.last_index);
+  c->set_quiesced(info.quiesced);
   for (uint64_t v : info.config.voters()) c->add_voter_uuids(UuidOfPeer(v));
   for (uint64_t l : info.config.learners()) c->add_learner_uuids(UuidOfPeer(l));
   return true;
