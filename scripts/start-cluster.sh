@@ -94,12 +94,8 @@ done
 if [ ${#holders[@]} -gt 0 ]; then
   echo "start-cluster: nyala daemons are already running on $DATA/: ${holders[*]}," \
     "each holding its data dir's LOCK." >&2
-  if [ -d "$DATA/pids" ]; then
-    echo "Stop them first: scripts/stop-cluster.sh --data $DATA" >&2
-  else
-    echo "$DATA/pids is missing, so scripts/stop-cluster.sh cannot find them; stop them" \
-      "by PID: kill ${holder_pids[*]}" >&2
-  fi
+  echo "Stop them first: scripts/stop-cluster.sh --data $DATA (it finds them by their locks" \
+    "when pids/ is gone), or by PID: kill ${holder_pids[*]}" >&2
   exit 1
 fi
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

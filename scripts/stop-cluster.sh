@@ -9,7 +9,8 @@ usage() {
 Usage: scripts/stop-cluster.sh [--data DIR] [--grace SECONDS]
 
 Stops the cluster that scripts/start-cluster.sh started from DIR (default:
-./nyala-cluster, or $NYALA_CLUSTER_DIR): exactly the PIDs it recorded in DIR/pids,
+./nyala-cluster, or $NYALA_CLUSTER_DIR): the PIDs it recorded in DIR/pids, and any
+daemon holding the LOCK of a data dir under DIR (found even when DIR/pids is gone),
 with SIGTERM, then SIGKILL for any still running after SECONDS (default 15).
 USAGE
 }
@@ -23,8 +24,8 @@ while [ $# -gt 0 ]; do
     *) echo "stop-cluster: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
-if [ ! -d "$DATA/pids" ]; then
-  echo "stop-cluster: no cluster recorded in $DATA" >&2
+if [ ! -d "$DATA" ]; then
+  echo "stop-cluster: $DATA does not exist; pass the cluster's directory with --data" >&2
   exit 1
 fi
 # Only signal a PID that is still one of our daemons (not a recycled PID).
@@ -41,6 +42,27 @@ for pidfile in "$DATA"/pids/*.pid; do
     names+=("$name")
   else
     rm -f "$pidfile"
+  fi
+done
+# Each daemon holds an exclusive flock on <data dir>/LOCK while it runs and writes
+# "pid N" into it (fs_manager.cc): that finds daemons whose pid file is gone.
+lock_held() {  # lock_held <lock file>: true when a process holds it
+  if command -v flock >/dev/null 2>&1; then
+    ! flock -n "$1" true 2>/dev/null
+  else
+    return 0  # no flock(1): the pid in the file is checked below
+  fi
+}
+for lock in "$DATA"/*/LOCK; do
+  [ -e "$lock" ] || continue
+  lock_held "$lock" || continue
+  pid=$(sed -n 's/^pid \([0-9][0-9]*\).*/\1/p' "$lock" 2>/dev/null | head -1)
+  [ -n "$pid" ] || continue
+  case " ${pids[*]} " in *" $pid "*) continue ;; esac
+  if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then
+    kill -TERM "$pid"
+    pids+=("$pid")
+    names+=("$(basename "$(dirname "$lock")")")
   fi
 done
 deadline=$(( $(date +%s) + GRACE ))

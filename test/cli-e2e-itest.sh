@@ -493,7 +493,18 @@ check "... with a tablet of only one replica running" \
   contains "$out" "1 of 3 replicas running: a majority (2) is needed"
 
 # Without a majority, rf3's last replica has no leader: linearizable reads fail, reads
-# of the closest replica answer from its rows.
+# of the closest replica answer from its rows. A leader keeps serving reads until its
+# lease runs out and check-quorum makes it step down: wait for that first.
+ts0_uuid=$(sed -n 's/^uuid=//p' "$DATA/tserver-0.info" 2>/dev/null || true)
+role=""
+for _ in $(seq 1 100); do
+  role=$("$NYALA" tablet list "$M" --table rf3 --format=json 2>/dev/null |
+    jq -r --arg u "$ts0_uuid" '.[] | select(.replica_uuid == $u) | .role' || true)
+  [ -n "$role" ] && [ "$role" != "LEADER" ] && break
+  sleep 0.1
+done
+check "rf3's last replica is no leader without a majority (role $role)" \
+  test -n "$role" -a "$role" != "LEADER"
 check "count --replica_selection=CLOSEST reads rf3's 4 rows from the last replica" \
   same 4 "$("$NYALA" table count "$M" rf3 --replica_selection=CLOSEST 2>&1)"
 check "get --replica_selection=CLOSEST finds key -4" \
@@ -503,8 +514,12 @@ check "... while a leader read (the default) times out" contains "$out" "Timed o
 out=$("$NYALA" table scan "$M" rf3 --replica_selection=NEAREST 2>&1) && fail "--replica_selection=NEAREST accepted"
 check "a bad --replica_selection names the choices" contains "$out" "must be LEADER or CLOSEST"
 
+# stop-cluster finds the daemons by their data-dir locks when pids/ is gone.
 pids=$(cat "$DATA"/pids/*.pid 2>/dev/null || true)
-"$ROOT/scripts/stop-cluster.sh" --data "$DATA"
+check "the cluster still runs daemons to stop" test -n "$pids"
+rm -rf "$DATA/pids"
+out=$("$ROOT/scripts/stop-cluster.sh" --data "$DATA" 2>&1) || fail "stop-cluster without pids/ failed: $out"
+check "stop-cluster without pids/ stops the master, found by its lock" contains "$out" "stopped master (pid"
 left=""
 for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
 check "stop-cluster leaves no process" test -z "$left"
