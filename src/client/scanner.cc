@@ -164,7 +164,8 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
       const bool lost = v.action == TabletRpcAction::kRelookup ||
                         (st && st->rpc.status().IsTimedOut()) ||
                         (st && st->resp.has_error() &&
-                         st->resp.error().code() == tserver::TabletServerErrorPB::TABLET_NOT_RUNNING);
+                         (st->resp.error().code() == tserver::TabletServerErrorPB::TABLET_NOT_RUNNING ||
+                          st->resp.error().code() == tserver::TabletServerErrorPB::TABLET_FAILED));
       if (lost && current_->replicas.size() > 1) {
         // Another replica leads now, or will: a new scan there, from the key after the
         // last row returned (client.h says what a resumed scan guarantees).

@@ -82,6 +82,9 @@ inline TabletRpcVerdict ClassifyTabletRpc(const rpc::RpcController& rpc,
     case tserver::TabletServerErrorPB::WRONG_SERVER_UUID:
       return {TabletRpcAction::kRelookup, es};
     case tserver::TabletServerErrorPB::TABLET_NOT_RUNNING:
+    // Until the server restarts; meanwhile another replica may serve, and an earlier
+    // attempt at this one may have applied: retried, never reported as not applied.
+    case tserver::TabletServerErrorPB::TABLET_FAILED:
     case tserver::TabletServerErrorPB::THROTTLED:
     case tserver::TabletServerErrorPB::NOT_THE_LEADER:
       return {TabletRpcAction::kRetry, es};
@@ -109,8 +112,9 @@ inline TabletRpcVerdict ClassifyReplicaRpc(const RemoteTablet& tablet,
     v.next_replica = true;
     return v;
   }
-  const bool lost = !rpc.status().ok() && (v.action == TabletRpcAction::kRelookup ||
-                                            rpc.status().IsTimedOut());
+  const bool lost = (!rpc.status().ok() && (v.action == TabletRpcAction::kRelookup ||
+                                             rpc.status().IsTimedOut())) ||
+                    (err != nullptr && err->code() == tserver::TabletServerErrorPB::TABLET_FAILED);
   if (lost && tablet.replicas.size() > 1) {
     // The others may lead now; they say so, or name the leader.
     tablet.MarkFollower(server);

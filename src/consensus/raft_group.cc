@@ -347,6 +347,7 @@ void RaftGroup::Fail(const Status& s) {
   FailPending(Status::ServiceUnavailable("consensus group " + std::to_string(id_) + " failed",
                                          s.ToString()));
   PublishInfo();
+  if (sm_ != nullptr) sm_->GroupFailed(s);
 }
 
 void RaftGroup::FailPending(const Status& s) {

@@ -61,6 +61,10 @@ class StateMachine {
   virtual void FlushRequested() {}
   // The group's role, term or leader changed (GroupInfo has the new ones).
   virtual void LeadershipChanged() {}
+  // The group failed and stops for good (its log failed: a full or broken disk, or
+  // its records were damaged): it applies nothing more in this incarnation. Its
+  // pending proposals were failed with ServiceUnavailable before this call.
+  virtual void GroupFailed(const Status& /*error*/) {}
 };
 
 struct GroupOptions {

@@ -250,6 +250,13 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
                                ScanResponsePB* resp, std::string* rows, std::string* indirect) {
   const NewScanRequestPB& ns = req.new_scan_request();
   CountScanRequest(*tablet);
+  if (tablet->state() == TabletState::kFailed) {
+    ScanError(TabletServerErrorPB::TABLET_FAILED,
+              Status::IllegalState("tablet " + tablet->tablet_id() + " failed: " +
+                                   tablet->failure().ToString()),
+              resp);
+    return;
+  }
   if (tablet->state() != TabletState::kRunning) {
     ScanError(TabletServerErrorPB::TABLET_NOT_RUNNING,
               Status::IllegalState("tablet " + tablet->tablet_id() + " is " +

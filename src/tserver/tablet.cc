@@ -101,7 +101,7 @@ bool Tablet::CheckRunning(TabletServerErrorPB* error) const {
                Status::NotFound("tablet " + tablet_id() + " was deleted"), error);
       return false;
     case TabletState::kFailed:
-      SetError(TabletServerErrorPB::TABLET_NOT_RUNNING,
+      SetError(TabletServerErrorPB::TABLET_FAILED,
                Status::IllegalState("tablet " + tablet_id() + " failed: " + failure_.ToString()),
                error);
       return false;

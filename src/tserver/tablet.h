@@ -217,6 +217,9 @@ class Tablet : public consensus::StateMachine {
   void Apply(const consensus::EntryPB& entry) override;
   void FlushRequested() override;
   void LeadershipChanged() override;
+  // The group failed (its consensus log could not be written, e.g. the disk is full):
+  // the tablet fails too, with that error, and says so to the master.
+  void GroupFailed(const Status& error) override;
   // Counts in the server's metrics what changed since the group state last noted
   // (a new leader, term, or this replica winning or losing leadership); with
   // `count` false only notes `info` (when the group is attached).
@@ -278,8 +281,8 @@ class Tablet : public consensus::StateMachine {
   Schema schema_;
   PartitionSchema partition_schema_;
   std::shared_ptr<const Projection> full_projection_;
-  // Set once, before state_ becomes kFailed (at creation, or by Apply on the worker
-  // thread); read only after state() returned kFailed.
+  // Set once, before state_ becomes kFailed (at creation, or by Apply or GroupFailed
+  // on the group's worker thread); read only after state() returned kFailed.
   Status failure_;
 
   // An upper bound of the tablet's storage keys: no row is stored above it, so the

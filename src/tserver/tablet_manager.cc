@@ -712,9 +712,6 @@ bool TabletManager::ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* 
   return true;
 }
 
-namespace {
-}  // namespace
-
 int64_t TabletManager::BuildReport(bool full, int64_t since, master::TabletReportPB* report) const {
   MutexLock l(mu_);
   report->set_is_incremental(!full);

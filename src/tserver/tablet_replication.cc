@@ -374,6 +374,20 @@ void Tablet::FlushRequested() {
   if (auto g = group()) g->ReportDurable(index);
 }
 
+void Tablet::GroupFailed(const Status& error) {
+  if (state() != TabletState::kRunning) return;
+  LOG(ERROR) << "tablet " << tablet_id() << ": its consensus group failed; the tablet stops: "
+             << error.ToString();
+  failure_ = error.CloneAndPrepend("consensus");
+  state_.store(TabletState::kFailed, std::memory_order_release);
+  {
+    MutexLock l(leader_mu_);
+    leader_cv_.notify_all();
+    for (ProposalWaiter* w : proposals_waiting_) w->NoteLeadershipChange();
+  }
+  if (hooks_.consensus_changed) hooks_.consensus_changed();
+}
+
 void Tablet::LeadershipChanged() {
   if (auto g = group()) NoteLeadership(g->info(), /*count=*/true);
   {
