@@ -100,7 +100,7 @@ rpcz=$(dom "$TWEB/rpcz")
 has "$rpcz" "Calls in flight" "tablet server /rpcz lists the calls in flight"
 has "$rpcz" "nyala.tserver.TabletServerService" "tablet server /rpcz shows the service queues"
 metrics=$(dom "$MWEB/metrics")
-has "$metrics" "table_locations_cache_hits" "/metrics has the table-locations cache metrics"
+has "$metrics" "table_locations_cache_hits_total" "/metrics has the table-locations cache metrics"
 
 if [ "$failures" -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all checks passed"

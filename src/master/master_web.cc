@@ -108,7 +108,7 @@ void Master::RegisterWebPages() {
     }
     MetricLabels labels = {{"service", MasterServiceIf::kServiceName}, {"method", method}};
     Histogram* h = metrics()->FindOrCreateHistogram(
-        "rpc_handler_latency_us", "Time from the start of the handler to its response (us)",
+        "rpc_handler_duration_seconds", "Time from the start of the handler to its response",
         labels);
     Counter* too_busy = metrics()->FindOrCreateCounter(
         "rpc_too_busy_total", "Calls rejected with SERVER_TOO_BUSY because the queue was full",

@@ -60,6 +60,7 @@ Status ServerBase::Init() {
   mo.name = options_.kind;
   mo.num_reactors = options_.num_reactors;
   mo.metrics = &metrics_;
+  RegisterProcessMetrics(&metrics_);
   ASSIGN_OR_RETURN(messenger_, rpc::Messenger::Create(mo));
   // Flags read and changed at run time (tests' fault injection): one thread is plenty.
   return messenger_->RegisterService(std::make_unique<GenericServiceImpl>(), 1, 50);

@@ -81,22 +81,24 @@ void TabletServer::RegisterConsensusGauges() {
   auto log_stat = [rt](uint64_t consensus::LogStats::*field) {
     return [rt, field] { return int64_t(rt->log()->Stats().*field); };
   };
-  m->RegisterFunctionGauge("consensus_log_bytes", "Bytes written to the consensus log", {},
-                           log_stat(&consensus::LogStats::bytes), this);
-  m->RegisterFunctionGauge("consensus_log_syncs", "fdatasyncs of the consensus log", {},
-                           log_stat(&consensus::LogStats::fsyncs), this);
+  m->RegisterFunctionCounter("consensus_log_written_bytes_total",
+                             "Bytes written to the consensus log", {},
+                             log_stat(&consensus::LogStats::bytes), this);
+  m->RegisterFunctionCounter("consensus_log_syncs_total", "fdatasyncs of the consensus log", {},
+                             log_stat(&consensus::LogStats::fsyncs), this);
   m->RegisterFunctionGauge("consensus_log_segments", "Live consensus log segments", {},
                            log_stat(&consensus::LogStats::segments_live), this);
   auto rt_stat = [rt](uint64_t consensus::RuntimeStats::*field) {
     return [rt, field] { return int64_t(rt->Stats().*field); };
   };
-  m->RegisterFunctionGauge("consensus_calls_sent", "MultiUpdate calls sent to other servers", {},
-                           rt_stat(&consensus::RuntimeStats::calls_sent), this);
-  m->RegisterFunctionGauge("consensus_messages_sent", "Raft messages sent", {},
-                           rt_stat(&consensus::RuntimeStats::messages_sent), this);
-  m->RegisterFunctionGauge("consensus_messages_dropped",
-                           "Raft messages dropped (unknown group, full outbox, failed call)", {},
-                           rt_stat(&consensus::RuntimeStats::messages_dropped), this);
+  m->RegisterFunctionCounter("consensus_calls_sent_total",
+                             "MultiUpdate calls sent to other servers", {},
+                             rt_stat(&consensus::RuntimeStats::calls_sent), this);
+  m->RegisterFunctionCounter("consensus_messages_sent_total", "Raft messages sent", {},
+                             rt_stat(&consensus::RuntimeStats::messages_sent), this);
+  m->RegisterFunctionCounter("consensus_messages_dropped_total",
+                             "Raft messages dropped (unknown group, full outbox, failed call)", {},
+                             rt_stat(&consensus::RuntimeStats::messages_dropped), this);
   m->RegisterFunctionGauge(
       "tserver_replicas_leading", "Tablet replicas on this server that lead their group", {},
       [this] {

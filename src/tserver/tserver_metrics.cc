@@ -47,12 +47,12 @@ TServerMetrics::TServerMetrics(MetricRegistry* r)
       leader_step_downs(r->FindOrCreateCounter(
           "tserver_leader_step_downs_total",
           "Leadership transfers started on request (LeaderStepDown)")),
-      write_latency_us(r->FindOrCreateHistogram("tserver_write_latency_us",
-                                                "Time to apply one Write RPC, in microseconds")),
-      get_latency_us(r->FindOrCreateHistogram("tserver_get_latency_us",
-                                              "Time to answer one Get RPC, in microseconds")),
+      write_latency_us(r->FindOrCreateHistogram("tserver_write_duration_seconds",
+                                                "Time to apply one Write RPC")),
+      get_latency_us(r->FindOrCreateHistogram("tserver_get_duration_seconds",
+                                              "Time to answer one Get RPC")),
       scan_latency_us(r->FindOrCreateHistogram(
-          "tserver_scan_latency_us", "Time to produce one Scan batch, in microseconds")) {}
+          "tserver_scan_duration_seconds", "Time to produce one Scan batch")) {}
 
 }  // namespace nyala::tserver
 
