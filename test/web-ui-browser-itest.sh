@@ -2,7 +2,9 @@
 # Browser test of the web UI: headless Chromium (Debian's `chromium`, installed by
 # scripts/setup-deps.sh) loads the master's and the tablet servers' pages from a real
 # cluster of three tablet servers (tables of three replicas) and the test checks what
-# the browser rendered (the DOM after parsing), the replicas' roles included.
+# the browser rendered (the DOM after parsing), the replicas' roles included; that the
+# master links each tablet server and tablet to the tablet server's own pages, and the
+# links load.
 # Exits 77 (CTest: skipped) with a message when Chromium is not available.
 #
 #   test/web-ui-browser-itest.sh <bin dir>
@@ -64,7 +66,8 @@ has "$servers" "127.0.0.1:$((BASE + 10))" "/tablet-servers lists the first table
 has "$servers" "127.0.0.1:$((BASE + 11))" "/tablet-servers lists the second tablet server"
 has "$servers" "127.0.0.1:$((BASE + 12))" "/tablet-servers lists the third tablet server"
 has "$tables" "LEADER" "/tables names each tablet's leader replica"
-tablet_id=$(grep -oE '<td>[0-9a-f]{32}</td>' <<<"$tables" | head -1 | sed 's/<[^>]*>//g')
+# A tablet's row starts with its id (linked to its leader's page of it).
+tablet_id=$(grep -oE '<tr><td>(<a [^>]*>)?[0-9a-f]{32}' <<<"$tables" | head -1 | grep -oE '[0-9a-f]{32}$' || true)
 ts_pages=()
 for i in 0 1 2; do ts_pages+=("$(dom "http://127.0.0.1:$((BASE + 1010 + i))/tablets")"); done
 ts_tablets="${ts_pages[0]}${ts_pages[1]}${ts_pages[2]}"
@@ -74,9 +77,9 @@ has "$ts_tablets" "$tablet_id" "a tablet server's /tablets shows a tablet the ma
 has "${ts_pages[0]}" "<th>Role</th><th>Term</th><th>Leader</th><th>Committed / applied / last index</th><th>Peers</th>" \
   "/tablets has the role, term, leader, indexes and peers columns"
 rows=$(for page in "${ts_pages[@]}"; do
-  sed 's/<tr>/\n<tr>/g' <<<"$page" | grep -F "<td>$tablet_id</td>" || true
+  sed 's/<tr/\n<tr/g' <<<"$page" | grep -F "<tr id=\"$tablet_id\">" || true
 done)
-roles=$(grep -oE '<td class="role">[A-Z]+</td>' <<<"$rows" | sed 's/<[^>]*>//g' | sort | tr '\n' ' ')
+roles=$( (grep -oE '<td class="role">[A-Z]+</td>' <<<"$rows" || true) | sed 's/<[^>]*>//g' | sort | tr '\n' ' ')
 if [ "$roles" = "FOLLOWER FOLLOWER LEADER " ]; then
   echo "ok: the tablet's three replicas are one LEADER and two FOLLOWERs"
 else
@@ -101,6 +104,41 @@ has "$rpcz" "Calls in flight" "tablet server /rpcz lists the calls in flight"
 has "$rpcz" "nyala.tserver.TabletServerService" "tablet server /rpcz shows the service queues"
 metrics=$(dom "$MWEB/metrics")
 has "$metrics" "table_locations_cache_hits_total" "/metrics has the table-locations cache metrics"
+
+# Links: the master links each tablet server to its own web UI (its advertised web
+# address), and each tablet to its leader's page of it; the targets load and describe
+# that server and that tablet.
+for i in 0 1 2; do
+  has "$servers" "<a href=\"http://127.0.0.1:$((BASE + 1010 + i))/\">127.0.0.1:$((BASE + 1010 + i))</a>" \
+    "/tablet-servers links the web address of tablet server $i"
+done
+link=$(grep -oE '<a href="http://127\.0\.0\.1:[0-9]+/">[0-9a-f]{32}</a>' <<<"$servers" | head -1 || true)
+link_url=$(sed -E 's/<a href="([^"]*)">.*/\1/' <<<"$link")
+link_uuid=$(sed -E 's/.*">([0-9a-f]{32})<\/a>/\1/' <<<"$link")
+if [ -n "$link" ]; then
+  target=$(dom "$link_url")
+  if grep -qF "nyala-tserver" <<<"$target" && grep -qF "<td>$link_uuid</td>" <<<"$target"; then
+    echo "ok: the link of tablet server $link_uuid loads its own home page ($link_url)"
+  else
+    fail "the link of tablet server $link_uuid ($link_url) does not load that server's page"
+  fi
+else
+  fail "/tablet-servers has no tablet server uuid linked to a web UI"
+fi
+tlink=$(grep -oE "<a href=\"http://127\.0\.0\.1:[0-9]+/tablet\?id=$tablet_id\">$tablet_id</a>" <<<"$tables" | head -1 || true)
+if [ -n "$tlink" ]; then
+  turl=$(sed -E 's/<a href="([^"]*)">.*/\1/' <<<"$tlink")
+  tpage=$(dom "$turl")
+  has "$tpage" "<h2>Tablet $tablet_id</h2>" "tablet $tablet_id's link loads the tablet's page ($turl)"
+  has "$tpage" '<span class="role">LEADER</span>' "the tablet's link goes to its leader's page"
+else
+  fail "/tables does not link tablet $tablet_id to its leader's page"
+fi
+nreplica=$( (grep -oE "<a href=\"http://127\.0\.0\.1:[0-9]+/tablet\?id=$tablet_id\">replica</a>" <<<"$tables" || true) | sort -u | wc -l)
+[ "$nreplica" -eq 3 ] && echo "ok: /tables links each of the tablet's 3 replicas to its server's page" ||
+  fail "/tables links $nreplica distinct replica pages of tablet $tablet_id, expected 3"
+has "$(dom "$TWEB/tablet?id=no-such-tablet")" "hosts no tablet no-such-tablet" \
+  "a tablet server's page of an unknown tablet says so"
 
 if [ "$failures" -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all checks passed"

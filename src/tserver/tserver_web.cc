@@ -1,4 +1,4 @@
-// The tablet server's web pages: /tablets and /scans.
+// The tablet server's web pages: /tablets, /tablet?id=<tablet id> and /scans.
 #include <algorithm>
 
 #include "server/webserver.h"
@@ -69,6 +69,13 @@ std::string ConsensusCells(const master::ConsensusStatePB* c, const std::string&
          "</td><td>" + peers + "</td>";
 }
 
+// A link to the /tablet page of tablet `id`.
+std::string TabletLink(const std::string& id) {
+  using server::EscapeHtml;
+  return "<a href=\"/tablet?id=" + EscapeHtml(server::UrlEncode(id)) + "\">" + EscapeHtml(id) +
+         "</a>";
+}
+
 }  // namespace
 
 void TabletServer::RegisterWebPages() {
@@ -96,7 +103,8 @@ void TabletServer::RegisterWebPages() {
           if (t->state() == TabletState::kFailed) state += ": " + t->failure().ToString();
           master::ConsensusStatePB consensus;
           const bool replicated = tablets_->ConsensusStateOf(*t, &consensus);
-          b += "<tr><td>" + EscapeHtml(m.tablet_id()) + "</td><td>" + EscapeHtml(m.table_name()) +
+          b += "<tr id=\"" + EscapeHtml(m.tablet_id()) + "\"><td>" + TabletLink(m.tablet_id()) +
+               "</td><td>" + EscapeHtml(m.table_name()) +
                "</td><td>[" + HexKey(m.partition().partition_key_start()) + ", " +
                HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
                (t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" + EscapeHtml(state) +
@@ -105,6 +113,73 @@ void TabletServer::RegisterWebPages() {
                TabletCounterCells(t->tablet_metrics()) + "</tr>";
         }
         b += "</table>";
+      });
+  // One tablet: what /tablets shows in a row, one item a line. The master's pages link
+  // each replica here.
+  webserver()->RegisterPage(
+      "/tablet", "", [this](const server::WebRequest& req, server::WebResponse* resp) {
+        const std::string id = req.GetArg("id");
+        std::shared_ptr<Tablet> t = id.empty() ? nullptr : tablets_->Lookup(id);
+        std::string& b = resp->body;
+        if (!t) {
+          resp->status_code = 404;
+          b += "<h2>Tablet " + EscapeHtml(id) + "</h2><p class=\"bad\">" +
+               (id.empty() ? std::string("No tablet id given: /tablet?id=&lt;tablet id&gt;.")
+                           : "This server hosts no tablet " + EscapeHtml(id) + ".") +
+               " See <a href=\"/tablets\">the tablets it hosts</a>.</p>";
+          return;
+        }
+        const TabletMetadataPB& m = t->metadata();
+        std::string state = TabletStateName(t->state());
+        if (t->state() == TabletState::kFailed) state += ": " + t->failure().ToString();
+        std::vector<std::pair<std::string, std::string>> rows = {
+            {"Tablet id", EscapeHtml(m.tablet_id())},
+            {"Table", EscapeHtml(m.table_name())},
+            {"Partition", "[" + HexKey(m.partition().partition_key_start()) + ", " +
+                              HexKey(m.partition().partition_key_end()) + ")"},
+            {"State", "<span class=\"" +
+                          std::string(t->state() == TabletState::kRunning ? "ok" : "bad") +
+                          "\">" + EscapeHtml(state) + "</span>"},
+            {"On-disk size", FormatBytes(t->OnDiskSize())},
+        };
+        master::ConsensusStatePB c;
+        if (tablets_->ConsensusStateOf(*t, &c)) {
+          auto name = [&](const std::string& u) {
+            return u.empty() ? std::string("none known")
+                             : EscapeHtml(u) + (u == uuid() ? " (this server)" : "");
+          };
+          std::string peers;
+          for (const auto& v : c.voter_uuids()) peers += name(v) + "<br>";
+          for (const auto& l : c.learner_uuids()) peers += name(l) + " learner<br>";
+          rows.insert(rows.end(),
+                      {{"Role", "<span class=\"role\">" +
+                                    master::ReplicaRolePB_Name(c.role()) + "</span>"},
+                       {"Term", std::to_string(c.term())},
+                       {"Leader", name(c.leader_uuid())},
+                       {"Committed / applied / last index",
+                        std::to_string(c.committed_index()) + " / " +
+                            std::to_string(c.applied_index()) + " / " +
+                            std::to_string(c.last_index())},
+                       {"Peers", peers}});
+        }
+        if (const TabletMetrics* tm = t->tablet_metrics()) {
+          auto v = [](const std::shared_ptr<Counter>& x) { return std::to_string(x->value()); };
+          rows.insert(rows.end(),
+                      {{"Write RPCs", v(tm->write_requests)},
+                       {"Rows inserted / upserted / updated / deleted",
+                        v(tm->rows_inserted) + " / " + v(tm->rows_upserted) + " / " +
+                            v(tm->rows_updated) + " / " + v(tm->rows_deleted)},
+                       {"Get RPCs", v(tm->get_requests)},
+                       {"Keys looked up", v(tm->get_keys)},
+                       {"Scan RPCs", v(tm->scan_requests)},
+                       {"Rows scanned / returned",
+                        v(tm->rows_scanned) + " / " + v(tm->rows_returned)}});
+        }
+        b += "<h2>Tablet " + EscapeHtml(m.tablet_id()) + "</h2><table>";
+        for (const auto& [k, val] : rows) {
+          b += "<tr><th>" + EscapeHtml(k) + "</th><td>" + val + "</td></tr>";
+        }
+        b += "</table><p><a href=\"/tablets\">All tablets of this server</a></p>";
       });
   webserver()->RegisterPage(
       "/scans", "Scans", [this](const server::WebRequest&, server::WebResponse* resp) {
