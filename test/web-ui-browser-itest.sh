@@ -4,7 +4,8 @@
 # cluster of three tablet servers (tables of three replicas) and the test checks what
 # the browser rendered (the DOM after parsing), the replicas' roles included; that the
 # master links each tablet server and tablet to the tablet server's own pages, and the
-# links load.
+# links load; and, under a bounded load, that the home pages' rate charts (drawn by
+# their inline script from /rates.json) render as SVG with non-zero rates.
 # Exits 77 (CTest: skipped) with a message when Chromium is not available.
 #
 #   test/web-ui-browser-itest.sh <bin dir>
@@ -44,11 +45,19 @@ M="127.0.0.1:$BASE"
   '{"name": "web_demo", "columns": [{"name": "k", "type": "INT64", "key": true}],
     "hash_partitions": [{"columns": ["k"], "buckets": 2}]}' >/dev/null
 
-# The DOM as Chromium built it, after parsing (no JavaScript is needed by the pages).
+# The DOM as Chromium built it, after parsing (the pages need no JavaScript but the
+# home pages' charts).
 dom() {
   timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$WORK/chromium" --dump-dom "$1" 2>/dev/null
+}
+# The same after the page's scripts ran for 7 s of virtual time (fetches included): the
+# charts refresh every 2 s.
+dom_js() {
+  timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$WORK/chromium" --virtual-time-budget=7000 --dump-dom "$1" 2>/dev/null
 }
 MWEB="http://127.0.0.1:$((BASE + 1000))"
 TWEB="http://127.0.0.1:$((BASE + 1010))"
@@ -139,6 +148,54 @@ nreplica=$( (grep -oE "<a href=\"http://127\.0\.0\.1:[0-9]+/tablet\?id=$tablet_i
   fail "/tables links $nreplica distinct replica pages of tablet $tablet_id, expected 3"
 has "$(dom "$TWEB/tablet?id=no-such-tablet")" "hosts no tablet no-such-tablet" \
   "a tablet server's page of an unknown tablet says so"
+
+# Charts under load: writes (loadgen), scans and gets, bounded; then each home page's
+# inline script draws SVG from /rates.json with non-zero rates.
+"$NYALA_BIN_DIR/nyala" table create "$M" \
+  '{"name": "web_load", "columns": [{"name": "key", "type": "INT64", "key": true},
+    {"name": "a", "type": "INT32", "nullable": true}, {"name": "b", "type": "STRING", "nullable": true},
+    {"name": "c", "type": "STRING", "nullable": true}, {"name": "d", "type": "INT32", "nullable": true}],
+    "hash_partitions": [{"columns": ["key"], "buckets": 6}]}' >/dev/null
+"$NYALA_BIN_DIR/nyala" perf loadgen "$M" --table_name=web_load --num_threads=2 \
+  --num_rows_per_thread=20000 >"$WORK/loadgen.out" 2>&1 &
+loadgen_pid=$!
+# Scans read every tablet (each server leads some); gets of 30 keys reach them all.
+for k in $(seq 1 30); do
+  "$NYALA_BIN_DIR/nyala" table get "$M" web_load "$k" >/dev/null 2>&1 || true
+  if [ $((k % 5)) -eq 0 ]; then "$NYALA_BIN_DIR/nyala" table scan "$M" web_load >/dev/null 2>&1 || true; fi
+done
+wait "$loadgen_pid" || fail "nyala perf loadgen failed: $(tail -3 "$WORK/loadgen.out")"
+# chart <page> <series>: the figure element of that series.
+chart() { grep -oE "<figure class=\"chart\" data-series=\"$2\"[^>]*>" <<<"$1" || true; }
+attr() { sed -nE "s/.* $2=\"([^\"]*)\".*/\1/p" <<<"$1"; }
+check_chart() {  # check_chart <page> <what> <series>
+  local fig max
+  fig=$(chart "$1" "$3")
+  max=$(attr "$fig" data-max)
+  if [ -n "$fig" ] && awk -v m="${max:-0}" 'BEGIN { exit !(m > 0) }'; then
+    echo "ok: $2 chart '$3' shows a non-zero rate (max $max)"
+  else
+    fail "$2 chart '$3': '$fig'"
+  fi
+}
+for page in "$TWEB/" "$MWEB/"; do
+  what=$([ "$page" = "$TWEB/" ] && echo "tablet server" || echo "master")
+  p=$(dom_js "$page")
+  refreshes=$(grep -oE 'id="rate-charts" data-refreshes="[0-9]+"' <<<"$p" | grep -oE '[0-9]+"$' | tr -d '"' || true)
+  [ "${refreshes:-0}" -ge 2 ] && echo "ok: $what charts were drawn and refreshed ($refreshes times)" ||
+    fail "$what charts refreshed '${refreshes:-}' times (error: $(grep -oE 'data-error="[^"]*"' <<<"$p"))"
+  npoly=$( (grep -oE '<svg[^>]*>(<line[^>]*>(</line>)?)?<polyline points="[^"]+' <<<"$p" || true) | wc -l)
+  [ "$npoly" -ge 4 ] && echo "ok: $what charts are SVG polylines ($npoly)" ||
+    fail "$what home page has $npoly SVG charts with a line"
+  check_chart "$p" "$what" bytes_in
+  check_chart "$p" "$what" bytes_out
+  if [ "$what" = "master" ]; then
+    check_chart "$p" "$what" rpc_calls
+    check_chart "$p" "$what" location_lookups
+  else
+    for s in writes rows_written scans reads rows_read; do check_chart "$p" "$what" "$s"; done
+  fi
+done
 
 if [ "$failures" -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all checks passed"

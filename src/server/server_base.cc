@@ -76,6 +76,15 @@ Status ServerBase::Start() {
                           "--rpc_bind_addresses=" + options_.rpc_bind_addresses);
     bound_rpc_.push_back(bound);
   }
+  rates_ = std::make_unique<RateHistory>();
+  AddRateSeries(rates_.get());
+  rates_->AddSeries("bytes_in", "RPC bytes in", "B/s", [this] {
+    return metrics_.SumOfFamily("rpc_bytes_received_total");
+  });
+  rates_->AddSeries("bytes_out", "RPC bytes out", "B/s", [this] {
+    return metrics_.SumOfFamily("rpc_bytes_sent_total");
+  });
+  rates_->Start();
   if (options_.webserver_port >= 0) {
     webserver_ = std::make_unique<Webserver>("nyala-" + options_.kind);
     RegisterDefaultPages();
@@ -113,6 +122,7 @@ void ServerBase::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (webserver_) webserver_->Shutdown();
+  if (rates_) rates_->Shutdown();
   if (messenger_) messenger_->Shutdown();
 }
 
@@ -163,6 +173,12 @@ void ServerBase::RegisterDefaultPages() {
     for (const auto& [k, v] : rows)
       b += "<tr><th>" + EscapeHtml(k) + "</th><td>" + v + "</td></tr>";
     b += "</table>";
+    b += rates_->ChartsHtml("/rates.json");
+  });
+  // The recent rates the home page charts (RateHistory::ToJson).
+  webserver_->RegisterRaw("/rates.json", [this](const WebRequest&, WebResponse* resp) {
+    resp->content_type = "application/json";
+    resp->body = rates_->ToJson();
   });
   webserver_->RegisterRaw("/healthz", [](const WebRequest&, WebResponse* resp) {
     resp->content_type = "text/plain";

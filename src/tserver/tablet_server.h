@@ -58,6 +58,7 @@ class TabletServer : public server::ServerBase {
 
  protected:
   void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) override;
+  void AddRateSeries(server::RateHistory* rates) override;
 
  private:
   void RegisterWebPages() override;  // tserver_web.cc

@@ -1,4 +1,5 @@
-// The tablet server's web pages: /tablets, /tablet?id=<tablet id> and /scans.
+// The tablet server's web pages: the rate series it charts on the home page,
+// /tablets, /tablet?id=<tablet id> and /scans.
 #include <algorithm>
 
 #include "server/webserver.h"
@@ -77,6 +78,20 @@ std::string TabletLink(const std::string& id) {
 }
 
 }  // namespace
+
+void TabletServer::AddRateSeries(server::RateHistory* rates) {
+  // Read by name from the registry, which outlives the sampling thread.
+  MetricRegistry* m = metrics();
+  auto family = [m](const char* name) { return [m, name] { return m->SumOfFamily(name); }; };
+  rates->AddSeries("writes", "Write RPCs", "/s", family("tserver_write_requests_total"));
+  rates->AddSeries("reads", "Get RPCs", "/s", family("tserver_get_requests_total"));
+  rates->AddSeries("scans", "Scan RPCs", "/s", family("tserver_scan_requests_total"));
+  rates->AddSeries("rows_written", "Rows written", "rows/s", family("tserver_rows_written_total"));
+  rates->AddSeries("rows_read", "Rows read (scans and gets)", "rows/s", [m] {
+    return m->SumOfFamily("tserver_scan_rows_returned_total") +
+           m->SumOfFamily("tserver_get_rows_found_total");
+  });
+}
 
 void TabletServer::RegisterWebPages() {
   using server::EscapeHtml;
