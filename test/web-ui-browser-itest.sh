@@ -149,6 +149,26 @@ nreplica=$( (grep -oE "<a href=\"http://127\.0\.0\.1:[0-9]+/tablet\?id=$tablet_i
 has "$(dom "$TWEB/tablet?id=no-such-tablet")" "hosts no tablet no-such-tablet" \
   "a tablet server's page of an unknown tablet says so"
 
+# The tablet server's home page: tablets, disk use, memory and request rates, also
+# exported as metrics.
+thome=$(dom "$TWEB/")
+for label in "Tablets" "Disk use" "Memory" "RocksDB block cache" "memtables" "row cache" \
+             "Rates (last minute)"; do
+  has "$thome" "$label" "tablet server home page shows $label"
+done
+disk=$(grep -oE '<span class="bytes">[0-9.]+ [KMG]?i?B</span>' <<<"$thome" | head -1 || true)
+if [ -n "$disk" ] && ! grep -qF '>0 B<' <<<"$disk"; then
+  echo "ok: the first data dir's disk use is non-zero: $disk"
+else
+  fail "tablet server home page disk use: '$disk'"
+fi
+tprom=$(dom "$TWEB/metrics_prometheus")
+for fam in tserver_data_dir_bytes tserver_wal_dir_bytes tserver_tablets rocksdb_block_cache_usage_bytes \
+           rocksdb_memtable_bytes process_resident_memory_bytes; do
+  grep -qE "^$fam(\{[^}]*\})? [1-9]" <<<"$tprom" && echo "ok: tablet server exports $fam > 0" ||
+    fail "tablet server does not export $fam > 0"
+done
+
 # Charts under load: writes (loadgen), scans and gets, bounded; then each home page's
 # inline script draws SVG from /rates.json with non-zero rates.
 "$NYALA_BIN_DIR/nyala" table create "$M" \

@@ -1,6 +1,7 @@
-// The tablet server's web pages: the rate series it charts on the home page,
+// The tablet server's web pages: the rows and charts it adds to the home page,
 // /tablets, /tablet?id=<tablet id> and /scans.
 #include <algorithm>
+#include <cstdio>
 
 #include "server/webserver.h"
 #include "tserver/scanners.h"
@@ -8,6 +9,7 @@
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_server.h"
 #include "tserver/tablet_service.h"
+#include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
 
 namespace nyala::tserver {
@@ -91,6 +93,46 @@ void TabletServer::AddRateSeries(server::RateHistory* rates) {
     return m->SumOfFamily("tserver_scan_rows_returned_total") +
            m->SumOfFamily("tserver_get_rows_found_total");
   });
+}
+
+void TabletServer::AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {
+  using server::EscapeHtml;
+  MetricRegistry* m = metrics();
+  rows->emplace_back("Tablets", "<a href=\"/tablets\">" +
+                                    std::to_string(tablets_->NumTablets()) + "</a>");
+  rows->emplace_back("Open scanners", std::to_string(scanners_->NumScanners()));
+  std::string masters;
+  for (const auto& hp : masters_) masters += (masters.empty() ? "" : ", ") + hp.ToString();
+  rows->emplace_back("Masters", EscapeHtml(masters));
+  // Disk: each data dir, then the WAL dir (tserver_data_dir_bytes, tserver_wal_dir_bytes).
+  auto bytes = [](double b) { return FormatBytes(static_cast<int64_t>(b)); };
+  std::string disk;
+  for (const std::string& dir : fs()->data_dirs()) {
+    disk += EscapeHtml(dir) + ": <span class=\"bytes\">" +
+            FormatBytes(DiskBytesUnder(dir, wal_dir_)) + "</span><br>";
+  }
+  disk += "WAL " + EscapeHtml(wal_dir_) + ": <span class=\"bytes\">" +
+          FormatBytes(DiskBytesUnder(wal_dir_, "")) + "</span>";
+  rows->emplace_back("Disk use", disk);
+  // Memory: RocksDB's caches and memtables (the rocksdb_* gauges), and the process.
+  rows->emplace_back(
+      "Memory",
+      "RocksDB block cache " + bytes(m->SumOfFamily("rocksdb_block_cache_usage_bytes")) + " of " +
+          bytes(m->SumOfFamily("rocksdb_block_cache_capacity_bytes")) + "; memtables " +
+          bytes(m->SumOfFamily("rocksdb_memtable_bytes")) + "; row cache " +
+          bytes(static_cast<double>(TabletStore::RowCacheUsage())) + "; process resident " +
+          bytes(m->SumOfFamily("process_resident_memory_bytes")));
+  // Request rates: the mean of the last minute of the charted samples.
+  if (const server::RateHistory* r = rates()) {
+    std::string rates_text;
+    for (const std::string& name : r->names()) {
+      char buf[64];
+      snprintf(buf, sizeof(buf), "%.1f", r->RecentRate(name, 60));
+      rates_text += (rates_text.empty() ? "" : "; ") + EscapeHtml(r->title(name)) + " " + buf +
+                    " " + EscapeHtml(r->unit(name));
+    }
+    rows->emplace_back("Rates (last minute)", rates_text);
+  }
 }
 
 void TabletServer::RegisterWebPages() {
