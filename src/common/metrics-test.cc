@@ -452,9 +452,9 @@ TEST(MetricsTest, JsonIsValidSortedAndComplete) {
   EXPECT_EQ(nullptr, hist.Get("value"));
   // Everything but the count in seconds.
   const std::map<std::string, double> expected = {
-      {"count", 100},      {"sum", 5050e-6}, {"mean", 50.5e-6}, {"min", 1e-6},     {"max", 100e-6},
-      {"p50", 50e-6},      {"p75", 75e-6},   {"p95", 95e-6},    {"p99", 99e-6},    {"p999", 100e-6},
-      {"p9999", 100e-6}};
+      {"count", 100},  {"sum", 5050e-6}, {"mean", 50.5e-6}, {"min", 1e-6},
+      {"max", 100e-6}, {"p50", 50e-6},   {"p75", 75e-6},    {"p95", 95e-6},
+      {"p99", 99e-6},  {"p999", 100e-6}, {"p9999", 100e-6}};
   for (const auto& [key, value] : expected) {
     const Json* field = hist.Get(key);
     ASSERT_NE(nullptr, field) << key;
@@ -495,7 +495,7 @@ TEST(MetricsTest, PrometheusTextIsWellFormed) {
   Histogram* h =
       reg.FindOrCreateHistogram("handler_duration_seconds", "latency", {{"method", "Get"}});
   for (int v = 1; v <= 1000; ++v) h->Increment(v);  // 1 us .. 1 ms
-  h->Increment(90LL * 1000 * 1000);  // 90 s: above every bound but +Inf
+  h->Increment(90LL * 1000 * 1000);                 // 90 s: above every bound but +Inf
   reg.FindOrCreateHistogram("handler_duration_seconds", "latency", {{"method", "Put"}});  // empty
   reg.FindOrCreateHistogram("plain_duration_seconds", "no labels")->Increment(42);
   reg.RegisterFunctionCounter("cpu_seconds_total", "fractional", {}, [] { return 1.25; });
@@ -527,7 +527,8 @@ TEST(MetricsTest, PrometheusTextIsWellFormed) {
   // Cumulative buckets in seconds: 1..1000 us, each value below 128 us in a bucket of
   // its own, so the bounds up to 100 us are exact; above that within 1%.
   auto bucket = [&](const std::string& method, const std::string& le) {
-    const std::string v = value("handler_duration_seconds_bucket", {{"method", method}, {"le", le}});
+    const std::string v =
+        value("handler_duration_seconds_bucket", {{"method", method}, {"le", le}});
     return v == "<missing>" ? -1.0 : std::stod(v);
   };
   EXPECT_EQ(10, bucket("Get", "0.00001"));
@@ -727,7 +728,8 @@ TEST(MetricsTest, ConcurrentRegistrationUpdatesAndRendering) {
             "thread_gauge", "g", {{"t", std::to_string(t)}}, [i] { return int64_t{i}; }, &tag);
         if (i % 2 == 0) reg.RemoveFunctionGauges(&tag);
         // A histogram removed while renders may be reading it.
-        reg.FindOrCreateHistogram("removable_seconds", "r", {{"t", std::to_string(t)}})->Increment(i);
+        reg.FindOrCreateHistogram("removable_seconds", "r", {{"t", std::to_string(t)}})
+            ->Increment(i);
         if (i % 3 == 0) reg.RemoveSeriesWithLabel("t", std::to_string(t));
       }
       reg.RemoveFunctionGauges(&tag);

@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace nyala {
@@ -137,8 +137,9 @@ std::string FormatDouble(double v) {
 // Microseconds as seconds: 2500 -> "0.0025" (fixed notation, shortest exact form).
 std::string MicrosAsSeconds(int64_t micros) {
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), static_cast<double>(micros) / kMicrosPerSecond,
-                                 std::chars_format::fixed);
+  auto [end, ec] =
+      std::to_chars(buf, buf + sizeof(buf), static_cast<double>(micros) / kMicrosPerSecond,
+                    std::chars_format::fixed);
   DCHECK(ec == std::errc());
   return std::string(buf, end);
 }
@@ -230,15 +231,13 @@ struct MetricRegistry::Sample {
   std::vector<int64_t> percentiles;  // at kJsonPercentiles
   std::vector<int64_t> buckets;      // cumulative, at HistogramBucketsMicros() and +Inf
 
-  std::string FormatValue() const {
-    return function ? FormatDouble(real) : std::to_string(value);
-  }
+  std::string FormatValue() const { return function ? FormatDouble(real) : std::to_string(value); }
 };
 
 const std::vector<int64_t>& MetricRegistry::HistogramBucketsMicros() {
   static const std::vector<int64_t> kBuckets = {
-      10,     25,     50,      100,     250,     500,      1000,     2500,     5000,     10000, 25000,
-      50000,  100000, 250000,  500000,  1000000, 2500000,  5000000,  10000000, 30000000, 60000000};
+      10,    25,     50,     100,    250,     500,     1000,    2500,     5000,     10000,   25000,
+      50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000, 60000000};
   return kBuckets;
 }
 
@@ -321,8 +320,8 @@ void MetricRegistry::RegisterFunctionGauge(std::string_view name, std::string_vi
 }
 
 void MetricRegistry::RegisterFunctionCounter(std::string_view name, std::string_view help,
-                                             const MetricLabels& labels,
-                                             std::function<double()> fn, const void* owner_tag) {
+                                             const MetricLabels& labels, std::function<double()> fn,
+                                             const void* owner_tag) {
   RegisterFunction(Type::kCounter, name, help, labels, std::move(fn), owner_tag);
 }
 
@@ -483,8 +482,8 @@ std::string MetricRegistry::ToJson(std::string_view name_filter) const {
       out += ",\"min\":" + MicrosAsSeconds(s.min);
       out += ",\"max\":" + MicrosAsSeconds(s.max);
       for (size_t i = 0; i < s.percentiles.size(); ++i) {
-        out += std::string(",\"") + kJsonPercentileKeys[i] +
-               "\":" + MicrosAsSeconds(s.percentiles[i]);
+        out +=
+            std::string(",\"") + kJsonPercentileKeys[i] + "\":" + MicrosAsSeconds(s.percentiles[i]);
       }
     } else if (s.function) {
       out += ",\"value\":" + JsonNumber(s.real);
@@ -519,8 +518,8 @@ std::string MetricRegistry::ToPrometheusText() const {
     const std::vector<int64_t>& bounds = HistogramBucketsMicros();
     for (size_t i = 0; i < s.buckets.size(); ++i) {
       out += s.name + "_bucket";
-      AppendPrometheusLabels(s.labels, "le", i < bounds.size() ? MicrosAsSeconds(bounds[i]) : "+Inf",
-                             &out);
+      AppendPrometheusLabels(s.labels, "le",
+                             i < bounds.size() ? MicrosAsSeconds(bounds[i]) : "+Inf", &out);
       out += " " + std::to_string(s.buckets[i]) + "\n";
     }
     out += s.name + "_sum";
@@ -578,8 +577,7 @@ void RegisterProcessMetrics(MetricRegistry* registry) {
   const double start =
       ticks > 0 ? BootTimeSeconds() + ProcStatField(ProcSelfStatFields(), 22) / ticks : 0;
   registry->RegisterFunctionCounter(
-      "process_cpu_seconds_total", "User and system CPU time spent by the process, in seconds",
-      {},
+      "process_cpu_seconds_total", "User and system CPU time spent by the process, in seconds", {},
       [ticks] {
         const auto f = ProcSelfStatFields();
         return ticks > 0 ? (ProcStatField(f, 14) + ProcStatField(f, 15)) / ticks : 0;

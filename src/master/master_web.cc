@@ -65,9 +65,8 @@ void Master::RegisterWebPages() {
         b += "<tr><td>" +
              Link(leader ? WebUrl(*leader, "/tablet?id=" + server::UrlEncode(tablet.id)) : "",
                   EscapeHtml(tablet.id)) +
-             "</td><td>" +
-             EscapeHtml(Partition::FromPB(tablet.entry.partition()).ToString()) + "</td><td>" +
-             TabletStatePB_Name(tablet.entry.state()) + "</td><td>" +
+             "</td><td>" + EscapeHtml(Partition::FromPB(tablet.entry.partition()).ToString()) +
+             "</td><td>" + TabletStatePB_Name(tablet.entry.state()) + "</td><td>" +
              (tablet.leader_uuid.empty() ? std::string("none known")
                                          : EscapeHtml(tablet.leader_uuid)) +
              "</td><td>" + std::to_string(tablet.term) + "</td><td>";
@@ -109,9 +108,9 @@ void Master::RegisterWebPages() {
           auto p = placed.find(ts.uuid);
           b += "<tr><td>" + Link(WebUrl(ts), EscapeHtml(ts.uuid)) + "</td><td>" +
                EscapeHtml(ts.RpcAddressString()) + "</td><td>" + web + "</td><td>" +
-               (ts.live ? "live" : "dead") +
-               "</td><td>" + std::to_string((now - ts.last_heartbeat).ToMilliseconds()) +
-               " ms ago</td><td>" + std::to_string(ts.running_tablets.size()) + "</td><td>" +
+               (ts.live ? "live" : "dead") + "</td><td>" +
+               std::to_string((now - ts.last_heartbeat).ToMilliseconds()) + " ms ago</td><td>" +
+               std::to_string(ts.running_tablets.size()) + "</td><td>" +
                std::to_string(p == placed.end() ? 0 : p->second) + "</td></tr>";
         }
         b += "</table>";

@@ -36,7 +36,8 @@ RateHistory::~RateHistory() { Shutdown(); }
 void RateHistory::AddSeries(std::string name, std::string title, std::string unit,
                             std::function<double()> read) {
   names_.push_back(name);
-  series_.push_back(Series{std::move(name), std::move(title), std::move(unit), std::move(read), 0, {}});
+  series_.push_back(
+      Series{std::move(name), std::move(title), std::move(unit), std::move(read), 0, {}});
 }
 
 void RateHistory::Start() {
@@ -120,7 +121,9 @@ std::string RateHistory::ChartsHtml(const std::string& json_path, int refresh_ms
   const double window_s = interval_.ToMicroseconds() / 1e6 * static_cast<double>(capacity_);
   std::string out = "<h3>Rates over the last " + JsonDouble(window_s / 60) +
                     " minutes</h3><noscript><p>The charts need JavaScript; the figures are at "
-                    "<a href=\"" + json_path + "\">" + json_path + "</a>.</p></noscript>"
+                    "<a href=\"" +
+                    json_path + "\">" + json_path +
+                    "</a>.</p></noscript>"
                     "<div id=\"rate-charts\" data-refreshes=\"0\" style=\"display:flex;"
                     "flex-wrap:wrap;gap:0.6em 1.2em\">";
   for (const Series& s : series_) {
@@ -179,11 +182,13 @@ std::string RateHistory::ChartsHtml(const std::string& json_path, int refresh_ms
     box.setAttribute('data-refreshes', Number(box.getAttribute('data-refreshes')) + 1);
   }
   function tick() {
-    fetch(')" + json_path + R"(', {cache: 'no-store'})
+    fetch(')" +
+         json_path + R"(', {cache: 'no-store'})
       .then(function(r) { return r.json(); })
       .then(draw)
       .catch(function(e) { box.setAttribute('data-error', String(e)); })
-      .then(function() { setTimeout(tick, )" + std::to_string(refresh_ms) + R"(); });
+      .then(function() { setTimeout(tick, )" +
+         std::to_string(refresh_ms) + R"(); });
   }
   tick();
 })();

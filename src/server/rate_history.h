@@ -70,8 +70,8 @@ class RateHistory {
   struct Series {
     std::string name, title, unit;
     std::function<double()> read;
-    double last = 0;            // sampling thread only
-    std::deque<double> rates;   // guarded by mu_
+    double last = 0;           // sampling thread only
+    std::deque<double> rates;  // guarded by mu_
   };
 
   const MonoDelta interval_;
@@ -80,9 +80,9 @@ class RateHistory {
   std::vector<std::string> names_;  // the same order
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;      // guarded by mu_
-  MonoTime last_sample_;   // sampling thread only (or SampleNow's caller)
-  bool sampled_ = false;   // a first reading was taken
+  bool stop_ = false;     // guarded by mu_
+  MonoTime last_sample_;  // sampling thread only (or SampleNow's caller)
+  bool sampled_ = false;  // a first reading was taken
   std::thread thread_;
 };
 

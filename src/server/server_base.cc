@@ -78,12 +78,10 @@ Status ServerBase::Start() {
   }
   rates_ = std::make_unique<RateHistory>();
   AddRateSeries(rates_.get());
-  rates_->AddSeries("bytes_in", "RPC bytes in", "B/s", [this] {
-    return metrics_.SumOfFamily("rpc_bytes_received_total");
-  });
-  rates_->AddSeries("bytes_out", "RPC bytes out", "B/s", [this] {
-    return metrics_.SumOfFamily("rpc_bytes_sent_total");
-  });
+  rates_->AddSeries("bytes_in", "RPC bytes in", "B/s",
+                    [this] { return metrics_.SumOfFamily("rpc_bytes_received_total"); });
+  rates_->AddSeries("bytes_out", "RPC bytes out", "B/s",
+                    [this] { return metrics_.SumOfFamily("rpc_bytes_sent_total"); });
   rates_->Start();
   if (options_.webserver_port >= 0) {
     webserver_ = std::make_unique<Webserver>("nyala-" + options_.kind);

@@ -204,5 +204,4 @@ void TabletServer::Shutdown() {
   LOG(INFO) << "tablet server " << (fs() ? uuid() : "") << " shut down";
 }
 
-
 }  // namespace nyala::tserver

@@ -98,8 +98,8 @@ void TabletServer::AddRateSeries(server::RateHistory* rates) {
 void TabletServer::AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {
   using server::EscapeHtml;
   MetricRegistry* m = metrics();
-  rows->emplace_back("Tablets", "<a href=\"/tablets\">" +
-                                    std::to_string(tablets_->NumTablets()) + "</a>");
+  rows->emplace_back("Tablets",
+                     "<a href=\"/tablets\">" + std::to_string(tablets_->NumTablets()) + "</a>");
   rows->emplace_back("Open scanners", std::to_string(scanners_->NumScanners()));
   std::string masters;
   for (const auto& hp : masters_) masters += (masters.empty() ? "" : ", ") + hp.ToString();
@@ -116,12 +116,11 @@ void TabletServer::AddOverviewRows(std::vector<std::pair<std::string, std::strin
   rows->emplace_back("Disk use", disk);
   // Memory: RocksDB's caches and memtables (the rocksdb_* gauges), and the process.
   rows->emplace_back(
-      "Memory",
-      "RocksDB block cache " + bytes(m->SumOfFamily("rocksdb_block_cache_usage_bytes")) + " of " +
-          bytes(m->SumOfFamily("rocksdb_block_cache_capacity_bytes")) + "; memtables " +
-          bytes(m->SumOfFamily("rocksdb_memtable_bytes")) + "; row cache " +
-          bytes(static_cast<double>(TabletStore::RowCacheUsage())) + "; process resident " +
-          bytes(m->SumOfFamily("process_resident_memory_bytes")));
+      "Memory", "RocksDB block cache " + bytes(m->SumOfFamily("rocksdb_block_cache_usage_bytes")) +
+                    " of " + bytes(m->SumOfFamily("rocksdb_block_cache_capacity_bytes")) +
+                    "; memtables " + bytes(m->SumOfFamily("rocksdb_memtable_bytes")) +
+                    "; row cache " + bytes(static_cast<double>(TabletStore::RowCacheUsage())) +
+                    "; process resident " + bytes(m->SumOfFamily("process_resident_memory_bytes")));
   // Request rates: the mean of the last minute of the charted samples.
   if (const server::RateHistory* r = rates()) {
     std::string rates_text;
@@ -161,13 +160,13 @@ void TabletServer::RegisterWebPages() {
           master::ConsensusStatePB consensus;
           const bool replicated = tablets_->ConsensusStateOf(*t, &consensus);
           b += "<tr id=\"" + EscapeHtml(m.tablet_id()) + "\"><td>" + TabletLink(m.tablet_id()) +
-               "</td><td>" + EscapeHtml(m.table_name()) +
-               "</td><td>[" + HexKey(m.partition().partition_key_start()) + ", " +
+               "</td><td>" + EscapeHtml(m.table_name()) + "</td><td>[" +
+               HexKey(m.partition().partition_key_start()) + ", " +
                HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
                (t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" + EscapeHtml(state) +
                "</td>" + ConsensusCells(replicated ? &consensus : nullptr, uuid()) + "<td>" +
-               FormatBytes(t->OnDiskSize()) + "</td>" +
-               TabletCounterCells(t->tablet_metrics()) + "</tr>";
+               FormatBytes(t->OnDiskSize()) + "</td>" + TabletCounterCells(t->tablet_metrics()) +
+               "</tr>";
         }
         b += "</table>";
       });
@@ -195,8 +194,8 @@ void TabletServer::RegisterWebPages() {
             {"Partition", "[" + HexKey(m.partition().partition_key_start()) + ", " +
                               HexKey(m.partition().partition_key_end()) + ")"},
             {"State", "<span class=\"" +
-                          std::string(t->state() == TabletState::kRunning ? "ok" : "bad") +
-                          "\">" + EscapeHtml(state) + "</span>"},
+                          std::string(t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" +
+                          EscapeHtml(state) + "</span>"},
             {"On-disk size", FormatBytes(t->OnDiskSize())},
         };
         master::ConsensusStatePB c;
@@ -208,29 +207,27 @@ void TabletServer::RegisterWebPages() {
           std::string peers;
           for (const auto& v : c.voter_uuids()) peers += name(v) + "<br>";
           for (const auto& l : c.learner_uuids()) peers += name(l) + " learner<br>";
-          rows.insert(rows.end(),
-                      {{"Role", "<span class=\"role\">" +
-                                    master::ReplicaRolePB_Name(c.role()) + "</span>"},
-                       {"Term", std::to_string(c.term())},
-                       {"Leader", name(c.leader_uuid())},
-                       {"Committed / applied / last index",
-                        std::to_string(c.committed_index()) + " / " +
-                            std::to_string(c.applied_index()) + " / " +
-                            std::to_string(c.last_index())},
-                       {"Peers", peers}});
+          rows.insert(
+              rows.end(),
+              {{"Role", "<span class=\"role\">" + master::ReplicaRolePB_Name(c.role()) + "</span>"},
+               {"Term", std::to_string(c.term())},
+               {"Leader", name(c.leader_uuid())},
+               {"Committed / applied / last index", std::to_string(c.committed_index()) + " / " +
+                                                        std::to_string(c.applied_index()) + " / " +
+                                                        std::to_string(c.last_index())},
+               {"Peers", peers}});
         }
         if (const TabletMetrics* tm = t->tablet_metrics()) {
           auto v = [](const std::shared_ptr<Counter>& x) { return std::to_string(x->value()); };
-          rows.insert(rows.end(),
-                      {{"Write RPCs", v(tm->write_requests)},
-                       {"Rows inserted / upserted / updated / deleted",
-                        v(tm->rows_inserted) + " / " + v(tm->rows_upserted) + " / " +
-                            v(tm->rows_updated) + " / " + v(tm->rows_deleted)},
-                       {"Get RPCs", v(tm->get_requests)},
-                       {"Keys looked up", v(tm->get_keys)},
-                       {"Scan RPCs", v(tm->scan_requests)},
-                       {"Rows scanned / returned",
-                        v(tm->rows_scanned) + " / " + v(tm->rows_returned)}});
+          rows.insert(rows.end(), {{"Write RPCs", v(tm->write_requests)},
+                                   {"Rows inserted / upserted / updated / deleted",
+                                    v(tm->rows_inserted) + " / " + v(tm->rows_upserted) + " / " +
+                                        v(tm->rows_updated) + " / " + v(tm->rows_deleted)},
+                                   {"Get RPCs", v(tm->get_requests)},
+                                   {"Keys looked up", v(tm->get_keys)},
+                                   {"Scan RPCs", v(tm->scan_requests)},
+                                   {"Rows scanned / returned",
+                                    v(tm->rows_scanned) + " / " + v(tm->rows_returned)}});
         }
         b += "<h2>Tablet " + EscapeHtml(m.tablet_id()) + "</h2><table>";
         for (const auto& [k, val] : rows) {
