@@ -36,6 +36,9 @@ PACKAGES=(
   libgoogle-perftools-dev
   # scripts/check.sh: the clang thread-safety compile (ninja and jq drive it).
   clang-14 ninja-build jq
+  # test/prometheus-metrics-itest.sh: `promtool check metrics` (the package's
+  # service is not needed and not started by the tests).
+  prometheus curl
 )
 
 # For the browser test of the web UI (test/web-ui-browser-itest.sh). Best effort: when it

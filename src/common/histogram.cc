@@ -35,6 +35,14 @@ int64_t BucketMidpoint(size_t index) {
   return static_cast<int64_t>(low + (width - 1) / 2);
 }
 
+// The largest value bucket `index` holds.
+int64_t BucketHighest(size_t index) {
+  if (index < (size_t{1} << kLinearBits)) return static_cast<int64_t>(index);
+  const int shift = static_cast<int>(index >> kSubBucketBits) - 1;
+  const uint64_t sub = index - (static_cast<uint64_t>(shift) << kSubBucketBits);
+  return static_cast<int64_t>((sub << shift) + (uint64_t{1} << shift) - 1);
+}
+
 size_t NumBuckets(int64_t max_trackable_value) {
   CHECK_GT(max_trackable_value, 0);
   return BucketIndex(static_cast<uint64_t>(max_trackable_value)) + 1;
@@ -155,6 +163,21 @@ std::vector<int64_t> Histogram::ValuesAtPercentiles(std::span<const double> perc
   }
   // Only reachable if Reset() ran between the two passes.
   for (; next < order.size(); ++next) out[order[next]] = max;
+  return out;
+}
+
+std::vector<int64_t> Histogram::CumulativeCounts(std::span<const int64_t> bounds) const {
+  std::vector<int64_t> out(bounds.size() + 1, 0);
+  size_t b = 0;
+  int64_t seen = 0;
+  for (size_t i = 0; i < num_buckets_; ++i) {
+    const int64_t n = BucketCount(i);
+    // Bounds below this bucket's highest value are complete.
+    while (b < bounds.size() && BucketHighest(i) > bounds[b]) out[b++] = seen;
+    seen += n;
+  }
+  for (; b < bounds.size(); ++b) out[b] = seen;
+  out.back() = seen;
   return out;
 }
 

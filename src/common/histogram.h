@@ -56,6 +56,14 @@ class Histogram {
   // so the answers are consistent with one another under concurrent recording.
   std::vector<int64_t> ValuesAtPercentiles(std::span<const double> percentiles) const;
 
+  // For each of `bounds` (ascending), the count of recorded values in buckets that
+  // lie wholly at or below it, then the total count as the last element (so the
+  // result has bounds.size() + 1 entries, non-decreasing). One pass, so the counts
+  // are consistent with one another under concurrent recording. Values within a
+  // bucket's width (< 1%) below a bound may be counted above it; below 128 every
+  // value has a bucket of its own and the counts are exact.
+  std::vector<int64_t> CumulativeCounts(std::span<const int64_t> bounds) const;
+
   void Reset();
 
   int64_t max_trackable_value() const { return max_trackable_value_; }

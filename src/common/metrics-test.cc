@@ -3,6 +3,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -311,13 +312,18 @@ std::vector<PromSample> ParsePrometheusText(const std::string& text) {
       EXPECT_TRUE(s.labels.emplace((*it)[1], UnescapeLabelValue((*it)[2].str())).second)
           << "duplicate label in " << line;
     }
-    // The family: a summary's _sum and _count belong to the summary.
+    // The family: a histogram's _bucket, _sum and _count belong to the histogram.
     std::string family = s.name;
-    for (std::string suffix : {"_sum", "_count"}) {
+    for (std::string suffix : {"_bucket", "_sum", "_count"}) {
       if (family.ends_with(suffix)) {
         std::string stem = family.substr(0, family.size() - suffix.size());
-        if (types.contains(stem) && types[stem] == "summary") family = stem;
+        if (types.contains(stem) && types[stem] == "histogram") family = stem;
       }
+    }
+    if (family != s.name || (types.contains(family) && types[family] == "histogram")) {
+      EXPECT_NE(family, s.name) << "a histogram sample without _bucket/_sum/_count: " << line;
+      EXPECT_EQ(s.name.ends_with("_bucket"), s.labels.contains("le"))
+          << "le belongs on (and only on) a histogram's buckets: " << line;
     }
     EXPECT_EQ(1, helps[family]) << "sample before HELP: " << line;
     EXPECT_TRUE(types.contains(family)) << "sample before TYPE: " << line;
@@ -369,8 +375,8 @@ TEST(MetricsTest, FindOrCreateReturnsTheSameObject) {
   Gauge* g1 = reg.FindOrCreateGauge("queue_length", "q", {{"a", "1"}, {"b", "2"}});
   Gauge* g2 = reg.FindOrCreateGauge("queue_length", "q", {{"b", "2"}, {"a", "1"}});
   EXPECT_EQ(g1, g2);
-  Histogram* h1 = reg.FindOrCreateHistogram("latency_us", "latency");
-  EXPECT_EQ(h1, reg.FindOrCreateHistogram("latency_us", "latency"));
+  Histogram* h1 = reg.FindOrCreateHistogram("latency_seconds", "latency");
+  EXPECT_EQ(h1, reg.FindOrCreateHistogram("latency_seconds", "latency"));
   EXPECT_EQ(5u, reg.NumMetrics());
 
   a->Increment(3);
@@ -382,21 +388,28 @@ TEST(MetricsDeathTest, ProgrammingErrorsCheck) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   MetricRegistry reg;
   reg.FindOrCreateCounter("requests", "r");
-  reg.FindOrCreateHistogram("latency", "l");
+  reg.FindOrCreateHistogram("latency_seconds", "l");
   EXPECT_DEATH(reg.FindOrCreateGauge("requests", "r"), "another type");
-  EXPECT_DEATH(reg.FindOrCreateCounter("latency", "l", {{"x", "y"}}), "another type");
+  EXPECT_DEATH(reg.FindOrCreateCounter("latency_seconds", "l", {{"x", "y"}}), "another type");
+  EXPECT_DEATH(reg.FindOrCreateHistogram("latency_us", "l"), "named \\*_seconds");
   EXPECT_DEATH(reg.FindOrCreateCounter("1requests", "r"), "invalid metric name");
   EXPECT_DEATH(reg.FindOrCreateCounter("req-uests", "r"), "invalid metric name");
   EXPECT_DEATH(reg.FindOrCreateCounter("", "r"), "invalid metric name");
   EXPECT_DEATH(reg.FindOrCreateCounter("ok", "r", {{"bad-label", "v"}}), "invalid label name");
   EXPECT_DEATH(reg.FindOrCreateCounter("ok", "r", {{"__reserved", "v"}}), "invalid label name");
   EXPECT_DEATH(reg.FindOrCreateCounter("ok", "r", {{"a", "1"}, {"a", "2"}}), "duplicate label");
-  EXPECT_DEATH(reg.FindOrCreateHistogram("lat2", "l", {{"quantile", "x"}}), "quantile");
-  EXPECT_DEATH(reg.FindOrCreateCounter("latency_count", "c"), "clashes");
-  reg.FindOrCreateCounter("bytes_sum", "b");
-  EXPECT_DEATH(reg.FindOrCreateHistogram("bytes", "c"), "clashes");
+  EXPECT_DEATH(reg.FindOrCreateHistogram("lat2_seconds", "l", {{"le", "x"}}), "'le' label");
+  EXPECT_DEATH(reg.FindOrCreateCounter("latency_seconds_count", "c"), "clashes");
+  EXPECT_DEATH(reg.FindOrCreateCounter("latency_seconds_bucket", "c"), "clashes");
+  reg.FindOrCreateCounter("wait_seconds_sum", "b");
+  EXPECT_DEATH(reg.FindOrCreateHistogram("wait_seconds", "c"), "clashes");
   reg.RegisterFunctionGauge("fg", "f", {}, [] { return 1; });
   EXPECT_DEATH(reg.FindOrCreateGauge("fg", "f"), "function gauge");
+  reg.RegisterFunctionCounter("fc_total", "f", {}, [] { return 1; });
+  EXPECT_DEATH(reg.FindOrCreateCounter("fc_total", "f"), "function counter");
+  reg.FindOrCreateCounter("plain_total", "p");
+  EXPECT_DEATH(reg.RegisterFunctionCounter("plain_total", "p", {}, [] { return 1; }),
+               "not a function metric");
   // Names with colons and underscores are fine.
   EXPECT_NE(nullptr, reg.FindOrCreateCounter("nyala:rpc_calls_total", "ok", {{"_l1", "v"}}));
 }
@@ -408,8 +421,8 @@ TEST(MetricsTest, JsonIsValidSortedAndComplete) {
   reg.FindOrCreateCounter("a_counter", "says \"hi\"\\ and\nbye\x01")->Increment(5);
   const std::string tricky = "quote\" backslash\\ nl\n tab\t ctl\x1f utf8 \xc3\xa9 \xe2\x82\xac";
   reg.FindOrCreateCounter("c_counter", "c", {{"v", tricky}})->Increment(1);
-  Histogram* h = reg.FindOrCreateHistogram("d_latency_us", "latency", {{"method", "Get"}});
-  for (int v = 1; v <= 100; ++v) h->Increment(v);
+  Histogram* h = reg.FindOrCreateHistogram("d_latency_seconds", "latency", {{"method", "Get"}});
+  for (int v = 1; v <= 100; ++v) h->Increment(v);  // microseconds
 
   const std::vector<Json> metrics = ParseMetricsJson(reg.ToJson());
   ASSERT_EQ(5u, metrics.size());
@@ -424,7 +437,7 @@ TEST(MetricsTest, JsonIsValidSortedAndComplete) {
     order.push_back(o);
   }
   EXPECT_EQ((std::vector<std::string>{"a_counter", "b_gauge/table=t1", "b_gauge/table=t2",
-                                      "c_counter/v=" + tricky, "d_latency_us/method=Get"}),
+                                      "c_counter/v=" + tricky, "d_latency_seconds/method=Get"}),
             order);
 
   EXPECT_EQ("counter", metrics[0].Get("type")->str);
@@ -437,14 +450,16 @@ TEST(MetricsTest, JsonIsValidSortedAndComplete) {
   const Json& hist = metrics[4];
   EXPECT_EQ("histogram", hist.Get("type")->str);
   EXPECT_EQ(nullptr, hist.Get("value"));
+  // Everything but the count in seconds.
   const std::map<std::string, double> expected = {
-      {"count", 100}, {"sum", 5050}, {"mean", 50.5}, {"min", 1},    {"max", 100},  {"p50", 50},
-      {"p75", 75},    {"p95", 95},   {"p99", 99},    {"p999", 100}, {"p9999", 100}};
+      {"count", 100},  {"sum", 5050e-6}, {"mean", 50.5e-6}, {"min", 1e-6},
+      {"max", 100e-6}, {"p50", 50e-6},   {"p75", 75e-6},    {"p95", 95e-6},
+      {"p99", 99e-6},  {"p999", 100e-6}, {"p9999", 100e-6}};
   for (const auto& [key, value] : expected) {
     const Json* field = hist.Get(key);
     ASSERT_NE(nullptr, field) << key;
     EXPECT_EQ(Json::kNumber, field->kind) << key;
-    EXPECT_EQ(value, field->number) << key;
+    EXPECT_DOUBLE_EQ(value, field->number) << key;
   }
 }
 
@@ -477,17 +492,22 @@ TEST(MetricsTest, PrometheusTextIsWellFormed) {
   reg.FindOrCreateCounter("rpc_calls_total", "RPCs", {{"method", "Put"}})->Increment(4);
   reg.FindOrCreateCounter("rpc_calls_total", "RPCs", {{"method", tricky}})->Increment(5);
   reg.FindOrCreateGauge("connections", "open connections")->Set(12);
-  Histogram* h = reg.FindOrCreateHistogram("handler_latency_us", "latency", {{"method", "Get"}});
-  for (int v = 1; v <= 1000; ++v) h->Increment(v);
-  reg.FindOrCreateHistogram("handler_latency_us", "latency", {{"method", "Put"}});  // empty
-  reg.FindOrCreateHistogram("plain_latency_us", "no labels")->Increment(42);
+  Histogram* h =
+      reg.FindOrCreateHistogram("handler_duration_seconds", "latency", {{"method", "Get"}});
+  for (int v = 1; v <= 1000; ++v) h->Increment(v);  // 1 us .. 1 ms
+  h->Increment(90LL * 1000 * 1000);                 // 90 s: above every bound but +Inf
+  reg.FindOrCreateHistogram("handler_duration_seconds", "latency", {{"method", "Put"}});  // empty
+  reg.FindOrCreateHistogram("plain_duration_seconds", "no labels")->Increment(42);
+  reg.RegisterFunctionCounter("cpu_seconds_total", "fractional", {}, [] { return 1.25; });
 
   const std::string text = reg.ToPrometheusText();
   SCOPED_TRACE(text);
   EXPECT_NE(text.find("# HELP rpc_calls_total RPCs\\nhandled \\\\ \"ok\"\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE rpc_calls_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE connections gauge\n"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE handler_latency_us summary\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE handler_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE cpu_seconds_total counter\n"), std::string::npos);
+  EXPECT_EQ(text.find("_us"), std::string::npos) << "no units but base units in names";
   EXPECT_NE(text.find("rpc_calls_total{method=\"a\\\"b\\\\c\\nd\"} 5\n"), std::string::npos);
   EXPECT_NE(text.find("\nconnections 12\n"), std::string::npos);
 
@@ -502,24 +522,46 @@ TEST(MetricsTest, PrometheusTextIsWellFormed) {
   EXPECT_EQ("5", value("rpc_calls_total", {{"method", tricky}}));  // escaping round-trips
   EXPECT_EQ("12", value("connections", {}));
 
-  // Exact ranks of 1..1000, reported to within 1%.
-  const std::map<std::string, double> quantiles = {
-      {"0.5", 500}, {"0.75", 750}, {"0.95", 950}, {"0.99", 990}, {"0.999", 999}};
-  for (const auto& [q, expected] : quantiles) {
-    const std::string v = value("handler_latency_us", {{"method", "Get"}, {"quantile", q}});
-    ASSERT_NE("<missing>", v) << q;
-    EXPECT_NEAR(expected, std::stod(v), expected / 100) << q;
-  }
-  EXPECT_EQ("500500", value("handler_latency_us_sum", {{"method", "Get"}}));
-  EXPECT_EQ("1000", value("handler_latency_us_count", {{"method", "Get"}}));
-  EXPECT_EQ("NaN", value("handler_latency_us", {{"method", "Put"}, {"quantile", "0.99"}}));
-  EXPECT_EQ("0", value("handler_latency_us_count", {{"method", "Put"}}));
-  EXPECT_EQ("42", value("plain_latency_us", {{"quantile", "0.5"}}));
-  EXPECT_EQ("42", value("plain_latency_us_sum", {}));
-  EXPECT_EQ("1", value("plain_latency_us_count", {}));
+  EXPECT_EQ("1.25", value("cpu_seconds_total", {}));
 
-  // 3 counters + 1 gauge + 3 summaries of 7 lines each.
-  EXPECT_EQ(3u + 1 + 3 * 7, samples.size());
+  // Cumulative buckets in seconds: 1..1000 us, each value below 128 us in a bucket of
+  // its own, so the bounds up to 100 us are exact; above that within 1%.
+  auto bucket = [&](const std::string& method, const std::string& le) {
+    const std::string v =
+        value("handler_duration_seconds_bucket", {{"method", method}, {"le", le}});
+    return v == "<missing>" ? -1.0 : std::stod(v);
+  };
+  EXPECT_EQ(10, bucket("Get", "0.00001"));
+  EXPECT_EQ(25, bucket("Get", "0.000025"));
+  EXPECT_EQ(50, bucket("Get", "0.00005"));
+  EXPECT_EQ(100, bucket("Get", "0.0001"));
+  EXPECT_NEAR(250, bucket("Get", "0.00025"), 2.5);
+  EXPECT_NEAR(500, bucket("Get", "0.0005"), 5);
+  EXPECT_NEAR(1000, bucket("Get", "0.001"), 10);
+  EXPECT_EQ(1000, bucket("Get", "60"));  // the 90 s value is only in +Inf
+  EXPECT_EQ(1001, bucket("Get", "+Inf"));
+  // Every bound, in order, cumulative.
+  std::vector<double> get_buckets;
+  for (const PromSample& p : samples) {
+    if (p.name == "handler_duration_seconds_bucket" && p.labels.at("method") == "Get") {
+      get_buckets.push_back(std::stod(p.value));
+    }
+  }
+  EXPECT_EQ(MetricRegistry::HistogramBucketsMicros().size() + 1, get_buckets.size());
+  EXPECT_TRUE(std::is_sorted(get_buckets.begin(), get_buckets.end()));
+  EXPECT_EQ("90.5005", value("handler_duration_seconds_sum", {{"method", "Get"}}));
+  EXPECT_EQ("1001", value("handler_duration_seconds_count", {{"method", "Get"}}));
+  EXPECT_EQ(0, bucket("Put", "+Inf"));
+  EXPECT_EQ("0", value("handler_duration_seconds_count", {{"method", "Put"}}));
+  EXPECT_EQ("0", value("handler_duration_seconds_sum", {{"method", "Put"}}));
+  EXPECT_EQ("1", value("plain_duration_seconds_bucket", {{"le", "0.00005"}}));
+  EXPECT_EQ("0", value("plain_duration_seconds_bucket", {{"le", "0.000025"}}));
+  EXPECT_EQ("0.000042", value("plain_duration_seconds_sum", {}));
+  EXPECT_EQ("1", value("plain_duration_seconds_count", {}));
+
+  // 3 counters + 1 gauge + 1 function counter + 3 histograms of (buckets + +Inf + 2) lines.
+  const size_t per_histogram = MetricRegistry::HistogramBucketsMicros().size() + 1 + 2;
+  EXPECT_EQ(3u + 1 + 1 + 3 * per_histogram, samples.size());
 }
 
 TEST(MetricsTest, PrometheusCheckerCatchesBrokenText) {
@@ -615,7 +657,7 @@ TEST(MetricsTest, RemoveSeriesWithLabelDropsOnlyThoseSeries) {
       reg.FindOrCreateSharedCounter("rows_total", "rows", {{"tablet_id", "t2"}, {"op", "insert"}});
   EXPECT_EQ(t1.get(),
             reg.FindOrCreateCounter("rows_total", "rows", {{"op", "insert"}, {"tablet_id", "t1"}}));
-  reg.FindOrCreateHistogram("scan_us", "scans", {{"tablet_id", "t1"}})->Increment(5);
+  reg.FindOrCreateHistogram("scan_seconds", "scans", {{"tablet_id", "t1"}})->Increment(5);
   reg.FindOrCreateGauge("only_t1", "g", {{"tablet_id", "t1"}})->Set(3);
   reg.FindOrCreateCounter("other_total", "o", {{"table", "t1"}})->Increment();  // value, not label
   int owner;
@@ -636,7 +678,7 @@ TEST(MetricsTest, RemoveSeriesWithLabelDropsOnlyThoseSeries) {
   EXPECT_NE(nullptr, FindSample(samples, "other_total", {{"table", "t1"}}));
   EXPECT_NE(nullptr, FindSample(samples, "fn_gauge", {{"tablet_id", "t1"}}));
   // Emptied families are gone from both renderings.
-  EXPECT_EQ(reg.ToPrometheusText().find("scan_us"), std::string::npos);
+  EXPECT_EQ(reg.ToPrometheusText().find("scan_seconds"), std::string::npos);
   EXPECT_EQ(0u, ParseMetricsJson(reg.ToJson("only_t1")).size());
 
   // The shared counter outlives its series; asking again starts a new one from zero.
@@ -681,12 +723,13 @@ TEST(MetricsTest, ConcurrentRegistrationUpdatesAndRendering) {
       for (int i = 0; i < kIters; ++i) {
         reg.FindOrCreateCounter("ops_total", "ops", {{"kind", std::to_string(i % 10)}})
             ->Increment();
-        reg.FindOrCreateHistogram("op_latency_us", "latency")->Increment(i);
+        reg.FindOrCreateHistogram("op_latency_seconds", "latency")->Increment(i);
         reg.RegisterFunctionGauge(
             "thread_gauge", "g", {{"t", std::to_string(t)}}, [i] { return int64_t{i}; }, &tag);
         if (i % 2 == 0) reg.RemoveFunctionGauges(&tag);
         // A histogram removed while renders may be reading it.
-        reg.FindOrCreateHistogram("removable_us", "r", {{"t", std::to_string(t)}})->Increment(i);
+        reg.FindOrCreateHistogram("removable_seconds", "r", {{"t", std::to_string(t)}})
+            ->Increment(i);
         if (i % 3 == 0) reg.RemoveSeriesWithLabel("t", std::to_string(t));
       }
       reg.RemoveFunctionGauges(&tag);
@@ -703,8 +746,47 @@ TEST(MetricsTest, ConcurrentRegistrationUpdatesAndRendering) {
   }
   EXPECT_EQ(int64_t{kThreads} * kIters, total);
   EXPECT_EQ(int64_t{kThreads} * kIters,
-            reg.FindOrCreateHistogram("op_latency_us", "latency")->TotalCount());
+            reg.FindOrCreateHistogram("op_latency_seconds", "latency")->TotalCount());
   EXPECT_EQ(11u, reg.NumMetrics());  // the function gauges and histograms are all gone
+}
+
+TEST(MetricsTest, SumOfFamilyAddsEverySeriesFunctionsIncluded) {
+  MetricRegistry reg;
+  EXPECT_EQ(0, reg.SumOfFamily("calls_total"));
+  reg.FindOrCreateCounter("calls_total", "c", {{"m", "a"}})->Increment(3);
+  reg.FindOrCreateCounter("calls_total", "c", {{"m", "b"}})->Increment(4);
+  reg.FindOrCreateCounter("calls_total_other", "c")->Increment(100);  // a different family
+  EXPECT_EQ(7, reg.SumOfFamily("calls_total"));
+  reg.FindOrCreateGauge("mem_bytes", "g", {{"d", "1"}})->Set(10);
+  reg.RegisterFunctionGauge("mem_bytes", "g", {{"d", "2"}}, [] { return 2.5; });
+  EXPECT_EQ(12.5, reg.SumOfFamily("mem_bytes"));
+}
+
+TEST(MetricsTest, ProcessMetricsDescribeThisProcess) {
+  MetricRegistry reg;
+  RegisterProcessMetrics(&reg);
+  const std::vector<PromSample> samples = ParsePrometheusText(reg.ToPrometheusText());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto value = [&](const std::string& name) {
+    const PromSample* s = FindSample(samples, name, {});
+    return s == nullptr ? -1.0 : std::stod(s->value);
+  };
+  EXPECT_GT(value("process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GE(value("process_virtual_memory_bytes"), value("process_resident_memory_bytes"));
+  EXPECT_GE(value("process_cpu_seconds_total"), 0);
+  // stdin, stdout and stderr at least; opening one more is seen.
+  const double fds = value("process_open_fds");
+  EXPECT_GE(fds, 3);
+  FILE* f = fopen("/proc/self/stat", "r");
+  ASSERT_NE(nullptr, f);
+  EXPECT_EQ(fds + 1, reg.SumOfFamily("process_open_fds"));
+  fclose(f);
+  EXPECT_GT(value("process_max_fds"), fds);
+  const double now = static_cast<double>(time(nullptr));
+  EXPECT_LE(value("process_start_time_seconds"), now + 1);
+  EXPECT_GT(value("process_start_time_seconds"), now - 24 * 3600);
+  EXPECT_NE(reg.ToPrometheusText().find("# TYPE process_cpu_seconds_total counter\n"),
+            std::string::npos);
 }
 
 }  // namespace

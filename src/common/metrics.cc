@@ -2,20 +2,26 @@
 
 #include <glog/logging.h>
 
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
 
 namespace nyala {
 namespace {
 
 constexpr double kJsonPercentiles[] = {50, 75, 95, 99, 99.9, 99.99};
 constexpr const char* kJsonPercentileKeys[] = {"p50", "p75", "p95", "p99", "p999", "p9999"};
-// The first kNumQuantiles of kJsonPercentiles, as Prometheus summary quantiles.
-constexpr const char* kQuantileLabels[] = {"0.5", "0.75", "0.95", "0.99", "0.999"};
-constexpr size_t kNumQuantiles = std::size(kQuantileLabels);
 static_assert(std::size(kJsonPercentiles) == std::size(kJsonPercentileKeys));
-static_assert(kNumQuantiles <= std::size(kJsonPercentiles));
+// Histograms record microseconds and are exported in seconds.
+constexpr double kMicrosPerSecond = 1e6;
 
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -120,11 +126,26 @@ void AppendJsonString(std::string_view s, std::string* out) {
 }
 
 std::string FormatDouble(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
   DCHECK(ec == std::errc());
   return std::string(buf, end);
 }
+
+// Microseconds as seconds: 2500 -> "0.0025" (fixed notation, shortest exact form).
+std::string MicrosAsSeconds(int64_t micros) {
+  char buf[64];
+  auto [end, ec] =
+      std::to_chars(buf, buf + sizeof(buf), static_cast<double>(micros) / kMicrosPerSecond,
+                    std::chars_format::fixed);
+  DCHECK(ec == std::errc());
+  return std::string(buf, end);
+}
+
+// JSON has no NaN or infinity.
+std::string JsonNumber(double v) { return std::isfinite(v) ? FormatDouble(v) : "null"; }
 
 // Prometheus escaping: HELP text escapes backslash and newline; label values
 // also escape the double quote.
@@ -169,10 +190,10 @@ void Counter::Increment(int64_t n) {
 }
 
 struct MetricRegistry::FunctionGauge {
-  explicit FunctionGauge(std::function<int64_t()> f) : fn(std::move(f)) {}
+  explicit FunctionGauge(std::function<double()> f) : fn(std::move(f)) {}
   // Held while `fn` runs, so that clearing it waits for a running call.
   Mutex mu;
-  std::function<int64_t()> fn GUARDED_BY(mu);  // empty once removed or replaced
+  std::function<double()> fn GUARDED_BY(mu);  // empty once removed or replaced
 };
 
 struct MetricRegistry::Series {
@@ -198,8 +219,9 @@ struct MetricRegistry::Sample {
   Type type;
   std::string help;
   MetricLabels labels;
-  // Counter or gauge.
+  // Counter or gauge; `real` for a function one (which may be fractional).
   int64_t value = 0;
+  double real = 0;
   std::shared_ptr<FunctionGauge> function;
   bool removed = false;  // a function gauge removed before it could be read
   // Histogram.
@@ -207,7 +229,17 @@ struct MetricRegistry::Sample {
   int64_t count = 0, sum = 0, min = 0, max = 0;
   double mean = 0;
   std::vector<int64_t> percentiles;  // at kJsonPercentiles
+  std::vector<int64_t> buckets;      // cumulative, at HistogramBucketsMicros() and +Inf
+
+  std::string FormatValue() const { return function ? FormatDouble(real) : std::to_string(value); }
 };
+
+const std::vector<int64_t>& MetricRegistry::HistogramBucketsMicros() {
+  static const std::vector<int64_t> kBuckets = {
+      10,    25,     50,     100,    250,     500,     1000,    2500,     5000,     10000,   25000,
+      50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000, 60000000};
+  return kBuckets;
+}
 
 MetricRegistry::MetricRegistry() = default;
 MetricRegistry::~MetricRegistry() = default;
@@ -219,14 +251,16 @@ MetricRegistry::Series* MetricRegistry::FindOrCreateSeries(std::string_view name
   MetricLabels canonical = CanonicalLabels(name, labels);
   auto it = families_.find(name);
   if (it == families_.end()) {
-    // A summary also exports <name>_sum and <name>_count; keep those unambiguous.
+    // A histogram also exports <name>_bucket, _sum and _count; keep those unambiguous.
     if (type == Type::kHistogram) {
-      for (const char* suffix : {"_sum", "_count"}) {
+      CHECK(name.ends_with("_seconds"))
+          << "histogram " << name << ": latency histograms are named *_seconds";
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
         CHECK(!families_.contains(std::string(name) + suffix))
             << "histogram " << name << " clashes with metric " << name << suffix;
       }
     }
-    for (std::string_view suffix : {"_sum", "_count"}) {
+    for (std::string_view suffix : {"_bucket", "_sum", "_count"}) {
       if (!name.ends_with(suffix)) continue;
       auto stem = families_.find(name.substr(0, name.size() - suffix.size()));
       CHECK(stem == families_.end() || stem->second->type != Type::kHistogram)
@@ -241,7 +275,7 @@ MetricRegistry::Series* MetricRegistry::FindOrCreateSeries(std::string_view name
   CHECK(family.type == type) << "metric " << name << " already registered with another type";
   if (type == Type::kHistogram) {
     for (const auto& [k, v] : canonical) {
-      CHECK_NE(k, "quantile") << "histogram " << name << " may not have a 'quantile' label";
+      CHECK_NE(k, "le") << "histogram " << name << " may not have an 'le' label";
     }
   }
   return &family.series[std::move(canonical)];
@@ -257,6 +291,7 @@ std::shared_ptr<Counter> MetricRegistry::FindOrCreateSharedCounter(std::string_v
                                                                    const MetricLabels& labels) {
   MutexLock l(mu_);
   Series* s = FindOrCreateSeries(name, help, Type::kCounter, labels);
+  CHECK(!s->function) << "counter " << name << " with these labels is a function counter";
   if (!s->counter) s->counter = std::make_shared<Counter>();
   return s->counter;
 }
@@ -279,14 +314,27 @@ Histogram* MetricRegistry::FindOrCreateHistogram(std::string_view name, std::str
 }
 
 void MetricRegistry::RegisterFunctionGauge(std::string_view name, std::string_view help,
-                                           const MetricLabels& labels, std::function<int64_t()> fn,
+                                           const MetricLabels& labels, std::function<double()> fn,
                                            const void* owner_tag) {
-  CHECK(fn) << "function gauge " << name << " without a function";
+  RegisterFunction(Type::kGauge, name, help, labels, std::move(fn), owner_tag);
+}
+
+void MetricRegistry::RegisterFunctionCounter(std::string_view name, std::string_view help,
+                                             const MetricLabels& labels, std::function<double()> fn,
+                                             const void* owner_tag) {
+  RegisterFunction(Type::kCounter, name, help, labels, std::move(fn), owner_tag);
+}
+
+void MetricRegistry::RegisterFunction(Type type, std::string_view name, std::string_view help,
+                                      const MetricLabels& labels, std::function<double()> fn,
+                                      const void* owner_tag) {
+  CHECK(fn) << "function metric " << name << " without a function";
   std::shared_ptr<FunctionGauge> replaced;
   {
     MutexLock l(mu_);
-    Series* s = FindOrCreateSeries(name, help, Type::kGauge, labels);
-    CHECK(!s->gauge) << "gauge " << name << " with these labels is not a function gauge";
+    Series* s = FindOrCreateSeries(name, help, type, labels);
+    CHECK(!s->gauge && !s->counter)
+        << "metric " << name << " with these labels is not a function metric";
     replaced = std::move(s->function);
     s->function = std::make_shared<FunctionGauge>(std::move(fn));
     s->owner_tag = owner_tag;
@@ -345,6 +393,15 @@ size_t MetricRegistry::RemoveSeriesWithLabel(std::string_view label, std::string
   return removed;
 }
 
+double MetricRegistry::SumOfFamily(std::string_view name) const {
+  double sum = 0;
+  for (const Sample& s : Collect(name)) {
+    if (s.name != name || s.type == Type::kHistogram) continue;
+    sum += s.function ? s.real : static_cast<double>(s.value);
+  }
+  return sum;
+}
+
 size_t MetricRegistry::NumMetrics() const {
   MutexLock l(mu_);
   size_t n = 0;
@@ -377,7 +434,7 @@ std::vector<MetricRegistry::Sample> MetricRegistry::Collect(std::string_view nam
     if (s.function) {
       MutexLock l(s.function->mu);
       if (s.function->fn) {
-        s.value = s.function->fn();
+        s.real = s.function->fn();
       } else {
         s.removed = true;
       }
@@ -389,6 +446,7 @@ std::vector<MetricRegistry::Sample> MetricRegistry::Collect(std::string_view nam
       s.min = s.histogram->MinValue();
       s.max = s.histogram->MaxValue();
       s.mean = s.histogram->MeanValue();
+      s.buckets = s.histogram->CumulativeCounts(HistogramBucketsMicros());
     }
   }
   std::erase_if(samples, [](const Sample& s) { return s.removed; });
@@ -419,14 +477,16 @@ std::string MetricRegistry::ToJson(std::string_view name_filter) const {
     out.push_back('}');
     if (s.type == Type::kHistogram) {
       out += ",\"count\":" + std::to_string(s.count);
-      out += ",\"sum\":" + std::to_string(s.sum);
-      out += ",\"mean\":" + FormatDouble(s.mean);
-      out += ",\"min\":" + std::to_string(s.min);
-      out += ",\"max\":" + std::to_string(s.max);
+      out += ",\"sum\":" + MicrosAsSeconds(s.sum);
+      out += ",\"mean\":" + JsonNumber(s.mean / kMicrosPerSecond);
+      out += ",\"min\":" + MicrosAsSeconds(s.min);
+      out += ",\"max\":" + MicrosAsSeconds(s.max);
       for (size_t i = 0; i < s.percentiles.size(); ++i) {
         out +=
-            std::string(",\"") + kJsonPercentileKeys[i] + "\":" + std::to_string(s.percentiles[i]);
+            std::string(",\"") + kJsonPercentileKeys[i] + "\":" + MicrosAsSeconds(s.percentiles[i]);
       }
+    } else if (s.function) {
+      out += ",\"value\":" + JsonNumber(s.real);
     } else {
       out += ",\"value\":" + std::to_string(s.value);
     }
@@ -446,28 +506,114 @@ std::string MetricRegistry::ToPrometheusText() const {
       out += "# HELP " + s.name + " ";
       AppendPrometheusEscaped(s.help, /*quote=*/false, &out);
       out += "\n# TYPE " + s.name + " ";
-      out += s.type == Type::kCounter ? "counter" : s.type == Type::kGauge ? "gauge" : "summary";
+      out += s.type == Type::kCounter ? "counter" : s.type == Type::kGauge ? "gauge" : "histogram";
       out.push_back('\n');
     }
     if (s.type != Type::kHistogram) {
       out += s.name;
       AppendPrometheusLabels(s.labels, {}, {}, &out);
-      out += " " + std::to_string(s.value) + "\n";
+      out += " " + s.FormatValue() + "\n";
       continue;
     }
-    for (size_t i = 0; i < kNumQuantiles; ++i) {
-      out += s.name;
-      AppendPrometheusLabels(s.labels, "quantile", kQuantileLabels[i], &out);
-      out += " " + (s.count == 0 ? std::string("NaN") : std::to_string(s.percentiles[i])) + "\n";
+    const std::vector<int64_t>& bounds = HistogramBucketsMicros();
+    for (size_t i = 0; i < s.buckets.size(); ++i) {
+      out += s.name + "_bucket";
+      AppendPrometheusLabels(s.labels, "le",
+                             i < bounds.size() ? MicrosAsSeconds(bounds[i]) : "+Inf", &out);
+      out += " " + std::to_string(s.buckets[i]) + "\n";
     }
     out += s.name + "_sum";
     AppendPrometheusLabels(s.labels, {}, {}, &out);
-    out += " " + std::to_string(s.sum) + "\n";
+    out += " " + MicrosAsSeconds(s.sum) + "\n";
+    // The +Inf bucket, read in the same pass as the other buckets, so that they agree.
     out += s.name + "_count";
     AppendPrometheusLabels(s.labels, {}, {}, &out);
-    out += " " + std::to_string(s.count) + "\n";
+    out += " " + std::to_string(s.buckets.empty() ? s.count : s.buckets.back()) + "\n";
   }
   return out;
+}
+
+namespace {
+
+// The whitespace-separated fields of /proc/self/stat after the command name (which
+// is in parentheses and may hold spaces): field 3 (state) first.
+std::vector<std::string> ProcSelfStatFields() {
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> fields;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return fields;
+  std::istringstream rest(line.substr(close + 1));
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+// Field `n` (1-based, as in proc(5)) of /proc/self/stat, or 0.
+double ProcStatField(const std::vector<std::string>& fields, size_t n) {
+  if (n < 3 || n - 3 >= fields.size()) return 0;
+  return std::strtod(fields[n - 3].c_str(), nullptr);
+}
+
+double BootTimeSeconds() {
+  std::ifstream in("/proc/stat");
+  for (std::string key; in >> key;) {
+    if (key == "btime") {
+      double v = 0;
+      in >> v;
+      return v;
+    }
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterProcessMetrics(MetricRegistry* registry) {
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  // The start time does not change: read it once.
+  const double start =
+      ticks > 0 ? BootTimeSeconds() + ProcStatField(ProcSelfStatFields(), 22) / ticks : 0;
+  registry->RegisterFunctionCounter(
+      "process_cpu_seconds_total", "User and system CPU time spent by the process, in seconds", {},
+      [ticks] {
+        const auto f = ProcSelfStatFields();
+        return ticks > 0 ? (ProcStatField(f, 14) + ProcStatField(f, 15)) / ticks : 0;
+      },
+      registry);
+  registry->RegisterFunctionGauge(
+      "process_resident_memory_bytes", "Resident memory of the process, in bytes", {},
+      [page] { return ProcStatField(ProcSelfStatFields(), 24) * page; }, registry);
+  registry->RegisterFunctionGauge(
+      "process_virtual_memory_bytes", "Virtual memory of the process, in bytes", {},
+      [] { return ProcStatField(ProcSelfStatFields(), 23); }, registry);
+  registry->RegisterFunctionGauge(
+      "process_open_fds", "Open file descriptors of the process", {},
+      [] {
+        double n = 0;
+        if (DIR* d = opendir("/proc/self/fd")) {
+          while (dirent* e = readdir(d)) {
+            if (e->d_name[0] != '.') n++;
+          }
+          closedir(d);
+          n--;  // the descriptor of the directory being read
+        }
+        return std::max(0.0, n);
+      },
+      registry);
+  registry->RegisterFunctionGauge(
+      "process_max_fds", "Limit on the open file descriptors of the process", {},
+      [] {
+        rlimit rl{};
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0.0;
+        return static_cast<double>(rl.rlim_cur);
+      },
+      registry);
+  registry->RegisterFunctionGauge(
+      "process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds",
+      {}, [start] { return start; }, registry);
 }
 
 }  // namespace nyala

@@ -2,6 +2,13 @@
 // a set of labels, collected in a MetricRegistry that renders them as JSON (for
 // /metrics) or Prometheus text exposition format 0.0.4 (for /metrics_prometheus).
 //
+// Naming follows Prometheus' conventions (`promtool check metrics` is clean, see
+// test/prometheus-metrics-itest.sh): base units in names (_seconds, _bytes), counters
+// end in _total, and latencies are histograms named *_seconds. A histogram records
+// integer microseconds (Histogram::Increment(micros)) and is exported in seconds:
+// Prometheus buckets (_bucket{le="..."}, _sum, _count) and, in JSON, count plus sum,
+// mean, min, max and percentiles in seconds.
+//
 // Names and label names are compile-time constants in our code, so a malformed
 // one, or an existing name asked for as a different type, is a CHECK failure.
 // Label values are data (table names, ...) and may hold any bytes; they are
@@ -80,8 +87,9 @@ class MetricRegistry {
                                                      const MetricLabels& labels = {});
   Gauge* FindOrCreateGauge(std::string_view name, std::string_view help,
                            const MetricLabels& labels = {});
-  // Histograms are exported as Prometheus summaries, so they may not have a
-  // "quantile" label, and no other metric may be called <name>_sum or <name>_count.
+  // A latency histogram: `name` must end in _seconds; record microseconds. It is
+  // exported as a Prometheus histogram, so it may not have an "le" label, and no
+  // other metric may be called <name>_bucket, <name>_sum or <name>_count.
   Histogram* FindOrCreateHistogram(std::string_view name, std::string_view help,
                                    const MetricLabels& labels = {});
 
@@ -97,8 +105,14 @@ class MetricRegistry {
   // render that is running it, so do not do either while holding a lock that the
   // function takes.
   void RegisterFunctionGauge(std::string_view name, std::string_view help,
-                             const MetricLabels& labels, std::function<int64_t()> fn,
+                             const MetricLabels& labels, std::function<double()> fn,
                              const void* owner_tag = nullptr);
+  // The same for a count that only goes up, kept elsewhere (a log's bytes written,
+  // a process's CPU time): exported as a counter, so `name` should end in _total.
+  // Removed with RemoveFunctionGauges(owner_tag) like the gauges.
+  void RegisterFunctionCounter(std::string_view name, std::string_view help,
+                               const MetricLabels& labels, std::function<double()> fn,
+                               const void* owner_tag = nullptr);
   // Removes every function gauge registered with `owner_tag`. On return none of
   // their functions is running or will run again.
   void RemoveFunctionGauges(const void* owner_tag);
@@ -113,19 +127,33 @@ class MetricRegistry {
 
   // {"metrics":[{"name":..,"type":"counter"|"gauge"|"histogram","help":..,
   //              "labels":{..},"value":N}, ...]}
-  // Histograms carry "count","sum","mean","min","max","p50","p75","p95","p99",
-  // "p999","p9999" in place of "value". Only metrics whose name contains
+  // Histograms carry "count" and, in seconds, "sum","mean","min","max","p50","p75",
+  // "p95","p99","p999","p9999" in place of "value". Only metrics whose name contains
   // `name_filter` (empty = all). Sorted by name, then labels.
   std::string ToJson(std::string_view name_filter = {}) const;
-  // Prometheus text format 0.0.4. Histograms are summaries with quantiles
-  // 0.5, 0.75, 0.95, 0.99, 0.999 (NaN while empty) plus <name>_sum and <name>_count.
+  // Prometheus text format 0.0.4. Histograms are histograms with cumulative
+  // buckets from 10 us to 60 s (le in seconds; HistogramBucketsMicros()) and +Inf,
+  // plus <name>_sum (seconds) and <name>_count. A bucket counts the values whose
+  // histogram bucket lies wholly at or below its bound, so it may miss values
+  // within 1% of the bound; +Inf and _count are exact.
   std::string ToPrometheusText() const;
+
+  // The Prometheus bucket bounds of histograms, in microseconds.
+  static const std::vector<int64_t>& HistogramBucketsMicros();
+
+  // The sum of every series of counter or gauge family `name` (function ones
+  // included: they run, so the same rules as for rendering apply); 0 if there is no
+  // such family. For overview pages and rate sampling.
+  double SumOfFamily(std::string_view name) const;
 
   // Number of series (name + labels) registered.
   size_t NumMetrics() const;
 
  private:
   enum class Type { kCounter, kGauge, kHistogram };
+  void RegisterFunction(Type type, std::string_view name, std::string_view help,
+                        const MetricLabels& labels, std::function<double()> fn,
+                        const void* owner_tag);
   struct FunctionGauge;
   struct Series;
   struct Family;
@@ -142,5 +170,12 @@ class MetricRegistry {
   mutable Mutex mu_;
   std::map<std::string, std::unique_ptr<Family>, std::less<>> families_ GUARDED_BY(mu_);
 };
+
+// Registers the process metrics Prometheus clients export (from /proc/self):
+// process_cpu_seconds_total, process_resident_memory_bytes,
+// process_virtual_memory_bytes, process_open_fds, process_max_fds and
+// process_start_time_seconds (seconds since the Unix epoch). Linux only; elsewhere
+// they read 0. Owner tag: `registry` itself.
+void RegisterProcessMetrics(MetricRegistry* registry);
 
 }  // namespace nyala

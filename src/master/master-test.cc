@@ -168,7 +168,7 @@ TEST_F(MasterTest, WebPagesEscapeNames) {
     EXPECT_NE(std::string::npos, page.find(" LEADER, term 1, 0 / 0 / 0")) << page;
   });
   const std::string metrics = HttpGet(port, "/metrics?metrics=table_locations_cache");
-  EXPECT_NE(std::string::npos, metrics.find("table_locations_cache_hits")) << metrics;
+  EXPECT_NE(std::string::npos, metrics.find("table_locations_cache_hits_total")) << metrics;
 }
 
 TEST_F(MasterTest, RestartKeepsTheCatalog) {

@@ -60,6 +60,16 @@ void Master::FillRegistration(GetMasterRegistrationResponsePB* resp) const {
   resp->set_num_live_tablet_servers(ts_manager_->NumLiveServers());
 }
 
+void Master::AddRateSeries(server::RateHistory* rates) {
+  MetricRegistry* m = metrics();
+  rates->AddSeries("rpc_calls", "RPC calls", "/s",
+                   [m] { return m->SumOfFamily("rpc_calls_total"); });
+  rates->AddSeries("location_lookups", "Table location lookups", "/s", [m] {
+    return m->SumOfFamily("table_locations_cache_hits_total") +
+           m->SumOfFamily("table_locations_cache_misses_total");
+  });
+}
+
 void Master::AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {
   rows->emplace_back("Tables", std::to_string(catalog_->NumTables()));
   rows->emplace_back("Live tablet servers", std::to_string(ts_manager_->NumLiveServers()));

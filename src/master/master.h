@@ -38,6 +38,7 @@ class Master : public server::ServerBase {
 
  protected:
   void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) override;
+  void AddRateSeries(server::RateHistory* rates) override;
 
  private:
   // master_web.cc

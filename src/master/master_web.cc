@@ -1,4 +1,5 @@
 // Master web pages: /tables, /tablet-servers and /rpc-latency.
+#include <optional>
 #include <set>
 
 #include "common/partition.h"
@@ -18,15 +19,27 @@ namespace {
 
 const char* TableStateName(TableStatePB s) { return TableStatePB_Name(s).c_str(); }
 
-std::string ServerCell(const std::string& uuid, TSManager* ts) {
+// The tablet server's own web UI (its first advertised web address) + `path`, or ""
+// when it registered none.
+std::string WebUrl(const TSDescriptor& d, const std::string& path = "/") {
+  if (d.registration.http_addresses().empty()) return "";
+  const HostPortPB& hp = d.registration.http_addresses(0);
+  return server::HttpUrl(hp.host(), hp.port(), path);
+}
+
+// `text` (HTML) linked to `url`, or plain when there is no url.
+std::string Link(const std::string& url, const std::string& text) {
+  return url.empty() ? text : "<a href=\"" + EscapeHtml(url) + "\">" + text + "</a>";
+}
+
+// A replica's server, linked to its web UI, and its copy of `tablet_id`, linked to
+// the server's page of that tablet.
+std::string ServerCell(const std::string& uuid, TSManager* ts, const std::string& tablet_id) {
   auto d = ts->Lookup(uuid);
-  std::string out = EscapeHtml(uuid);
-  if (d) {
-    out += " (" + EscapeHtml(d->RpcAddressString()) + (d->live ? "" : ", dead") + ")";
-  } else {
-    out += " (not registered)";
-  }
-  return out;
+  if (!d) return EscapeHtml(uuid) + " (not registered)";
+  return Link(WebUrl(*d), EscapeHtml(uuid)) + " (" + EscapeHtml(d->RpcAddressString()) +
+         (d->live ? "" : ", dead") + ", " +
+         Link(WebUrl(*d, "/tablet?id=" + server::UrlEncode(tablet_id)), "replica") + ")";
 }
 
 }  // namespace
@@ -46,14 +59,19 @@ void Master::RegisterWebPages() {
       b += "</p><table><tr><th>Tablet</th><th>Partition</th><th>State</th><th>Leader</th>"
            "<th>Term</th><th>Replicas (role, term, committed / applied / last index)</th></tr>";
       for (const TabletSnapshot& tablet : t.tablets) {
-        b += "<tr><td>" + EscapeHtml(tablet.id) + "</td><td>" +
-             EscapeHtml(Partition::FromPB(tablet.entry.partition()).ToString()) + "</td><td>" +
-             TabletStatePB_Name(tablet.entry.state()) + "</td><td>" +
+        // The tablet's id links to its leader's page of it, when a leader is known.
+        const std::optional<TSDescriptor> leader =
+            tablet.leader_uuid.empty() ? std::nullopt : ts_manager_->Lookup(tablet.leader_uuid);
+        b += "<tr><td>" +
+             Link(leader ? WebUrl(*leader, "/tablet?id=" + server::UrlEncode(tablet.id)) : "",
+                  EscapeHtml(tablet.id)) +
+             "</td><td>" + EscapeHtml(Partition::FromPB(tablet.entry.partition()).ToString()) +
+             "</td><td>" + TabletStatePB_Name(tablet.entry.state()) + "</td><td>" +
              (tablet.leader_uuid.empty() ? std::string("none known")
                                          : EscapeHtml(tablet.leader_uuid)) +
              "</td><td>" + std::to_string(tablet.term) + "</td><td>";
         for (const auto& uuid : tablet.entry.replica_uuids()) {
-          b += ServerCell(uuid, ts_manager_.get());
+          b += ServerCell(uuid, ts_manager_.get(), tablet.id);
           auto role = tablet.roles.find(uuid);
           b += " ";
           b += ReplicaRolePB_Name(role == tablet.roles.end() ? UNKNOWN_ROLE : role->second);
@@ -81,15 +99,18 @@ void Master::RegisterWebPages() {
              "<th>State</th><th>Last heartbeat</th><th>Tablets reported running</th>"
              "<th>Replicas placed</th></tr>";
         for (const TSDescriptor& ts : ts_manager_->GetAll()) {
-          std::string web;
+          std::string web;  // each advertised web address, linked
           for (const auto& hp : ts.registration.http_addresses()) {
-            web += hp.host() + ":" + std::to_string(hp.port()) + " ";
+            web += Link(server::HttpUrl(hp.host(), hp.port()),
+                        EscapeHtml(hp.host() + ":" + std::to_string(hp.port()))) +
+                   " ";
           }
           auto p = placed.find(ts.uuid);
-          b += "<tr><td>" + EscapeHtml(ts.uuid) + "</td><td>" + EscapeHtml(ts.RpcAddressString()) +
-               "</td><td>" + EscapeHtml(web) + "</td><td>" + (ts.live ? "live" : "dead") +
-               "</td><td>" + std::to_string((now - ts.last_heartbeat).ToMilliseconds()) +
-               " ms ago</td><td>" + std::to_string(ts.running_tablets.size()) + "</td><td>" +
+          b += "<tr><td>" + Link(WebUrl(ts), EscapeHtml(ts.uuid)) + "</td><td>" +
+               EscapeHtml(ts.RpcAddressString()) + "</td><td>" + web + "</td><td>" +
+               (ts.live ? "live" : "dead") + "</td><td>" +
+               std::to_string((now - ts.last_heartbeat).ToMilliseconds()) + " ms ago</td><td>" +
+               std::to_string(ts.running_tablets.size()) + "</td><td>" +
                std::to_string(p == placed.end() ? 0 : p->second) + "</td></tr>";
         }
         b += "</table>";
@@ -108,7 +129,7 @@ void Master::RegisterWebPages() {
     }
     MetricLabels labels = {{"service", MasterServiceIf::kServiceName}, {"method", method}};
     Histogram* h = metrics()->FindOrCreateHistogram(
-        "rpc_handler_latency_us", "Time from the start of the handler to its response (us)",
+        "rpc_handler_duration_seconds", "Time from the start of the handler to its response",
         labels);
     Counter* too_busy = metrics()->FindOrCreateCounter(
         "rpc_too_busy_total", "Calls rejected with SERVER_TOO_BUSY because the queue was full",

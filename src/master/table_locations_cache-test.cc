@@ -110,13 +110,14 @@ TEST(TableLocationsCacheTest, MetricsInRegistry) {
   (void)cache.Lookup(K("t"));
   (void)cache.Lookup(K("u"));
   const std::string json = metrics.ToJson("table_locations_cache");
-  for (const char* name : {"table_locations_cache_hits", "table_locations_cache_misses",
-                           "table_locations_cache_inserts", "table_locations_cache_evictions",
-                           "table_locations_cache_memory_usage"}) {
+  for (const char* name :
+       {"table_locations_cache_hits_total", "table_locations_cache_misses_total",
+        "table_locations_cache_inserts_total", "table_locations_cache_evictions_total",
+        "table_locations_cache_memory_bytes"}) {
     EXPECT_NE(std::string::npos, json.find(name)) << name << " in " << json;
   }
   EXPECT_EQ(int64_t(K("t").size() + 10),
-            metrics.FindOrCreateGauge("table_locations_cache_memory_usage", "")->value());
+            metrics.FindOrCreateGauge("table_locations_cache_memory_bytes", "")->value());
 }
 
 }  // namespace nyala::master

@@ -28,17 +28,17 @@ std::string TableLocationsCacheKey::Encode() const {
 
 TableLocationsCache::TableLocationsCache(size_t capacity_bytes, MetricRegistry* metrics)
     : capacity_bytes_(capacity_bytes),
-      hits_(metrics->FindOrCreateCounter("table_locations_cache_hits",
+      hits_(metrics->FindOrCreateCounter("table_locations_cache_hits_total",
                                          "GetTableLocations answered from the cache")),
-      misses_(metrics->FindOrCreateCounter("table_locations_cache_misses",
+      misses_(metrics->FindOrCreateCounter("table_locations_cache_misses_total",
                                            "GetTableLocations lookups not found in the cache")),
-      inserts_(metrics->FindOrCreateCounter("table_locations_cache_inserts",
+      inserts_(metrics->FindOrCreateCounter("table_locations_cache_inserts_total",
                                             "Responses added to the table-locations cache")),
       evictions_(metrics->FindOrCreateCounter(
-          "table_locations_cache_evictions",
+          "table_locations_cache_evictions_total",
           "Entries evicted from the table-locations cache to stay within its capacity")),
       memory_usage_(metrics->FindOrCreateGauge(
-          "table_locations_cache_memory_usage",
+          "table_locations_cache_memory_bytes",
           "Bytes (keys + serialized responses) held by the table-locations cache")) {}
 
 std::shared_ptr<const std::string> TableLocationsCache::Lookup(const std::string& encoded_key) {

@@ -12,8 +12,8 @@
 // table's answers would say becomes visible, and inserts only while holding that
 // lock shared, so no stale answer can be inserted or found.
 //
-// Metrics (in the given registry): table_locations_cache_hits, _misses, _inserts,
-// _evictions (LRU only) and the gauge _memory_usage (bytes charged).
+// Metrics (in the given registry): table_locations_cache_hits_total, _misses_total,
+// _inserts_total, _evictions_total (LRU only) and the gauge _memory_bytes (bytes charged).
 //
 // Thread-safety: thread-safe; mu_ is a leaf lock. Holds no pointers into the catalog.
 #pragma once

@@ -79,12 +79,11 @@ Messenger::Messenger(MessengerOptions options) : options_(std::move(options)) {
   metrics_->RegisterFunctionGauge(
       "rpc_connections", "Open RPC connections, inbound and outbound", labels,
       [this] { return int64_t(num_connections()); }, this);
-  metrics_->RegisterFunctionGauge(
-      "rpc_inline_call_handoffs",
+  metrics_->RegisterFunctionCounter(
+      "rpc_inline_call_handoffs_total",
       "Times a service call running on a reactor thread ran past --rpc_inline_call_handoff_us "
       "and a standby thread took over the reactor's event loop",
-      labels,
-      [this] { return inline_call_handoffs(); }, this);
+      labels, [this] { return inline_call_handoffs(); }, this);
   for (int i = 0; i < options_.num_reactors; i++) {
     reactors_.push_back(std::make_unique<Reactor>(options_.name + "-r" + std::to_string(i)));
   }

@@ -91,7 +91,7 @@ class Messenger {
   size_t num_connections() const;
   int num_reactors() const { return int(reactors_.size()); }
   // Times a standby thread took a reactor's loop over from a long inline call
-  // (Reactor::RunInline; gauge rpc_inline_call_handoffs).
+  // (Reactor::RunInline; counter rpc_inline_call_handoffs_total).
   int64_t inline_call_handoffs() const;
   // Inbound calls read and not yet answered, over all reactors (racy; cheap).
   int inbound_call_count() const;

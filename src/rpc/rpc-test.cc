@@ -231,7 +231,7 @@ TEST_F(RpcTest, CallExpiredInQueueIsNotRun) {
   ASSERT_OK(slow_rpc.status());
   // The expired call was answered but its handler never ran.
   Histogram* latency =
-      server_metrics_.FindOrCreateHistogram("rpc_handler_latency_us", "",
+      server_metrics_.FindOrCreateHistogram("rpc_handler_duration_seconds", "",
                                             {{"service", CalculatorServiceIf::kServiceName},
                                              {"method", CalculatorServiceIf::kAddMethodName}});
   EXPECT_EQ(latency->TotalCount(), 0);

@@ -76,10 +76,10 @@ ServicePool::ServicePool(std::unique_ptr<ServiceIf> service, int num_threads, in
     MetricLabels labels = {{"service", service_->service_name()}, {"method", name}};
     method->calls = metrics->FindOrCreateCounter("rpc_calls_total", "RPC calls answered", labels);
     method->handler_latency_us = metrics->FindOrCreateHistogram(
-        "rpc_handler_latency_us", "Time from the start of the handler to its response (us)",
+        "rpc_handler_duration_seconds", "Time from the start of the handler to its response",
         labels);
     method->queue_time_us = metrics->FindOrCreateHistogram(
-        "rpc_queue_time_us", "Time a call waited in the service queue (us)", labels);
+        "rpc_queue_duration_seconds", "Time a call waited in the service queue", labels);
     method->too_busy = metrics->FindOrCreateCounter(
         "rpc_too_busy_total", "Calls rejected with SERVER_TOO_BUSY because the queue was full",
         labels);

@@ -119,6 +119,16 @@ TEST_F(ServerTest, ServerBaseServesDefaultPages) {
   std::string json = HttpGet(port, "/metrics?name=rpc_connections");
   EXPECT_NE(json.find("\"rpc_connections\""), std::string::npos) << json;
   EXPECT_EQ(json.find("rpc_bytes_sent_total"), std::string::npos);  // filtered out
+  // Process metrics, and the home page's rate charts with their data.
+  EXPECT_NE(prom.find("# TYPE process_cpu_seconds_total counter"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("\nprocess_open_fds "), std::string::npos) << prom;
+  EXPECT_NE(home.find("id=\"rate-charts\""), std::string::npos) << home;
+  EXPECT_NE(home.find("data-series=\"bytes_in\""), std::string::npos) << home;
+  const std::string rates = HttpGet(port, "/rates.json");
+  EXPECT_NE(rates.find("application/json"), std::string::npos) << rates;
+  EXPECT_NE(rates.find("{\"name\":\"bytes_out\",\"title\":\"RPC bytes out\""), std::string::npos)
+      << rates;
+  ASSERT_NE(server.rates(), nullptr);
   server.Shutdown();
 }
 

@@ -60,6 +60,7 @@ Status ServerBase::Init() {
   mo.name = options_.kind;
   mo.num_reactors = options_.num_reactors;
   mo.metrics = &metrics_;
+  RegisterProcessMetrics(&metrics_);
   ASSIGN_OR_RETURN(messenger_, rpc::Messenger::Create(mo));
   // Flags read and changed at run time (tests' fault injection): one thread is plenty.
   return messenger_->RegisterService(std::make_unique<GenericServiceImpl>(), 1, 50);
@@ -75,6 +76,13 @@ Status ServerBase::Start() {
                           "--rpc_bind_addresses=" + options_.rpc_bind_addresses);
     bound_rpc_.push_back(bound);
   }
+  rates_ = std::make_unique<RateHistory>();
+  AddRateSeries(rates_.get());
+  rates_->AddSeries("bytes_in", "RPC bytes in", "B/s",
+                    [this] { return metrics_.SumOfFamily("rpc_bytes_received_total"); });
+  rates_->AddSeries("bytes_out", "RPC bytes out", "B/s",
+                    [this] { return metrics_.SumOfFamily("rpc_bytes_sent_total"); });
+  rates_->Start();
   if (options_.webserver_port >= 0) {
     webserver_ = std::make_unique<Webserver>("nyala-" + options_.kind);
     RegisterDefaultPages();
@@ -112,6 +120,7 @@ void ServerBase::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (webserver_) webserver_->Shutdown();
+  if (rates_) rates_->Shutdown();
   if (messenger_) messenger_->Shutdown();
 }
 
@@ -162,6 +171,12 @@ void ServerBase::RegisterDefaultPages() {
     for (const auto& [k, v] : rows)
       b += "<tr><th>" + EscapeHtml(k) + "</th><td>" + v + "</td></tr>";
     b += "</table>";
+    b += rates_->ChartsHtml("/rates.json");
+  });
+  // The recent rates the home page charts (RateHistory::ToJson).
+  webserver_->RegisterRaw("/rates.json", [this](const WebRequest&, WebResponse* resp) {
+    resp->content_type = "application/json";
+    resp->body = rates_->ToJson();
   });
   webserver_->RegisterRaw("/healthz", [](const WebRequest&, WebResponse* resp) {
     resp->content_type = "text/plain";

@@ -1,8 +1,11 @@
 // ServerBase: what nyala-master and nyala-tserver share: the data dirs (FsManager,
 // with the permanent uuid), the RPC messenger bound to --rpc_bind_addresses with the
 // GenericService (generic_service.h: flags read and set at run time), the metric
-// registry, the web server with the default pages (/, /healthz, /varz,
-// /metrics, /metrics_prometheus, /rpcz) and clean shutdown on SIGTERM/SIGINT.
+// registry (with the process_* metrics), the web server with the default pages (/,
+// /healthz, /varz, /metrics, /metrics_prometheus, /rpcz, /rates.json) and clean
+// shutdown on SIGTERM/SIGINT. The home page charts the recent rates of a few counts
+// (RateHistory: the daemon's own series, then RPC bytes in and out), sampled once a
+// second by one thread while the daemon runs.
 //
 // Life cycle: construct, Init() (dirs, messenger), register services, Start()
 // (listen, serve the web UI), WaitForShutdownSignal() or Shutdown().
@@ -19,6 +22,7 @@
 #include "rpc/messenger.h"
 #include "rpc/sockaddr.h"
 #include "server/fs_manager.h"
+#include "server/rate_history.h"
 #include "server/webserver.h"
 
 namespace nyala::server {
@@ -58,6 +62,8 @@ class ServerBase {
   std::vector<rpc::HostPort> advertised_rpc_addresses() const;
   std::vector<rpc::HostPort> http_addresses() const;
   MonoTime start_time() const { return start_time_; }
+  // The recent rates charted on the home page; null before Start().
+  const RateHistory* rates() const { return rates_.get(); }
   int64_t start_time_wall_micros() const { return start_wall_micros_; }
   const ServerBaseOptions& options() const { return options_; }
 
@@ -69,6 +75,9 @@ class ServerBase {
   Status DumpServerInfo(const std::string& path) const;
   // Adds the daemon's rows to the "/" overview table (name, HTML-escaped value).
   virtual void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {}
+  // Adds the daemon's series to the home page's rate charts; called by Start(). The
+  // read functions run on the sampling thread until Shutdown().
+  virtual void AddRateSeries(RateHistory* rates) {}
 
  private:
   void RegisterDefaultPages();
@@ -78,6 +87,7 @@ class ServerBase {
   std::unique_ptr<FsManager> fs_;
   std::shared_ptr<rpc::Messenger> messenger_;
   std::unique_ptr<Webserver> webserver_;
+  std::unique_ptr<RateHistory> rates_;
   std::vector<rpc::Sockaddr> bound_rpc_;
   MonoTime start_time_;
   int64_t start_wall_micros_ = 0;

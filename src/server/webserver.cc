@@ -39,6 +39,27 @@ std::string EscapeHtml(const std::string& s) {
   return out;
 }
 
+std::string UrlEncode(const std::string& s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string HttpUrl(const std::string& host, int port, const std::string& path) {
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + path;
+}
+
 namespace {
 constexpr const char* kCss = R"(
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0;

@@ -84,4 +84,11 @@ class Webserver {
 // Escapes &, <, >, " and ' for HTML text and attribute values.
 std::string EscapeHtml(const std::string& s);
 
+// Percent-encodes every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~), for a
+// query argument.
+std::string UrlEncode(const std::string& s);
+
+// "http://host:port<path>", with an IPv6 host in brackets; `path` starts with '/'.
+std::string HttpUrl(const std::string& host, int port, const std::string& path = "/");
+
 }  // namespace nyala::server

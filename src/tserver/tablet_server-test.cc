@@ -148,7 +148,7 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   EXPECT_EQ(wresp.rows_applied(), 500);
   // The write went through the tablet's Raft group (of one) and its synced log.
   const std::string metrics = server_->metrics()->ToPrometheusText();
-  EXPECT_THAT(metrics, ::testing::ContainsRegex("consensus_log_syncs [1-9]"));
+  EXPECT_THAT(metrics, ::testing::ContainsRegex("consensus_log_syncs_total [1-9]"));
   EXPECT_THAT(metrics, ::testing::ContainsRegex("tserver_replicas_leading 1"));
 
   GetRequestPB greq;

@@ -3,7 +3,10 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include "consensus/peer_id.h"
 #include "consensus/runtime.h"
@@ -24,6 +27,25 @@ DEFINE_string(fs_wal_dir, "",
               "fast disk: every write waits for its fdatasync (see --log_fsync).");
 
 namespace nyala::tserver {
+
+int64_t DiskBytesUnder(const std::string& dir, const std::string& exclude) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path skip = exclude.empty() ? fs::path() : fs::path(exclude).lexically_normal();
+  int64_t bytes = 0;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!skip.empty() && it->path().lexically_normal() == skip) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    struct stat st;
+    if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      bytes += static_cast<int64_t>(st.st_blocks) * 512;
+    }
+  }
+  return bytes;
+}
 
 TabletServer::TabletServer(server::ServerBaseOptions options, std::vector<rpc::HostPort> masters)
     : ServerBase(std::move(options)), masters_(std::move(masters)) {}
@@ -57,6 +79,19 @@ Status TabletServer::Init() {
   LOG(INFO) << "consensus log " << ro.log.dir << ": " << report.ToString();
   RETURN_NOT_OK(tablets_->StartReplication(consensus_.get(), tracker_.get(), uuid()));
   RegisterConsensusGauges();
+  // Disk use, computed on each read (a directory walk: cheap for RocksDB's and the
+  // log's few large files).
+  const std::string wal_dir = ro.log.dir;
+  wal_dir_ = wal_dir;
+  for (const std::string& dir : fs()->data_dirs()) {
+    metrics()->RegisterFunctionGauge(
+        "tserver_data_dir_bytes",
+        "Bytes on disk under a data dir (RocksDB files and metadata; the WAL dir excluded)",
+        {{"dir", dir}}, [dir, wal_dir] { return DiskBytesUnder(dir, wal_dir); }, this);
+  }
+  metrics()->RegisterFunctionGauge(
+      "tserver_wal_dir_bytes", "Bytes on disk under the consensus log dir (--fs_wal_dir)",
+      {{"dir", wal_dir}}, [wal_dir] { return DiskBytesUnder(wal_dir, ""); }, this);
   scanners_ = std::make_unique<ScannerManager>(tmetrics_.get());
   TabletServiceDeps deps;
   deps.tablets = tablets_.get();
@@ -81,22 +116,24 @@ void TabletServer::RegisterConsensusGauges() {
   auto log_stat = [rt](uint64_t consensus::LogStats::*field) {
     return [rt, field] { return int64_t(rt->log()->Stats().*field); };
   };
-  m->RegisterFunctionGauge("consensus_log_bytes", "Bytes written to the consensus log", {},
-                           log_stat(&consensus::LogStats::bytes), this);
-  m->RegisterFunctionGauge("consensus_log_syncs", "fdatasyncs of the consensus log", {},
-                           log_stat(&consensus::LogStats::fsyncs), this);
+  m->RegisterFunctionCounter("consensus_log_written_bytes_total",
+                             "Bytes written to the consensus log", {},
+                             log_stat(&consensus::LogStats::bytes), this);
+  m->RegisterFunctionCounter("consensus_log_syncs_total", "fdatasyncs of the consensus log", {},
+                             log_stat(&consensus::LogStats::fsyncs), this);
   m->RegisterFunctionGauge("consensus_log_segments", "Live consensus log segments", {},
                            log_stat(&consensus::LogStats::segments_live), this);
   auto rt_stat = [rt](uint64_t consensus::RuntimeStats::*field) {
     return [rt, field] { return int64_t(rt->Stats().*field); };
   };
-  m->RegisterFunctionGauge("consensus_calls_sent", "MultiUpdate calls sent to other servers", {},
-                           rt_stat(&consensus::RuntimeStats::calls_sent), this);
-  m->RegisterFunctionGauge("consensus_messages_sent", "Raft messages sent", {},
-                           rt_stat(&consensus::RuntimeStats::messages_sent), this);
-  m->RegisterFunctionGauge("consensus_messages_dropped",
-                           "Raft messages dropped (unknown group, full outbox, failed call)", {},
-                           rt_stat(&consensus::RuntimeStats::messages_dropped), this);
+  m->RegisterFunctionCounter("consensus_calls_sent_total",
+                             "MultiUpdate calls sent to other servers", {},
+                             rt_stat(&consensus::RuntimeStats::calls_sent), this);
+  m->RegisterFunctionCounter("consensus_messages_sent_total", "Raft messages sent", {},
+                             rt_stat(&consensus::RuntimeStats::messages_sent), this);
+  m->RegisterFunctionCounter("consensus_messages_dropped_total",
+                             "Raft messages dropped (unknown group, full outbox, failed call)", {},
+                             rt_stat(&consensus::RuntimeStats::messages_dropped), this);
   m->RegisterFunctionGauge(
       "tserver_replicas_leading", "Tablet replicas on this server that lead their group", {},
       [this] {
@@ -165,14 +202,6 @@ void TabletServer::Shutdown() {
   if (scanners_) scanners_->Shutdown();
   if (tablets_) tablets_->Shutdown();  // flushes RocksDB
   LOG(INFO) << "tablet server " << (fs() ? uuid() : "") << " shut down";
-}
-
-void TabletServer::AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {
-  rows->emplace_back("Tablets", std::to_string(tablets_->NumTablets()));
-  rows->emplace_back("Open scanners", std::to_string(scanners_->NumScanners()));
-  std::string masters;
-  for (const auto& hp : masters_) masters += (masters.empty() ? "" : ", ") + hp.ToString();
-  rows->emplace_back("Masters", server::EscapeHtml(masters));
 }
 
 }  // namespace nyala::tserver

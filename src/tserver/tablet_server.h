@@ -32,6 +32,11 @@ class ScannerManager;
 class TabletManager;
 struct TServerMetrics;
 
+// Bytes allocated on disk (st_blocks, as du counts) by the files under `dir`, not
+// following symlinks, skipping the tree at `exclude` ("" = none; the WAL dir inside
+// the first data dir). Files vanishing during the walk are skipped.
+int64_t DiskBytesUnder(const std::string& dir, const std::string& exclude);
+
 class TabletServer : public server::ServerBase {
  public:
   static constexpr uint16_t kDefaultRpcPort = 7050;
@@ -58,6 +63,7 @@ class TabletServer : public server::ServerBase {
 
  protected:
   void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) override;
+  void AddRateSeries(server::RateHistory* rates) override;
 
  private:
   void RegisterWebPages() override;  // tserver_web.cc
@@ -65,6 +71,7 @@ class TabletServer : public server::ServerBase {
   void RegisterConsensusGauges();
 
   const std::vector<rpc::HostPort> masters_;
+  std::string wal_dir_;  // set by Init()
   std::unique_ptr<TServerMetrics> tmetrics_;
   std::unique_ptr<TabletManager> tablets_;
   std::unique_ptr<ScannerManager> scanners_;

@@ -38,21 +38,21 @@ TServerMetrics::TServerMetrics(MetricRegistry* r)
       leaderships_lost(r->FindOrCreateCounter("tserver_raft_leaderships_lost_total",
                                               "Times a leading replica on this server stopped "
                                               "leading")),
-      term_changes(r->FindOrCreateCounter(
-          "tserver_raft_term_changes_total",
-          "Times a replica on this server moved to a newer Raft term")),
+      term_changes(
+          r->FindOrCreateCounter("tserver_raft_term_changes_total",
+                                 "Times a replica on this server moved to a newer Raft term")),
       leader_changes(r->FindOrCreateCounter(
           "tserver_raft_leader_changes_total",
           "Times a replica on this server learnt of a new leader of its tablet")),
-      leader_step_downs(r->FindOrCreateCounter(
-          "tserver_leader_step_downs_total",
-          "Leadership transfers started on request (LeaderStepDown)")),
-      write_latency_us(r->FindOrCreateHistogram("tserver_write_latency_us",
-                                                "Time to apply one Write RPC, in microseconds")),
-      get_latency_us(r->FindOrCreateHistogram("tserver_get_latency_us",
-                                              "Time to answer one Get RPC, in microseconds")),
-      scan_latency_us(r->FindOrCreateHistogram(
-          "tserver_scan_latency_us", "Time to produce one Scan batch, in microseconds")) {}
+      leader_step_downs(
+          r->FindOrCreateCounter("tserver_leader_step_downs_total",
+                                 "Leadership transfers started on request (LeaderStepDown)")),
+      write_latency_us(r->FindOrCreateHistogram("tserver_write_duration_seconds",
+                                                "Time to apply one Write RPC")),
+      get_latency_us(
+          r->FindOrCreateHistogram("tserver_get_duration_seconds", "Time to answer one Get RPC")),
+      scan_latency_us(r->FindOrCreateHistogram("tserver_scan_duration_seconds",
+                                               "Time to produce one Scan batch")) {}
 
 }  // namespace nyala::tserver
 
