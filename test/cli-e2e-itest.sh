@@ -333,6 +333,45 @@ bad=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9
 check "/metrics_prometheus lines are well-formed" test -z "$bad"
 check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
 
+# ==== h-verbs (issue 18): table statistics, table copy, tserver|master get_flags and
+# set_flag, perf table_scan. A section of its own; the cluster is healthy here. ====
+
+# tserver / master get_flags and set_flag.
+TS0="127.0.0.1:$((BASE + 10))"
+out=$("$NYALA" tserver get_flags "$TS0" --flags=heartbeat_interval_ms --format=json 2>&1) || fail "get_flags: $out"
+check "tserver get_flags shows --heartbeat_interval_ms as started (300)" \
+  same "300 false" "$(jq -r '.[] | select(.flag == "heartbeat_interval_ms") | "\(.value) \(.is_default)"' <<<"$out" 2>/dev/null)"
+out=$("$NYALA" tserver get_flags "$TS0" --all_flags --tags=runtime --format=csv 2>&1) || fail "get_flags --tags: $out"
+check "get_flags --tags=runtime lists scanner_ttl_ms and not rocksdb_block_size_bytes" \
+  bash -c 'grep -q "^scanner_ttl_ms," <<<"$0" && ! grep -q "^rocksdb_block_size_bytes," <<<"$0"' "$out"
+out=$("$NYALA" tserver set_flag "$TS0" scanner_ttl_ms 60001 2>&1) || fail "set_flag of a runtime flag: $out"
+check "set_flag of a runtime flag says old and new value" contains "$out" "changed from '60000' to '60001'"
+check "... and get_flags reads the new value back" \
+  same 60001 "$("$NYALA" tserver get_flags "$TS0" --flags=scanner_ttl_ms --format=json | jq -r '.[0].value')"
+code=0; out=$("$NYALA" tserver set_flag "$TS0" rocksdb_block_size_bytes 4096 2>&1) || code=$?
+check "set_flag of a start-up flag is refused with exit code 4 (got $code)" test "$code" -eq 4
+check "... saying it cannot be changed while the server runs" contains "$out" "cannot be changed while the server runs"
+code=0; out=$("$NYALA" tserver set_flag "$TS0" no_such_flag 1 2>&1) || code=$?
+check "set_flag of an unknown flag: exit code 3 (got $code), naming it" \
+  bash -c '[ "$0" -eq 3 ] && grep -qF "has no flag --no_such_flag" <<<"$1"' "$code" "$out"
+code=0; out=$("$NYALA" tserver set_flag "$TS0" scanner_ttl_ms -5 2>&1) || code=$?
+check "set_flag with a bad value: exit code 5 (got $code), value kept" \
+  bash -c '[ "$0" -eq 5 ] && grep -qF "bad value for --scanner_ttl_ms" <<<"$1"' "$code" "$out"
+check "... the old value stays" \
+  same 60001 "$("$NYALA" tserver get_flags "$TS0" --flags=scanner_ttl_ms --format=json | jq -r '.[0].value')"
+out=$("$NYALA" tserver get_flags "$TS0" --flags=no_such_flag 2>&1) && fail "get_flags of an unknown flag exited 0"
+check "get_flags of an unknown flag names it" contains "$out" "no_such_flag"
+check "master get_flags shows --tserver_unresponsive_timeout_ms (3000)" \
+  same 3000 "$("$NYALA" master get_flags "$M" --flags=tserver_unresponsive_timeout_ms --format=json | jq -r '.[0].value')"
+check "master set_flag changes a runtime flag" "$NYALA" master set_flag "$M" table_locations_ttl_ms 299999
+check "... read back" \
+  same 299999 "$("$NYALA" master get_flags "$M" --flags=table_locations_ttl_ms --format=json | jq -r '.[0].value')"
+"$NYALA" master set_flag "$M" table_locations_ttl_ms 300000 >/dev/null
+code=0; out=$("$NYALA" master set_flag "$M" fs_data_dirs /tmp 2>&1) || code=$?
+check "master set_flag of a start-up flag is refused (exit $code)" test "$code" -eq 4
+
+# ==== end of h-verbs ====
+
 # A tablet server killed (SIGKILL, by PID) in the middle of a load and started again:
 # the summary still equals what the table counts, and every row is in it (rows whose
 # outcome is unknown, if any, are counted apart and bound the count).

@@ -4,6 +4,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "common/flag_tags.h"
 #include "master/catalog_manager.h"
 #include "server/fs_manager.h"
 
@@ -11,6 +12,7 @@ DEFINE_int32(tablet_creation_timeout_ms, 30000,
              "A tablet not running this long after it was placed is marked REPLACED and a new "
              "tablet with the same partition is placed elsewhere.");
 DEFINE_validator(tablet_creation_timeout_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(tablet_creation_timeout_ms, runtime);
 DEFINE_int32(master_max_tablet_rpcs_per_ts, 16,
              "CreateTablet and DeleteTablet calls the master keeps in flight to one tablet "
              "server; the others wait their turn at the master. A table of many tablets sent "

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   nyala::tools::RegisterServerActions();
   nyala::tools::RegisterPerfActions();
   nyala::tools::RegisterTabletActions();
+  nyala::tools::RegisterFlagActions();
 
   // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or
   // -dash, table names) stay positional, and `--` keeps the order (command_line.h).

@@ -36,6 +36,8 @@ void RegisterTableActions();
 void RegisterServerActions();
 void RegisterPerfActions();
 void RegisterTabletActions();
+// nyala tserver|master get_flags|set_flag (action_flags.cc).
+void RegisterFlagActions();
 
 // Prints "error: <message>" to stderr; returns 1.
 int PrintError(const Status& s);
