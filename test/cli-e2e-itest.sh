@@ -335,6 +335,48 @@ check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
 
 # ==== h-verbs (issue 18): table statistics, table copy, tserver|master get_flags and
 # set_flag, perf table_scan. A section of its own; the cluster is healthy here. ====
+VSPEC='{"name": "vsrc", "num_replicas": 1,
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}],
+  "hash_partitions": [{"columns": ["k"], "buckets": 2}],
+  "range_partition": {"columns": ["k"], "splits": [[100]]}}'
+check "table create vsrc (2 hash buckets x 2 ranges)" "$NYALA" table create "$M" "$VSPEC"
+{ echo k,v; for k in $(seq 0 299); do if [ $((k % 7)) -eq 0 ]; then echo "$k,"; else echo "$k,v$k"; fi; done; } >"$WORK/vsrc.csv"
+check "300 rows inserted into vsrc" "$NYALA" table insert "$M" vsrc --file="$WORK/vsrc.csv"
+VSRC_COUNT=$(count_of vsrc)
+check "vsrc counts 300" same 300 "$VSRC_COUNT"
+check "nyala --help lists the new verbs" bash -c '
+  h=$("$0" --help); for v in statistics copy get_flags set_flag table_scan; do
+    grep -q "$v" <<<"$h" || { echo "missing $v"; exit 1; }; done' "$NYALA"
+
+# table statistics: the tablet servers measure their tablets every
+# --update_tablet_stats_interval_ms (5 s) and report them; poll (bounded) until the
+# master has a row estimate and a size for the table.
+stats=""
+for _ in $(seq 1 60); do
+  stats=$("$NYALA" table statistics "$M" vsrc --format=json 2>&1) || true
+  if json_ok "$stats" && [ "$(jq '.live_row_count > 0 and .on_disk_size > 0 and .tablets_without_stats == 0' <<<"$stats")" = true ]; then
+    break
+  fi
+  sleep 0.5
+done
+check "table statistics --format=json is valid JSON" json_ok "$stats"
+check "... with a live row estimate > 0, a size > 0 and every tablet reported" \
+  same true "$(jq '.live_row_count > 0 and .on_disk_size > 0 and .tablets_without_stats == 0' <<<"$stats" 2>/dev/null)"
+check "... numbers as numbers (table and replica figures)" \
+  same "number number number number" \
+  "$(jq -r '[(.on_disk_size | type), (.live_row_count | type), (.tablets[0].on_disk_size | type), (.tablets[0].replicas[0].live_row_count | type)] | join(" ")' <<<"$stats" 2>/dev/null)"
+check "... 4 tablets, each with its replica's server address" \
+  same "4 true" "$(jq -r '"\(.tablets | length) \([.tablets[].replicas[].address | test(":[0-9]+$")] | all)"' <<<"$stats" 2>/dev/null)"
+check "... the table's figures are the sum of its tablets'" \
+  same true "$(jq '.on_disk_size == ([.tablets[].on_disk_size] | add) and .live_row_count == ([.tablets[].live_row_count] | add)' <<<"$stats" 2>/dev/null)"
+out=$("$NYALA" table statistics "$M" vsrc 2>&1) || fail "table statistics: $out"
+check "table statistics as a table names the size and the row estimate" \
+  contains "$out" "live row count:"
+out=$("$NYALA" table statistics "$M" no-such-table 2>&1) && fail "statistics of an unknown table exited 0"
+check "statistics of an unknown table: TABLE_NOT_FOUND" contains "$out" "TABLE_NOT_FOUND"
+page=$(http_get $((BASE + 1000)) /tables)
+check "the master's /tables page shows vsrc's size and row estimate" \
+  contains "$page" "live rows (estimate): $(jq .live_row_count <<<"$stats")"
 
 # tserver / master get_flags and set_flag.
 TS0="127.0.0.1:$((BASE + 10))"
@@ -369,7 +411,11 @@ check "... read back" \
 "$NYALA" master set_flag "$M" table_locations_ttl_ms 300000 >/dev/null
 code=0; out=$("$NYALA" master set_flag "$M" fs_data_dirs /tmp 2>&1) || code=$?
 check "master set_flag of a start-up flag is refused (exit $code)" test "$code" -eq 4
-
+# The tables of one replica go: the checks below kill tablet servers and expect every
+# tablet to keep a majority.
+for t in vsrc; do
+  "$NYALA" table delete "$M" "$t" >/dev/null || fail "table delete $t"
+done
 # ==== end of h-verbs ====
 
 # A tablet server killed (SIGKILL, by PID) in the middle of a load and started again:

@@ -255,6 +255,7 @@ std::vector<TableSnapshot> CatalogManager::GetTableSnapshots() const {
       ts.leader_uuid = tablet->leader_uuid;
       ts.term = tablet->max_term;
       ts.replica_states = tablet->replica_states;
+      ts.replica_stats = tablet->replica_stats;
       for (const auto& r : tablet->pb.replica_uuids()) ts.roles[r] = tablet->RoleOf(r);
     }
     out.push_back(std::move(s));

@@ -395,11 +395,13 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
       if (rt.state() == TABLET_RUNNING) {
         ConfirmReplicaLocked(&t, uuid);
         SetReplicaStateLocked(&t, uuid, &rt.consensus());
+        if (rt.has_stats()) t.replica_stats[uuid] = rt.stats();
         if (t.pb.state() == TABLET_CREATING && !t.leader_uuid.empty()) {
           with_leader.push_back(t.id);
         }
       } else {
         SetReplicaStateLocked(&t, uuid, nullptr);
+        t.replica_stats.erase(uuid);
         if (rt.state() == TABLET_FAILED) {
           LOG(WARNING) << "tablet " << rt.tablet_id() << " failed on " << uuid << ": "
                        << rt.error().message();
@@ -408,7 +410,10 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
     }
     for (const auto& id : report.removed_tablet_ids()) {
       auto it = tablets_.find(id);
-      if (it != tablets_.end()) SetReplicaStateLocked(it->second.get(), uuid, nullptr);
+      if (it != tablets_.end()) {
+        SetReplicaStateLocked(it->second.get(), uuid, nullptr);
+        it->second->replica_stats.erase(uuid);
+      }
     }
     if (full) {
       // What the server no longer lists, it no longer reports on.
@@ -416,6 +421,7 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
         if (!reported.count(id) && t->replica_states.count(uuid)) {
           SetReplicaStateLocked(t.get(), uuid, nullptr);
         }
+        if (!reported.count(id)) t->replica_stats.erase(uuid);
       }
     }
   }

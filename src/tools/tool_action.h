@@ -38,6 +38,8 @@ void RegisterPerfActions();
 void RegisterTabletActions();
 // nyala tserver|master get_flags|set_flag (action_flags.cc).
 void RegisterFlagActions();
+// nyala table statistics (action_table_stats.cc).
+void RegisterTableStatisticsActions();
 
 // Prints "error: <message>" to stderr; returns 1.
 int PrintError(const Status& s);
