@@ -411,6 +411,17 @@ check "... read back" \
 "$NYALA" master set_flag "$M" table_locations_ttl_ms 300000 >/dev/null
 code=0; out=$("$NYALA" master set_flag "$M" fs_data_dirs /tmp 2>&1) || code=$?
 check "master set_flag of a start-up flag is refused (exit $code)" test "$code" -eq 4
+
+# perf table_scan: the rows it reports are the table's count, split over its tablets.
+out=$("$NYALA" perf table_scan "$M" vsrc --num_threads=3 --format=json 2>&1) || fail "perf table_scan: $out"
+check "perf table_scan --format=json is valid JSON" json_ok "$out"
+check "... its total rows are the table's count ($VSRC_COUNT)" same "$VSRC_COUNT" "$(jq .total.rows <<<"$out" 2>/dev/null)"
+check "... the sum of its 4 tablets' rows, with bytes and rates as numbers" \
+  same "4 $VSRC_COUNT true" \
+  "$(jq -r '"\(.tablets | length) \([.tablets[].rows] | add) \(.total.bytes > 0 and (.total.rows_per_s | type) == "number" and (.tablets[0].bytes_per_s | type) == "number")"' <<<"$out" 2>/dev/null)"
+out=$("$NYALA" perf table_scan "$M" vsrc --predicates="$P" 2>&1) || fail "perf table_scan --predicates: $out"
+check "perf table_scan --predicates reports the matching rows in its total" \
+  contains "$out" "Total: $("$NYALA" table count "$M" vsrc --predicates="$P") rows,"
 # The tables of one replica go: the checks below kill tablet servers and expect every
 # tablet to keep a majority.
 for t in vsrc; do

@@ -40,6 +40,8 @@ void RegisterTabletActions();
 void RegisterFlagActions();
 // nyala table statistics (action_table_stats.cc).
 void RegisterTableStatisticsActions();
+// nyala perf table_scan (action_perf_table_scan.cc).
+void RegisterPerfTableScanActions();
 
 // Prints "error: <message>" to stderr; returns 1.
 int PrintError(const Status& s);
