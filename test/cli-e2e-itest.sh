@@ -412,6 +412,45 @@ check "... read back" \
 code=0; out=$("$NYALA" master set_flag "$M" fs_data_dirs /tmp 2>&1) || code=$?
 check "master set_flag of a start-up flag is refused (exit $code)" test "$code" -eq 4
 
+# table copy: into a new table (created like the source), with predicates, into an
+# existing compatible table, refused into an incompatible one and into itself, and a
+# failed row-count check exits non-zero.
+sorted_scan() { "$NYALA" table scan "$M" "$1" --format=csv ${2:+--predicates="$2"} | tail -n +2 | sort; }
+out=$("$NYALA" table copy "$M" vsrc "$M" vcopy 2>&1) || fail "table copy into a new table: $out"
+check "copy into a new table passes its row-count check" contains "$out" "row count check passed"
+check "... vcopy counts as many rows as vsrc" same "$VSRC_COUNT" "$(count_of vcopy)"
+check "... with the same rows" same "$(sorted_scan vsrc)" "$(sorted_scan vcopy)"
+check "... the same partitioning and replication" \
+  same "$("$NYALA" table describe "$M" vsrc --format=json | jq -c '[.partitioning, .num_replicas]')" \
+  "$("$NYALA" table describe "$M" vcopy --format=json | jq -c '[.partitioning, .num_replicas]')"
+check "... and as many tablets, with the same partitions" \
+  same "$("$NYALA" tablet list "$M" --table vsrc --format=json | jq -c '[.[].partition] | sort')" \
+  "$("$NYALA" tablet list "$M" --table vcopy --format=json | jq -c '[.[].partition] | sort')"
+P='["AND", [">=", "k", 250], ["NOTNULL", "v"]]'
+out=$("$NYALA" table copy "$M" vsrc "$M" vpred --predicates="$P" 2>&1) || fail "copy with predicates: $out"
+check "copy --predicates copies only the matching rows" \
+  same "$("$NYALA" table count "$M" vsrc --predicates="$P")" "$(count_of vpred)"
+check "... exactly those rows" same "$(sorted_scan vsrc "$P")" "$(sorted_scan vpred)"
+check "table create vexist (same columns, no partitioning)" "$NYALA" table create "$M" \
+  '{"name": "vexist", "num_replicas": 1, "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}]}'
+printf 'k,v\n1000,there before\n' >"$WORK/vexist.csv"
+"$NYALA" table insert "$M" vexist --file="$WORK/vexist.csv" >/dev/null
+out=$("$NYALA" table copy "$M" vsrc "$M" vexist --predicates='["<", "k", 10]' 2>&1) || fail "copy into an existing table: $out"
+check "copy into an existing compatible table: its row and the 10 copied" same 11 "$(count_of vexist)"
+check "... the rows of both" \
+  same "$( (sorted_scan vsrc '["<", "k", 10]'; echo '1000,there before') | sort)" "$(sorted_scan vexist)"
+check "table create vbad (v is INT32)" "$NYALA" table create "$M" \
+  '{"name": "vbad", "num_replicas": 1, "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "INT32", "nullable": true}]}'
+out=$("$NYALA" table copy "$M" vsrc "$M" vbad 2>&1) && fail "copy into a table of another schema exited 0"
+check "copy into an existing table of another schema is refused, naming the column" \
+  contains "$out" "exists with a different schema: column 'v' is INT32 there, STRING here"
+check "... and writes nothing" same 0 "$(count_of vbad)"
+out=$("$NYALA" table copy "$M" vsrc "$M" 2>&1) && fail "copy of a table into itself exited 0"
+check "copy of a table into itself is refused" contains "$out" "the source and the destination are the same table"
+out=$("$NYALA" table copy "$M" vsrc "$M" vcopy 2>&1) && fail "a copy whose rows were all rejected exited 0"
+check "a copy whose rows are rejected (already present) fails its row-count check" \
+  contains "$out" "row count check failed"
+
 # perf table_scan: the rows it reports are the table's count, split over its tablets.
 out=$("$NYALA" perf table_scan "$M" vsrc --num_threads=3 --format=json 2>&1) || fail "perf table_scan: $out"
 check "perf table_scan --format=json is valid JSON" json_ok "$out"
@@ -424,7 +463,7 @@ check "perf table_scan --predicates reports the matching rows in its total" \
   contains "$out" "Total: $("$NYALA" table count "$M" vsrc --predicates="$P") rows,"
 # The tables of one replica go: the checks below kill tablet servers and expect every
 # tablet to keep a majority.
-for t in vsrc; do
+for t in vsrc vcopy vpred vexist vbad; do
   "$NYALA" table delete "$M" "$t" >/dev/null || fail "table delete $t"
 done
 # ==== end of h-verbs ====

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   nyala::tools::RegisterTabletActions();
   nyala::tools::RegisterFlagActions();
   nyala::tools::RegisterTableStatisticsActions();
+  nyala::tools::RegisterTableCopyActions();
   nyala::tools::RegisterPerfTableScanActions();
 
   // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or

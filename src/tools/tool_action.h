@@ -42,6 +42,8 @@ void RegisterFlagActions();
 void RegisterTableStatisticsActions();
 // nyala perf table_scan (action_perf_table_scan.cc).
 void RegisterPerfTableScanActions();
+// nyala table copy (action_table_copy.cc).
+void RegisterTableCopyActions();
 
 // Prints "error: <message>" to stderr; returns 1.
 int PrintError(const Status& s);
