@@ -408,7 +408,7 @@ check "master get_flags shows --tserver_unresponsive_timeout_ms (3000)" \
 check "master set_flag changes a runtime flag" "$NYALA" master set_flag "$M" table_locations_ttl_ms 299999
 check "... read back" \
   same 299999 "$("$NYALA" master get_flags "$M" --flags=table_locations_ttl_ms --format=json | jq -r '.[0].value')"
-"$NYALA" master set_flag "$M" table_locations_ttl_ms 300000 >/dev/null
+"$NYALA" master set_flag "$M" table_locations_ttl_ms 300000 >/dev/null || fail "master set_flag back"
 code=0; out=$("$NYALA" master set_flag "$M" fs_data_dirs /tmp 2>&1) || code=$?
 check "master set_flag of a start-up flag is refused (exit $code)" test "$code" -eq 4
 
@@ -434,7 +434,7 @@ check "... exactly those rows" same "$(sorted_scan vsrc "$P")" "$(sorted_scan vp
 check "table create vexist (same columns, no partitioning)" "$NYALA" table create "$M" \
   '{"name": "vexist", "num_replicas": 1, "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}]}'
 printf 'k,v\n1000,there before\n' >"$WORK/vexist.csv"
-"$NYALA" table insert "$M" vexist --file="$WORK/vexist.csv" >/dev/null
+"$NYALA" table insert "$M" vexist --file="$WORK/vexist.csv" >/dev/null || fail "insert into vexist"
 out=$("$NYALA" table copy "$M" vsrc "$M" vexist --predicates='["<", "k", 10]' 2>&1) || fail "copy into an existing table: $out"
 check "copy into an existing compatible table: its row and the 10 copied" same 11 "$(count_of vexist)"
 check "... the rows of both" \
