@@ -333,6 +333,141 @@ bad=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9
 check "/metrics_prometheus lines are well-formed" test -z "$bad"
 check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
 
+# ==== h-verbs (issue 18): table statistics, table copy, tserver|master get_flags and
+# set_flag, perf table_scan. A section of its own; the cluster is healthy here. ====
+VSPEC='{"name": "vsrc", "num_replicas": 1,
+  "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}],
+  "hash_partitions": [{"columns": ["k"], "buckets": 2}],
+  "range_partition": {"columns": ["k"], "splits": [[100]]}}'
+check "table create vsrc (2 hash buckets x 2 ranges)" "$NYALA" table create "$M" "$VSPEC"
+{ echo k,v; for k in $(seq 0 299); do if [ $((k % 7)) -eq 0 ]; then echo "$k,"; else echo "$k,v$k"; fi; done; } >"$WORK/vsrc.csv"
+check "300 rows inserted into vsrc" "$NYALA" table insert "$M" vsrc --file="$WORK/vsrc.csv"
+VSRC_COUNT=$(count_of vsrc)
+check "vsrc counts 300" same 300 "$VSRC_COUNT"
+check "nyala --help lists the new verbs" bash -c '
+  h=$("$0" --help); for v in statistics copy get_flags set_flag table_scan; do
+    grep -q "$v" <<<"$h" || { echo "missing $v"; exit 1; }; done' "$NYALA"
+
+# table statistics: the tablet servers measure their tablets every
+# --update_tablet_stats_interval_ms (5 s) and report them; poll (bounded) until the
+# master has a row estimate and a size for the table.
+stats=""
+for _ in $(seq 1 60); do
+  stats=$("$NYALA" table statistics "$M" vsrc --format=json 2>&1) || true
+  if json_ok "$stats" && [ "$(jq '.live_row_count > 0 and .on_disk_size > 0 and .tablets_without_stats == 0' <<<"$stats")" = true ]; then
+    break
+  fi
+  sleep 0.5
+done
+check "table statistics --format=json is valid JSON" json_ok "$stats"
+check "... with a live row estimate > 0, a size > 0 and every tablet reported" \
+  same true "$(jq '.live_row_count > 0 and .on_disk_size > 0 and .tablets_without_stats == 0' <<<"$stats" 2>/dev/null)"
+check "... numbers as numbers (table and replica figures)" \
+  same "number number number number" \
+  "$(jq -r '[(.on_disk_size | type), (.live_row_count | type), (.tablets[0].on_disk_size | type), (.tablets[0].replicas[0].live_row_count | type)] | join(" ")' <<<"$stats" 2>/dev/null)"
+check "... 4 tablets, each with its replica's server address" \
+  same "4 true" "$(jq -r '"\(.tablets | length) \([.tablets[].replicas[].address | test(":[0-9]+$")] | all)"' <<<"$stats" 2>/dev/null)"
+check "... the table's figures are the sum of its tablets'" \
+  same true "$(jq '.on_disk_size == ([.tablets[].on_disk_size] | add) and .live_row_count == ([.tablets[].live_row_count] | add)' <<<"$stats" 2>/dev/null)"
+out=$("$NYALA" table statistics "$M" vsrc 2>&1) || fail "table statistics: $out"
+check "table statistics as a table names the size and the row estimate" \
+  contains "$out" "live row count:"
+out=$("$NYALA" table statistics "$M" no-such-table 2>&1) && fail "statistics of an unknown table exited 0"
+check "statistics of an unknown table: TABLE_NOT_FOUND" contains "$out" "TABLE_NOT_FOUND"
+page=$(http_get $((BASE + 1000)) /tables)
+check "the master's /tables page shows vsrc's size and row estimate" \
+  contains "$page" "live rows (estimate): $(jq .live_row_count <<<"$stats")"
+
+# tserver / master get_flags and set_flag.
+TS0="127.0.0.1:$((BASE + 10))"
+out=$("$NYALA" tserver get_flags "$TS0" --flags=heartbeat_interval_ms --format=json 2>&1) || fail "get_flags: $out"
+check "tserver get_flags shows --heartbeat_interval_ms as started (300)" \
+  same "300 false" "$(jq -r '.[] | select(.flag == "heartbeat_interval_ms") | "\(.value) \(.is_default)"' <<<"$out" 2>/dev/null)"
+out=$("$NYALA" tserver get_flags "$TS0" --all_flags --tags=runtime --format=csv 2>&1) || fail "get_flags --tags: $out"
+check "get_flags --tags=runtime lists scanner_ttl_ms and not rocksdb_block_size_bytes" \
+  bash -c 'grep -q "^scanner_ttl_ms," <<<"$0" && ! grep -q "^rocksdb_block_size_bytes," <<<"$0"' "$out"
+out=$("$NYALA" tserver set_flag "$TS0" scanner_ttl_ms 60001 2>&1) || fail "set_flag of a runtime flag: $out"
+check "set_flag of a runtime flag says old and new value" contains "$out" "changed from '60000' to '60001'"
+check "... and get_flags reads the new value back" \
+  same 60001 "$("$NYALA" tserver get_flags "$TS0" --flags=scanner_ttl_ms --format=json | jq -r '.[0].value')"
+code=0; out=$("$NYALA" tserver set_flag "$TS0" rocksdb_block_size_bytes 4096 2>&1) || code=$?
+check "set_flag of a start-up flag is refused with exit code 4 (got $code)" test "$code" -eq 4
+check "... saying it cannot be changed while the server runs" contains "$out" "cannot be changed while the server runs"
+code=0; out=$("$NYALA" tserver set_flag "$TS0" no_such_flag 1 2>&1) || code=$?
+check "set_flag of an unknown flag: exit code 3 (got $code), naming it" \
+  bash -c '[ "$0" -eq 3 ] && grep -qF "has no flag --no_such_flag" <<<"$1"' "$code" "$out"
+code=0; out=$("$NYALA" tserver set_flag "$TS0" scanner_ttl_ms -5 2>&1) || code=$?
+check "set_flag with a bad value: exit code 5 (got $code), value kept" \
+  bash -c '[ "$0" -eq 5 ] && grep -qF "bad value for --scanner_ttl_ms" <<<"$1"' "$code" "$out"
+check "... the old value stays" \
+  same 60001 "$("$NYALA" tserver get_flags "$TS0" --flags=scanner_ttl_ms --format=json | jq -r '.[0].value')"
+out=$("$NYALA" tserver get_flags "$TS0" --flags=no_such_flag 2>&1) && fail "get_flags of an unknown flag exited 0"
+check "get_flags of an unknown flag names it" contains "$out" "no_such_flag"
+check "master get_flags shows --tserver_unresponsive_timeout_ms (3000)" \
+  same 3000 "$("$NYALA" master get_flags "$M" --flags=tserver_unresponsive_timeout_ms --format=json | jq -r '.[0].value')"
+check "master set_flag changes a runtime flag" "$NYALA" master set_flag "$M" table_locations_ttl_ms 299999
+check "... read back" \
+  same 299999 "$("$NYALA" master get_flags "$M" --flags=table_locations_ttl_ms --format=json | jq -r '.[0].value')"
+"$NYALA" master set_flag "$M" table_locations_ttl_ms 300000 >/dev/null || fail "master set_flag back"
+code=0; out=$("$NYALA" master set_flag "$M" fs_data_dirs /tmp 2>&1) || code=$?
+check "master set_flag of a start-up flag is refused (exit $code)" test "$code" -eq 4
+
+# table copy: into a new table (created like the source), with predicates, into an
+# existing compatible table, refused into an incompatible one and into itself, and a
+# failed row-count check exits non-zero.
+sorted_scan() { "$NYALA" table scan "$M" "$1" --format=csv ${2:+--predicates="$2"} | tail -n +2 | sort; }
+out=$("$NYALA" table copy "$M" vsrc "$M" vcopy 2>&1) || fail "table copy into a new table: $out"
+check "copy into a new table passes its row-count check" contains "$out" "row count check passed"
+check "... vcopy counts as many rows as vsrc" same "$VSRC_COUNT" "$(count_of vcopy)"
+check "... with the same rows" same "$(sorted_scan vsrc)" "$(sorted_scan vcopy)"
+check "... the same partitioning and replication" \
+  same "$("$NYALA" table describe "$M" vsrc --format=json | jq -c '[.partitioning, .num_replicas]')" \
+  "$("$NYALA" table describe "$M" vcopy --format=json | jq -c '[.partitioning, .num_replicas]')"
+check "... and as many tablets, with the same partitions" \
+  same "$("$NYALA" tablet list "$M" --table vsrc --format=json | jq -c '[.[].partition] | sort')" \
+  "$("$NYALA" tablet list "$M" --table vcopy --format=json | jq -c '[.[].partition] | sort')"
+P='["AND", [">=", "k", 250], ["NOTNULL", "v"]]'
+out=$("$NYALA" table copy "$M" vsrc "$M" vpred --predicates="$P" 2>&1) || fail "copy with predicates: $out"
+check "copy --predicates copies only the matching rows" \
+  same "$("$NYALA" table count "$M" vsrc --predicates="$P")" "$(count_of vpred)"
+check "... exactly those rows" same "$(sorted_scan vsrc "$P")" "$(sorted_scan vpred)"
+check "table create vexist (same columns, no partitioning)" "$NYALA" table create "$M" \
+  '{"name": "vexist", "num_replicas": 1, "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}]}'
+printf 'k,v\n1000,there before\n' >"$WORK/vexist.csv"
+"$NYALA" table insert "$M" vexist --file="$WORK/vexist.csv" >/dev/null || fail "insert into vexist"
+out=$("$NYALA" table copy "$M" vsrc "$M" vexist --predicates='["<", "k", 10]' 2>&1) || fail "copy into an existing table: $out"
+check "copy into an existing compatible table: its row and the 10 copied" same 11 "$(count_of vexist)"
+check "... the rows of both" \
+  same "$( (sorted_scan vsrc '["<", "k", 10]'; echo '1000,there before') | sort)" "$(sorted_scan vexist)"
+check "table create vbad (v is INT32)" "$NYALA" table create "$M" \
+  '{"name": "vbad", "num_replicas": 1, "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "INT32", "nullable": true}]}'
+out=$("$NYALA" table copy "$M" vsrc "$M" vbad 2>&1) && fail "copy into a table of another schema exited 0"
+check "copy into an existing table of another schema is refused, naming the column" \
+  contains "$out" "exists with a different schema: column 'v' is INT32 there, STRING here"
+check "... and writes nothing" same 0 "$(count_of vbad)"
+out=$("$NYALA" table copy "$M" vsrc "$M" 2>&1) && fail "copy of a table into itself exited 0"
+check "copy of a table into itself is refused" contains "$out" "the source and the destination are the same table"
+out=$("$NYALA" table copy "$M" vsrc "$M" vcopy 2>&1) && fail "a copy whose rows were all rejected exited 0"
+check "a copy whose rows are rejected (already present) fails its row-count check" \
+  contains "$out" "row count check failed"
+
+# perf table_scan: the rows it reports are the table's count, split over its tablets.
+out=$("$NYALA" perf table_scan "$M" vsrc --num_threads=3 --format=json 2>&1) || fail "perf table_scan: $out"
+check "perf table_scan --format=json is valid JSON" json_ok "$out"
+check "... its total rows are the table's count ($VSRC_COUNT)" same "$VSRC_COUNT" "$(jq .total.rows <<<"$out" 2>/dev/null)"
+check "... the sum of its 4 tablets' rows, with bytes and rates as numbers" \
+  same "4 $VSRC_COUNT true" \
+  "$(jq -r '"\(.tablets | length) \([.tablets[].rows] | add) \(.total.bytes > 0 and (.total.rows_per_s | type) == "number" and (.tablets[0].bytes_per_s | type) == "number")"' <<<"$out" 2>/dev/null)"
+out=$("$NYALA" perf table_scan "$M" vsrc --predicates="$P" 2>&1) || fail "perf table_scan --predicates: $out"
+check "perf table_scan --predicates reports the matching rows in its total" \
+  contains "$out" "Total: $("$NYALA" table count "$M" vsrc --predicates="$P") rows,"
+# The tables of one replica go: the checks below kill tablet servers and expect every
+# tablet to keep a majority.
+for t in vsrc vcopy vpred vexist vbad; do
+  "$NYALA" table delete "$M" "$t" >/dev/null || fail "table delete $t"
+done
+# ==== end of h-verbs ====
+
 # A tablet server killed (SIGKILL, by PID) in the middle of a load and started again:
 # the summary still equals what the table counts, and every row is in it (rows whose
 # outcome is unknown, if any, are counted apart and bound the count).

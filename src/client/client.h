@@ -295,6 +295,9 @@ class ScanBatch {
   RowPtr row(int i) const;
   /// The columns of each row. REQUIRES: the batch came from a scan or Get.
   const Schema& projection_schema() const;
+  /// Bytes of the batch's row data as received (fixed-size cells and the bytes of
+  /// strings and binaries), e.g. for throughput figures.
+  size_t data_size_bytes() const;
 
  private:
   friend class internal::ScanBatchData;
@@ -523,6 +526,11 @@ class Scanner {
   Status AddExclusiveUpperBound(const Row& key);
   /// At most this many rows over the whole scan (0 = all).
   Status SetLimit(int64_t limit);
+  /// Only the tablets whose partitions overlap the partition keys [start, end)
+  /// ("" end: to the last tablet), e.g. one tablet's partition_key_start and
+  /// partition_key_end (TabletInfo::partition) to scan that tablet alone, as Kudu's
+  /// scan tokens do. Default: every tablet.
+  Status SetPartitionKeyRange(std::string start, std::string end);
   /// Bytes per batch the server aims for (0 = server default, 1 MiB).
   Status SetBatchSizeBytes(uint32_t bytes);
   Status SetReadMode(ReadMode mode);

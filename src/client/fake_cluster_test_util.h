@@ -91,6 +91,7 @@ class FakeMasterService : public master::MasterServiceIf {
   NYALA_FAKE_UNIMPLEMENTED(master, ListTabletServers)
   NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
   NYALA_FAKE_UNIMPLEMENTED(master, ListTablets)
+  NYALA_FAKE_UNIMPLEMENTED(master, GetTableStatistics)
 
   std::atomic<int> locations_calls{0};
   std::atomic<uint32_t> ttl_ms{300000};

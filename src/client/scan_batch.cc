@@ -13,6 +13,7 @@ Status ScanBatchData::Make(std::shared_ptr<const Schema> projection, int64_t num
   std::shared_ptr<ScanBatchData> d(new ScanBatchData());
   d->schema_ = std::move(projection);
   d->owner_ = std::move(owner);
+  d->data_bytes_ = rows.size() + indirect.size();
   RETURN_NOT_OK(RowBlock::Parse(d->schema_.get(), num_rows, rows, indirect, &d->block_));
   out->data_ = std::move(d);
   return Status::OK();
@@ -64,6 +65,7 @@ ScanBatch& ScanBatch::operator=(ScanBatch&&) noexcept = default;
 int ScanBatch::num_rows() const { return data_ ? int(data_->num_rows()) : 0; }
 ScanBatch::RowPtr ScanBatch::row(int i) const { return RowPtr(data_.get(), i); }
 const Schema& ScanBatch::projection_schema() const { return data_->schema(); }
+size_t ScanBatch::data_size_bytes() const { return data_ ? data_->data_bytes() : 0; }
 
 bool ScanBatch::RowPtr::IsNull(int col) const { return b_->CellAt(row_, col).is_null(); }
 Cell ScanBatch::RowPtr::cell(int col) const { return b_->CellAt(row_, col); }

@@ -35,6 +35,8 @@ class ScanBatchData {
   const Schema& schema() const { return *schema_; }
   int64_t num_rows() const { return block_.num_rows(); }
   Cell CellAt(int64_t row, int col) const { return block_.cell(row, col); }
+  // Bytes of the row block as received (rows and indirect data).
+  size_t data_bytes() const { return data_bytes_; }
 
  private:
   ScanBatchData() = default;
@@ -42,6 +44,7 @@ class ScanBatchData {
   std::shared_ptr<const Schema> schema_;
   std::shared_ptr<void> owner_;
   RowBlock block_;
+  size_t data_bytes_ = 0;
 };
 
 // Decodes the row block `pb` of a finished call: its sidecars in `rpc`, which

@@ -58,12 +58,16 @@ Status Scanner::Data::PlanTablets() {
   auto pruner = internal::PartitionPruner::Create(table_->schema(), table_->partition_schema(),
                                                   predicates_, key_range_);
   const MonoTime deadline = MonoTime::Now() + cd_->admin_timeout();
-  std::string key;
+  std::string key = partition_key_start_;
   plan_.clear();
   for (size_t i = 0; i <= PartitionSchema::kMaxPartitions; i++) {
     ASSIGN_OR_RETURN(TabletPtr t, cd_->meta_cache()->LookupTabletSync(table_->id(), key, deadline,
                                                                       LookupMode::kOrNext));
     if (!t) break;
+    if (!partition_key_end_.empty() &&
+        Slice(t->partition.partition_key_start).compare(Slice(partition_key_end_)) >= 0) {
+      break;
+    }
     if (pruner.ShouldScan(t->partition)) plan_.push_back(t);
     if (t->partition.partition_key_end.empty()) break;
     key = t->partition.partition_key_end;
@@ -350,6 +354,16 @@ Status Scanner::SetLimit(int64_t limit) {
   RETURN_NOT_OK(data_->CheckNotOpen());
   if (limit < 0) return Status::InvalidArgument("negative limit");
   data_->limit_ = limit;
+  return Status::OK();
+}
+
+Status Scanner::SetPartitionKeyRange(std::string start, std::string end) {
+  RETURN_NOT_OK(data_->CheckNotOpen());
+  if (!end.empty() && Slice(start).compare(Slice(end)) >= 0) {
+    return Status::InvalidArgument("partition key range: start must be below end");
+  }
+  data_->partition_key_start_ = std::move(start);
+  data_->partition_key_end_ = std::move(end);
   return Status::OK();
 }
 

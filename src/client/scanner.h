@@ -56,6 +56,8 @@ class Scanner::Data {
   std::vector<ColumnPredicate> predicates_;
   std::string lower_key_;  // encoded primary key, inclusive; "" = none
   std::string upper_key_;  // exclusive; "" = none
+  std::string partition_key_start_;  // SetPartitionKeyRange; "" = from the first tablet
+  std::string partition_key_end_;    // "" = to the last tablet
   int64_t limit_ = 0;
   uint32_t batch_size_bytes_ = 0;
   ReadMode read_mode_ = ReadMode::kReadLatest;

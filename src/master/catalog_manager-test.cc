@@ -1136,4 +1136,103 @@ TEST_F(CatalogManagerTest, CachedAnswersAreNeverStale) {
   EXPECT_GE(cm_->locations_cache()->hits() - hits_before, answered);
 }
 
+// GetTableStatistics: nothing until the replicas report their sizes; then each tablet
+// counts its leader's figures (not the followers', not every replica's), every
+// replica's own figures are listed, and a change of figures alone (no change of role
+// or term) is taken from an incremental report. An unknown table: TABLE_NOT_FOUND.
+TEST_F(CatalogManagerTest, TableStatisticsCountEachTabletsLeaderReport) {
+  const std::string id = CreateTable(MakeCreateTableRequest("stats", 2, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  auto stats = [&](const std::string& name) {
+    GetTableStatisticsRequestPB req;
+    req.mutable_table()->set_table_name(name);
+    GetTableStatisticsResponsePB resp;
+    cm_->GetTableStatistics(req, &resp);
+    return resp;
+  };
+  auto before = stats("stats");
+  ASSERT_FALSE(before.has_error()) << before.error().ShortDebugString();
+  EXPECT_EQ(id, before.table_id());
+  EXPECT_EQ(0, before.on_disk_size());
+  EXPECT_EQ(0, before.live_row_count());
+  EXPECT_EQ(2, before.tablets_without_stats());
+  ASSERT_EQ(2, before.tablets_size());
+  for (const auto& t : before.tablets()) {
+    EXPECT_FALSE(t.has_stats());
+    ASSERT_EQ(3, t.replicas_size());
+    for (const auto& r : t.replicas()) EXPECT_FALSE(r.has_stats());
+  }
+
+  // Replica sizes: the leader of tablet k reports 1000 * (k + 1) bytes and
+  // 10 * (k + 1) rows, each follower a little less.
+  int64_t want_size = 0, want_rows = 0;
+  std::map<std::pair<std::string, std::string>, int64_t> reported;  // (tablet, uuid)
+  for (int k = 0; k < before.tablets_size(); k++) {
+    const std::string& tablet = before.tablets(k).tablet_id();
+    const auto loc = TabletLocations(id, tablet);
+    for (const auto& r : loc.replicas()) {
+      const std::string& uuid = r.ts_info().permanent_uuid();
+      const bool leader = r.role() == LEADER;
+      const int64_t size = 1000 * (k + 1) - (leader ? 0 : 7);
+      ServerByUuid(uuid)->SetStatsForTests(tablet, size, 10 * (k + 1) - (leader ? 0 : 1));
+      reported[{tablet, uuid}] = size;
+      if (leader) {
+        want_size += size;
+        want_rows += 10 * (k + 1);
+      }
+    }
+  }
+  ASSERT_GT(want_size, 0);  // every tablet has a leader
+  HeartbeatAll();
+  auto after = stats("stats");
+  ASSERT_FALSE(after.has_error());
+  EXPECT_EQ(want_size, after.on_disk_size());
+  EXPECT_EQ(want_rows, after.live_row_count());
+  EXPECT_EQ(0, after.tablets_without_stats());
+  for (const auto& t : after.tablets()) {
+    EXPECT_TRUE(t.has_stats());
+    for (const auto& r : t.replicas()) {
+      EXPECT_TRUE(r.has_stats()) << r.ts_uuid();
+      EXPECT_EQ(reported[std::make_pair(t.tablet_id(), r.ts_uuid())], r.on_disk_size());
+      EXPECT_TRUE(r.ts_live());
+      EXPECT_EQ(1, r.ts_info().rpc_addresses_size());
+      if (r.role() == LEADER) EXPECT_EQ(t.on_disk_size(), r.on_disk_size());
+    }
+  }
+
+  // A leader's figures change, nothing else: the incremental report carries them.
+  const std::string tablet0 = after.tablets(0).tablet_id();
+  std::string leader0;
+  for (const auto& r : after.tablets(0).replicas()) {
+    if (r.role() == LEADER) leader0 = r.ts_uuid();
+  }
+  ASSERT_FALSE(leader0.empty());
+  ServerByUuid(leader0)->SetStatsForTests(tablet0, 5000000, 123456);
+  HeartbeatAll();
+  auto changed = stats("stats");
+  EXPECT_EQ(5000000, changed.tablets(0).on_disk_size());
+  EXPECT_EQ(123456, changed.tablets(0).live_row_count());
+  EXPECT_EQ(5000000 + after.tablets(1).on_disk_size(), changed.on_disk_size());
+
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, stats("no-such-table").error().code());
+}
+
+// Without a known leader a tablet counts its largest replica.
+TEST(TabletStatsOfTest, LeaderElseLargest) {
+  std::map<std::string, ReportedTabletStatsPB> m;
+  ReportedTabletStatsPB out;
+  EXPECT_FALSE(TabletStatsOf("a", m, &out));
+  m["a"].set_on_disk_size(10);
+  m["b"].set_on_disk_size(30);
+  m["b"].set_live_row_count(3);
+  m["c"].set_on_disk_size(20);
+  ASSERT_TRUE(TabletStatsOf("a", m, &out));
+  EXPECT_EQ(10, out.on_disk_size());
+  ASSERT_TRUE(TabletStatsOf("", m, &out));
+  EXPECT_EQ(30, out.on_disk_size());
+  EXPECT_EQ(3, out.live_row_count());
+  ASSERT_TRUE(TabletStatsOf("d", m, &out));  // a leader that has not reported figures
+  EXPECT_EQ(30, out.on_disk_size());
+}
+
 }  // namespace nyala::master

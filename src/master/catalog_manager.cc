@@ -7,6 +7,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "common/flag_tags.h"
 #include "common/wire_protocol.h"
 #include "consensus/peer_id.h"
 #include "server/fs_manager.h"
@@ -19,6 +20,7 @@ DEFINE_int32(catalog_manager_bg_interval_ms, 100,
              "Interval of the catalog manager's background pass (RPC retries, creation "
              "timeouts, dead tablet servers) when nothing wakes it earlier.");
 DEFINE_validator(catalog_manager_bg_interval_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(catalog_manager_bg_interval_ms, runtime);
 DECLARE_int32(tablet_creation_timeout_ms);
 
 namespace nyala::master {
@@ -253,6 +255,7 @@ std::vector<TableSnapshot> CatalogManager::GetTableSnapshots() const {
       ts.leader_uuid = tablet->leader_uuid;
       ts.term = tablet->max_term;
       ts.replica_states = tablet->replica_states;
+      ts.replica_stats = tablet->replica_stats;
       for (const auto& r : tablet->pb.replica_uuids()) ts.roles[r] = tablet->RoleOf(r);
     }
     out.push_back(std::move(s));

@@ -83,6 +83,8 @@ struct TabletSnapshot {
   uint64_t term = 0;                                       // the newest term reported
   std::map<std::string, ConsensusStatePB> replica_states;  // by server uuid, as reported
   std::map<std::string, ReplicaRolePB> roles;              // as GetTableLocations says
+  // By server uuid: each replica's last reported size (catalog_manager_statistics.cc).
+  std::map<std::string, ReportedTabletStatsPB> replica_stats;
 };
 
 // What the web UI shows of one table (a copy).
@@ -131,6 +133,12 @@ class CatalogManager {
   void ListTablets(const ListTabletsRequestPB& req, ListTabletsResponsePB* resp)
       EXCLUDES(state_mu_);
 
+  // A table's on-disk size and live row estimate, in total and per tablet and
+  // replica, from the replicas' last reported statistics
+  // (catalog_manager_statistics.cc).
+  void GetTableStatistics(const GetTableStatisticsRequestPB& req,
+                          GetTableStatisticsResponsePB* resp) EXCLUDES(state_mu_);
+
   // --- Introspection ---
   std::vector<TableSnapshot> GetTableSnapshots() const EXCLUDES(state_mu_);
   int NumTables() const EXCLUDES(state_mu_);  // not deleted
@@ -164,6 +172,9 @@ class CatalogManager {
     std::map<std::string, ConsensusStatePB> replica_states;
     uint64_t max_term = 0;    // the newest term any replica reported
     std::string leader_uuid;  // the replica reporting LEADER in max_term; "" if none
+    // Each replica's last reported size (ReportedTabletStatsPB), by uuid; kept while
+    // the replica reports the tablet RUNNING. Changes no answer of GetTableLocations.
+    std::map<std::string, ReportedTabletStatsPB> replica_stats;
 
     // The role GetTableLocations gives `uuid`: LEADER for the leader, a stale leader
     // claim (an older term) FOLLOWER, UNKNOWN_ROLE without a report.
@@ -266,6 +277,13 @@ class CatalogManager {
   std::atomic<bool> stopping_{false};
   std::thread bg_thread_;
 };
+
+// The figures a tablet counts for in its table's statistics: its leader's report,
+// else (no leader known, or the leader has not reported its figures) the largest
+// size any replica reported. False (`out` untouched) when no replica reported any.
+bool TabletStatsOf(const std::string& leader_uuid,
+                   const std::map<std::string, ReportedTabletStatsPB>& replica_stats,
+                   ReportedTabletStatsPB* out);
 
 // Fills `err` with `code` and `s` (tserver's SetError has the same shape).
 void SetError(MasterErrorPB::Code code, const Status& s, MasterErrorPB* err);

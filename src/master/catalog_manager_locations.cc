@@ -6,11 +6,13 @@
 
 #include <unordered_map>
 
+#include "common/flag_tags.h"
 #include "master/catalog_manager.h"
 
 DEFINE_int32(table_locations_ttl_ms, 300000,
              "How long clients may cache the answers of GetTableLocations (ttl_millis).");
 DEFINE_validator(table_locations_ttl_ms, [](const char*, int32_t v) { return v >= 0; });
+TAG_FLAG(table_locations_ttl_ms, runtime);
 
 namespace nyala::master {
 

@@ -5,6 +5,7 @@
 
 #include <unordered_set>
 
+#include "common/flag_tags.h"
 #include "common/row_operations.h"
 #include "common/schema.h"
 #include "master/catalog_manager.h"
@@ -14,11 +15,15 @@ DEFINE_int32(default_num_replicas, 3,
              "Replicas of each tablet (the size of its Raft group) when CreateTable does not "
              "say. Must be odd and at most --max_num_replicas.");
 DEFINE_validator(default_num_replicas, [](const char*, int32_t v) { return v >= 1 && v % 2 == 1; });
+TAG_FLAG(default_num_replicas, runtime);
 DEFINE_int32(max_num_replicas, 7, "The largest replication factor a table may have.");
 DEFINE_validator(max_num_replicas, [](const char*, int32_t v) { return v >= 1; });
+TAG_FLAG(max_num_replicas, runtime);
 DEFINE_int32(max_create_tablets_per_ts, 1000,
              "CreateTable fails with TOO_MANY_TABLETS when tablets x replicas would exceed this "
              "many per live tablet server.");
+DEFINE_validator(max_create_tablets_per_ts, [](const char*, int32_t v) { return v >= 1; });
+TAG_FLAG(max_create_tablets_per_ts, runtime);
 DECLARE_int32(tablet_creation_timeout_ms);
 
 namespace nyala::master {

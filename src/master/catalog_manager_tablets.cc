@@ -4,6 +4,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "common/flag_tags.h"
 #include "master/catalog_manager.h"
 #include "server/fs_manager.h"
 
@@ -11,6 +12,7 @@ DEFINE_int32(tablet_creation_timeout_ms, 30000,
              "A tablet not running this long after it was placed is marked REPLACED and a new "
              "tablet with the same partition is placed elsewhere.");
 DEFINE_validator(tablet_creation_timeout_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(tablet_creation_timeout_ms, runtime);
 DEFINE_int32(master_max_tablet_rpcs_per_ts, 16,
              "CreateTablet and DeleteTablet calls the master keeps in flight to one tablet "
              "server; the others wait their turn at the master. A table of many tablets sent "
@@ -393,11 +395,13 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
       if (rt.state() == TABLET_RUNNING) {
         ConfirmReplicaLocked(&t, uuid);
         SetReplicaStateLocked(&t, uuid, &rt.consensus());
+        if (rt.has_stats()) t.replica_stats[uuid] = rt.stats();
         if (t.pb.state() == TABLET_CREATING && !t.leader_uuid.empty()) {
           with_leader.push_back(t.id);
         }
       } else {
         SetReplicaStateLocked(&t, uuid, nullptr);
+        t.replica_stats.erase(uuid);
         if (rt.state() == TABLET_FAILED) {
           LOG(WARNING) << "tablet " << rt.tablet_id() << " failed on " << uuid << ": "
                        << rt.error().message();
@@ -406,7 +410,10 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
     }
     for (const auto& id : report.removed_tablet_ids()) {
       auto it = tablets_.find(id);
-      if (it != tablets_.end()) SetReplicaStateLocked(it->second.get(), uuid, nullptr);
+      if (it != tablets_.end()) {
+        SetReplicaStateLocked(it->second.get(), uuid, nullptr);
+        it->second->replica_stats.erase(uuid);
+      }
     }
     if (full) {
       // What the server no longer lists, it no longer reports on.
@@ -414,6 +421,7 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
         if (!reported.count(id) && t->replica_states.count(uuid)) {
           SetReplicaStateLocked(t.get(), uuid, nullptr);
         }
+        if (!reported.count(id)) t->replica_stats.erase(uuid);
       }
     }
   }

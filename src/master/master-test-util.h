@@ -44,6 +44,7 @@ class FakeTabletServer {
     std::map<std::string, tserver::CreateTabletRequestPB> tablets GUARDED_BY(mu);  // by id
     std::map<std::string, ConsensusStatePB> consensus GUARDED_BY(mu);              // by id
     std::set<std::string> changed GUARDED_BY(mu);  // for the next incremental report
+    std::map<std::string, ReportedTabletStatsPB> stats GUARDED_BY(mu);  // by id, if set
     std::set<std::string> removed GUARDED_BY(mu);
     std::string uuid;  // set before serving
     std::atomic<bool> fail_creates{false};
@@ -160,6 +161,8 @@ class FakeTabletServer {
       rt->set_state(TABLET_RUNNING);
       auto c = state_->consensus.find(id);
       if (c != state_->consensus.end()) *rt->mutable_consensus() = c->second;
+      auto st = state_->stats.find(id);
+      if (st != state_->stats.end()) *rt->mutable_stats() = st->second;
     }
     if (!full_report) {
       for (const auto& id : state_->removed) report->add_removed_tablet_ids(id);
@@ -177,6 +180,15 @@ class FakeTabletServer {
     c.set_role(role);
     c.set_term(term);
     c.set_leader_uuid(leader_uuid);
+    state_->changed.insert(tablet_id);
+  }
+  // Sets the size this server reports for its replica of `tablet_id` (next report).
+  void SetStatsForTests(const std::string& tablet_id, int64_t on_disk_size,
+                        int64_t live_row_count) {
+    MutexLock l(state_->mu);
+    ReportedTabletStatsPB& st = state_->stats[tablet_id];
+    st.set_on_disk_size(on_disk_size);
+    st.set_live_row_count(live_row_count);
     state_->changed.insert(tablet_id);
   }
   // The peers of the CreateTablet that made `tablet_id` here (empty if none).

@@ -74,4 +74,10 @@ void MasterServiceImpl::ListTablets(const ListTabletsRequestPB* req, ListTablets
   ctx->RespondSuccess();
 }
 
+void MasterServiceImpl::GetTableStatistics(const GetTableStatisticsRequestPB* req,
+                                           GetTableStatisticsResponsePB* resp, RpcContext* ctx) {
+  master_->catalog_manager()->GetTableStatistics(*req, resp);
+  ctx->RespondSuccess();
+}
+
 }  // namespace nyala::master

@@ -38,6 +38,8 @@ class MasterServiceImpl : public MasterServiceIf {
                              GetMasterRegistrationResponsePB* resp, rpc::RpcContext* ctx) override;
   void ListTablets(const ListTabletsRequestPB* req, ListTabletsResponsePB* resp,
                    rpc::RpcContext* ctx) override;
+  void GetTableStatistics(const GetTableStatisticsRequestPB* req,
+                          GetTableStatisticsResponsePB* resp, rpc::RpcContext* ctx) override;
 
  private:
   Master* const master_;

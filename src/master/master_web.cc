@@ -42,6 +42,63 @@ std::string ServerCell(const std::string& uuid, TSManager* ts, const std::string
          Link(WebUrl(*d, "/tablet?id=" + server::UrlEncode(tablet_id)), "replica") + ")";
 }
 
+// --- Table statistics (the sizes tablet servers report; `nyala table statistics`).
+
+std::string SizeText(int64_t b) {
+  char buf[32];
+  if (b < 1024) {
+    snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(b));
+  } else if (b < (int64_t{1} << 20)) {
+    snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
+  } else if (b < (int64_t{1} << 30)) {
+    snprintf(buf, sizeof(buf), "%.1f MiB", b / 1048576.0);
+  } else {
+    snprintf(buf, sizeof(buf), "%.2f GiB", b / 1073741824.0);
+  }
+  return buf;
+}
+
+// The table's size on disk and live row estimate, then each tablet's and each
+// replica's (one copy per tablet counts: CatalogManager's TabletStatsOf).
+std::string TableStatisticsHtml(const TableSnapshot& t) {
+  int64_t size = 0, rows = 0;
+  int without = 0;
+  std::string tablets;
+  for (const TabletSnapshot& tablet : t.tablets) {
+    ReportedTabletStatsPB chosen;
+    const bool has = TabletStatsOf(tablet.leader_uuid, tablet.replica_stats, &chosen);
+    if (has) {
+      size += chosen.on_disk_size();
+      rows += chosen.live_row_count();
+    } else {
+      without++;
+    }
+    tablets += "<tr><td>" + EscapeHtml(tablet.id) + "</td><td>" +
+               (has ? SizeText(chosen.on_disk_size()) : std::string("not reported")) +
+               "</td><td>" + (has ? std::to_string(chosen.live_row_count()) : std::string()) +
+               "</td><td>";
+    for (const auto& uuid : tablet.entry.replica_uuids()) {
+      auto st = tablet.replica_stats.find(uuid);
+      tablets += EscapeHtml(uuid) + ": " +
+                 (st == tablet.replica_stats.end()
+                      ? std::string("not reported")
+                      : SizeText(st->second.on_disk_size()) + ", " +
+                            std::to_string(st->second.live_row_count()) + " rows") +
+                 "<br>";
+    }
+    tablets += "</td></tr>";
+  }
+  std::string b = "<h4>Size</h4><p class=\"table-stats\">On disk: " + SizeText(size) +
+                  "; live rows (estimate): " + std::to_string(rows) +
+                  (without > 0 ? "; " + std::to_string(without) +
+                                     " tablet(s) not reported yet"
+                               : std::string()) +
+                  "</p><table><tr><th>Tablet</th><th>On disk</th><th>Live rows (estimate)</th>"
+                  "<th>Replicas (on disk, live rows)</th></tr>" +
+                  tablets + "</table>";
+  return b;
+}
+
 }  // namespace
 
 void Master::RegisterWebPages() {
@@ -88,6 +145,7 @@ void Master::RegisterWebPages() {
         b += "</td></tr>";
       }
       b += "</table>";
+      b += TableStatisticsHtml(t);
     }
   });
   webserver()->RegisterPage(

@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "common/flag_tags.h"
 #include "common/wire_protocol.h"
 #include "rpc/retry.h"
 #include "rpc/rpc_controller.h"
@@ -13,6 +14,7 @@ DEFINE_int32(
     master_tablet_rpc_timeout_ms, 10000,
     "Timeout of each CreateTablet / DeleteTablet call from the master to a tablet server.");
 DEFINE_validator(master_tablet_rpc_timeout_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(master_tablet_rpc_timeout_ms, runtime);
 
 namespace nyala::master {
 

@@ -5,12 +5,14 @@
 
 #include <cinttypes>
 
+#include "common/flag_tags.h"
 #include "consensus/peer_id.h"
 
 DEFINE_int32(tserver_unresponsive_timeout_ms, 60000,
              "A tablet server is considered dead after this long without a heartbeat; it is "
              "live again on its next heartbeat.");
 DEFINE_validator(tserver_unresponsive_timeout_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(tserver_unresponsive_timeout_ms, runtime);
 
 namespace nyala::master {
 

@@ -10,7 +10,10 @@
 #include "tools/tool_action.h"
 
 DEFINE_int64(num_rows_per_thread, 100000, "loadgen: rows each thread inserts.");
-DEFINE_int32(num_threads, 2, "loadgen: writer threads, each with its own session.");
+DEFINE_int32(num_threads, 2,
+             "loadgen: writer threads, each with its own session; table_scan: scanner "
+             "threads, the tablets split among them.");
+DEFINE_validator(num_threads, [](const char*, int32_t v) { return v >= 1 && v <= 1024; });
 DEFINE_int64(buffer_size_bytes, 7 * 1024 * 1024, "loadgen: session mutation buffer space.");
 DEFINE_double(buffer_flush_watermark_pct, 0.5,
               "loadgen: fraction of the buffer that triggers a background flush.");

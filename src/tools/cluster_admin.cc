@@ -102,18 +102,16 @@ Result<std::unique_ptr<AdminClient>> AdminClient::Create(const std::string& mast
       new AdminClient(std::move(messenger), std::move(addrs), timeout));
 }
 
-Result<master::ListTabletsResponsePB> AdminClient::ListTablets(const std::string& table,
-                                                               const std::string& tablet_id) {
-  master::ListTabletsRequestPB req;
-  if (!table.empty()) req.mutable_table()->set_table_name(table);
-  req.set_tablet_id(tablet_id);
+template <typename Resp>
+Result<Resp> AdminClient::CallMasters(
+    const std::function<Status(master::MasterServiceProxy*, Resp*, rpc::RpcController*)>& call) {
   Status last;
   for (const rpc::Sockaddr& addr : masters_) {
     master::MasterServiceProxy proxy(messenger_, addr);
-    master::ListTabletsResponsePB resp;
+    Resp resp;
     rpc::RpcController rpc;
     rpc.set_timeout(timeout_);
-    Status s = proxy.ListTablets(req, &resp, &rpc);
+    Status s = call(&proxy, &resp, &rpc);
     if (!s.ok()) {
       last = s.CloneAndPrepend("master " + addr.ToString());
       continue;
@@ -126,6 +124,25 @@ Result<master::ListTabletsResponsePB> AdminClient::ListTablets(const std::string
     return resp;
   }
   return last;
+}
+
+Result<master::ListTabletsResponsePB> AdminClient::ListTablets(const std::string& table,
+                                                               const std::string& tablet_id) {
+  master::ListTabletsRequestPB req;
+  if (!table.empty()) req.mutable_table()->set_table_name(table);
+  req.set_tablet_id(tablet_id);
+  return CallMasters<master::ListTabletsResponsePB>(
+      [&](master::MasterServiceProxy* proxy, master::ListTabletsResponsePB* resp,
+          rpc::RpcController* rpc) { return proxy->ListTablets(req, resp, rpc); });
+}
+
+Result<master::GetTableStatisticsResponsePB> AdminClient::GetTableStatistics(
+    const std::string& table) {
+  master::GetTableStatisticsRequestPB req;
+  req.mutable_table()->set_table_name(table);
+  return CallMasters<master::GetTableStatisticsResponsePB>(
+      [&](master::MasterServiceProxy* proxy, master::GetTableStatisticsResponsePB* resp,
+          rpc::RpcController* rpc) { return proxy->GetTableStatistics(req, resp, rpc); });
 }
 
 Result<tserver::ListTabletsResponsePB> AdminClient::ListServerTablets(const std::string& address) {

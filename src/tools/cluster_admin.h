@@ -17,6 +17,7 @@
 // views are plain values.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,8 +30,12 @@
 
 namespace nyala::rpc {
 class Messenger;
+class RpcController;
 class Sockaddr;
 }  // namespace nyala::rpc
+namespace nyala::master {
+class MasterServiceProxy;
+}  // namespace nyala::master
 
 namespace nyala::tools {
 
@@ -49,6 +54,8 @@ class AdminClient {
   // or not the leader; a MasterErrorPB becomes a Status naming its code.
   Result<master::ListTabletsResponsePB> ListTablets(const std::string& table,
                                                     const std::string& tablet_id = "");
+  // The master's GetTableStatistics of table `table`, like ListTablets.
+  Result<master::GetTableStatisticsResponsePB> GetTableStatistics(const std::string& table);
   // TabletServerAdminService.ListTablets of the server at `address` ("host:port").
   Result<tserver::ListTabletsResponsePB> ListServerTablets(const std::string& address);
   // TabletServerAdminService.LeaderStepDown at `address`. The RPC's status; the
@@ -61,6 +68,11 @@ class AdminClient {
  private:
   AdminClient(std::shared_ptr<rpc::Messenger> messenger, std::vector<rpc::Sockaddr> masters,
               MonoDelta timeout);
+  // Runs `call` against each master in turn while one is unreachable or not the
+  // leader; a MasterErrorPB in the response becomes a Status naming its code.
+  template <typename Resp>
+  Result<Resp> CallMasters(
+      const std::function<Status(master::MasterServiceProxy*, Resp*, rpc::RpcController*)>& call);
 
   const std::shared_ptr<rpc::Messenger> messenger_;
   const std::vector<rpc::Sockaddr> masters_;

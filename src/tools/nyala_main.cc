@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
   nyala::tools::RegisterServerActions();
   nyala::tools::RegisterPerfActions();
   nyala::tools::RegisterTabletActions();
+  nyala::tools::RegisterFlagActions();
+  nyala::tools::RegisterTableStatisticsActions();
+  nyala::tools::RegisterTableCopyActions();
+  nyala::tools::RegisterPerfTableScanActions();
 
   // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or
   // -dash, table names) stay positional, and `--` keeps the order (command_line.h).

@@ -36,6 +36,14 @@ void RegisterTableActions();
 void RegisterServerActions();
 void RegisterPerfActions();
 void RegisterTabletActions();
+// nyala tserver|master get_flags|set_flag (action_flags.cc).
+void RegisterFlagActions();
+// nyala table statistics (action_table_stats.cc).
+void RegisterTableStatisticsActions();
+// nyala perf table_scan (action_perf_table_scan.cc).
+void RegisterPerfTableScanActions();
+// nyala table copy (action_table_copy.cc).
+void RegisterTableCopyActions();
 
 // Prints "error: <message>" to stderr; returns 1.
 int PrintError(const Status& s);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/flag_tags.h"
 #include "common/metrics.h"
 #include "common/wire_protocol.h"
 #include "master/master.proxy.h"
@@ -15,9 +16,14 @@
 
 DEFINE_int32(heartbeat_interval_ms, 1000, "Time between heartbeats to each master, in ms.");
 DEFINE_validator(heartbeat_interval_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(heartbeat_interval_ms, runtime);
 DEFINE_int32(heartbeat_rpc_timeout_ms, 15000, "Timeout of one heartbeat RPC, in ms.");
+DEFINE_validator(heartbeat_rpc_timeout_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(heartbeat_rpc_timeout_ms, runtime);
 DEFINE_int32(heartbeat_max_backoff_ms, 10000,
              "Longest wait between heartbeats to a master that keeps failing, in ms.");
+DEFINE_validator(heartbeat_max_backoff_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(heartbeat_max_backoff_ms, runtime);
 
 namespace nyala::tserver {
 

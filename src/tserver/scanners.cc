@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/flag_tags.h"
 #include "common/row_block.h"
 #include "server/fs_manager.h"
 #include "tserver/tablet_store.h"
@@ -13,6 +14,7 @@
 DEFINE_int32(scanner_ttl_ms, 60000,
              "Idle time after which a scanner is expired and its snapshot freed, in ms.");
 DEFINE_validator(scanner_ttl_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(scanner_ttl_ms, runtime);
 
 namespace nyala::tserver {
 

@@ -178,6 +178,25 @@ void Tablet::MarkDeleted() {
 
 int64_t Tablet::OnDiskSize() const { return rows_ ? store_->ApproximateSize(*rows_) : 0; }
 
+int64_t Tablet::LiveRowEstimate() const { return rows_ ? store_->EstimateLiveRows(*rows_) : 0; }
+
+bool Tablet::ReportedStats(Stats* out) const {
+  MutexLock l(stats_mu_);
+  if (!has_stats_) return false;
+  *out = stats_;
+  return true;
+}
+
+bool Tablet::MeasureStats() {
+  const Stats now{OnDiskSize(), LiveRowEstimate()};
+  MutexLock l(stats_mu_);
+  const bool changed = !has_stats_ || now.on_disk_size != stats_.on_disk_size ||
+                       now.live_row_count != stats_.live_row_count;
+  has_stats_ = true;
+  stats_ = now;
+  return changed;
+}
+
 void Tablet::NoteLeadership(const consensus::GroupInfo& info, bool count) {
   MutexLock l(seen_mu_);
   if (count && metrics_ != nullptr) {

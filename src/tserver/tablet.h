@@ -176,6 +176,18 @@ class Tablet : public consensus::StateMachine {
 
   // Approximate bytes of this tablet's rows on disk and in memtables.
   int64_t OnDiskSize() const;
+  // Estimated live rows (TabletStore::EstimateLiveRows).
+  int64_t LiveRowEstimate() const;
+  // The figures measured last for tablet reports (TabletManager::UpdateTabletStats):
+  // false until the first measurement. Any thread.
+  struct Stats {
+    int64_t on_disk_size = 0;
+    int64_t live_row_count = 0;
+  };
+  bool ReportedStats(Stats* out) const;
+  // Measures OnDiskSize and LiveRowEstimate now and keeps them for ReportedStats;
+  // true when they differ from the previous measurement (or it is the first).
+  bool MeasureStats();
 
   // --- Replication (tablet_replication.cc).
   // The applied index and configuration stored with the rows (0 and none for a new
@@ -315,6 +327,9 @@ class Tablet : public consensus::StateMachine {
   // there (worker thread only).
   std::atomic<uint64_t> applied_index_{0};
   std::atomic<uint64_t> reported_durable_{0};
+  mutable Mutex stats_mu_;
+  bool has_stats_ GUARDED_BY(stats_mu_) = false;
+  Stats stats_ GUARDED_BY(stats_mu_);
   consensus::ConfigPB applied_config_;
   bool has_applied_config_ = false;
   std::atomic<TabletState> state_{TabletState::kRunning};

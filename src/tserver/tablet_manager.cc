@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "common/flag_tags.h"
 #include "common/monotime.h"
 #include "common/wire_protocol.h"
 #include "consensus/peer_id.h"
@@ -20,6 +21,12 @@
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
 
+DEFINE_int32(update_tablet_stats_interval_ms, 5000,
+             "How often the tablet server measures each tablet's on-disk size and live row "
+             "estimate; tablets whose figures changed are in the next heartbeat's report "
+             "(what `nyala table statistics` and the master's table pages show).");
+DEFINE_validator(update_tablet_stats_interval_ms, [](const char*, int32_t v) { return v > 0; });
+TAG_FLAG(update_tablet_stats_interval_ms, runtime);
 DEFINE_int32(tablet_durable_report_interval_ms, 1000,
              "How often the tablet server syncs its RocksDB WALs and tells each replica's "
              "Raft group how far its applied rows are durable, so that consensus log "
@@ -305,12 +312,21 @@ Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
   LOG(INFO) << "started the Raft groups of " << started << " tablets (" << failed << " failed)";
   durable_reporter_ = std::thread([this] {
     UniqueLock l(reporter_mu_);
+    MonoTime next_stats = MonoTime::Now();  // the first figures go with an early report
     while (!reporter_stop_) {
-      reporter_cv_.wait_for(l, std::chrono::milliseconds(
-                                   std::max(FLAGS_tablet_durable_report_interval_ms, 10)));
+      const MonoTime now = MonoTime::Now();
+      const MonoDelta to_stats = next_stats > now ? next_stats - now : MonoDelta();
+      const int64_t wait_ms = std::min<int64_t>(
+          std::max(FLAGS_tablet_durable_report_interval_ms, 10), to_stats.ToMilliseconds() + 1);
+      reporter_cv_.wait_for(l, std::chrono::milliseconds(wait_ms));
       if (reporter_stop_) break;
       l.Unlock();
       ReportDurableIndexes();
+      if (MonoTime::Now() >= next_stats) {
+        UpdateTabletStats();
+        next_stats =
+            MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_update_tablet_stats_interval_ms);
+      }
       l.Lock();
     }
   });
@@ -341,6 +357,23 @@ void TabletManager::ReportDurableIndexes() {
     for (size_t i = 0; i < durable.size(); i++) {
       durable[i].first->ReportDurable(durable[i].second);
       reported[i]->set_reported_durable_index(durable[i].second);
+    }
+  }
+}
+
+void TabletManager::UpdateTabletStats() {
+  std::vector<std::string> changed;
+  for (const auto& t : GetTablets()) {
+    if (t->state() != TabletState::kRunning) continue;
+    if (t->MeasureStats()) changed.push_back(t->tablet_id());
+  }
+  if (changed.empty()) return;
+  MutexLock l(mu_);
+  for (const auto& id : changed) {
+    auto it = tablets_.find(id);
+    // Not if it was deleted (or replaced) meanwhile: that change stands.
+    if (it != tablets_.end() && it->second->state() == TabletState::kRunning) {
+      RecordChangeLocked(id, false);
     }
   }
 }
@@ -681,6 +714,11 @@ void FillReported(const Tablet& t, master::ReportedTabletPB* pb) {
   pb->set_table_id(t.metadata().table_id());
   pb->set_schema_version(t.metadata().schema().version());
   if (t.state() == TabletState::kFailed) StatusToPB(t.failure(), pb->mutable_error());
+  Tablet::Stats stats;
+  if (t.state() == TabletState::kRunning && t.ReportedStats(&stats)) {
+    pb->mutable_stats()->set_on_disk_size(stats.on_disk_size);
+    pb->mutable_stats()->set_live_row_count(stats.live_row_count);
+  }
 }
 
 master::ReplicaRolePB RoleOf(const consensus::GroupInfo& info, consensus::PeerId self) {

@@ -69,6 +69,11 @@ class TabletManager {
   // the rows hold. Runs every --tablet_durable_report_interval_ms on a thread of its
   // own once replication started; public for tests.
   void ReportDurableIndexes();
+  // Measures every running tablet's size and live row estimate (Tablet::MeasureStats)
+  // and makes those whose figures changed part of the next incremental report. No
+  // heartbeat is triggered: the figures go with the next regular one. Runs every
+  // --update_tablet_stats_interval_ms on the reporter thread; public for tests.
+  void UpdateTabletStats();
 
   // Where the other tablet servers listen (from the master's heartbeat responses):
   // the consensus transport's peers.

@@ -26,6 +26,7 @@
 #include "tserver/tserver_test_util.h"
 
 DECLARE_int32(heartbeat_interval_ms);
+DECLARE_int32(update_tablet_stats_interval_ms);
 
 namespace nyala::tserver {
 namespace {
@@ -55,6 +56,7 @@ class FakeMaster : public master::MasterServiceIf {
   NYALA_FAKE_UNIMPLEMENTED(master, ListTabletServers)
   NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
   NYALA_FAKE_UNIMPLEMENTED(master, ListTablets)
+  NYALA_FAKE_UNIMPLEMENTED(master, GetTableStatistics)
 
   std::vector<master::TSHeartbeatRequestPB> beats() {
     MutexLock l(mu_);
@@ -554,6 +556,41 @@ TEST_F(TabletServerTest, HeartbeatsRegisterAndReportTablets) {
     }
     ASSERT_TRUE(removed);
   });
+}
+
+// Each tablet's size and live row estimate reach the master with the reports: a
+// tablet's figures are measured on their own (no heartbeat asks for them), and new
+// rows make the tablet part of an incremental report with the new figures.
+TEST_F(TabletServerTest, ReportsCarryTabletSizesAndRowEstimates) {
+  const int32_t saved = FLAGS_update_tablet_stats_interval_ms;
+  FLAGS_update_tablet_stats_interval_ms = 50;
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  auto last_stats = [&](master::ReportedTabletStatsPB* out) {
+    bool found = false;
+    for (const auto& b : master_->beats()) {
+      for (const auto& t : b.tablet_report().updated_tablets()) {
+        if (t.tablet_id() == "t1" && t.has_stats()) {
+          *out = t.stats();
+          found = true;
+        }
+      }
+    }
+    return found;
+  };
+  master::ReportedTabletStatsPB st;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] { ASSERT_TRUE(last_stats(&st)); });
+  EXPECT_EQ(0, st.live_row_count());
+  const int kRows = 25;
+  WriteResponsePB wresp;
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, kRows),
+                 &wresp));
+  ASSERT_FALSE(wresp.has_error()) << wresp.ShortDebugString();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    ASSERT_TRUE(last_stats(&st));
+    ASSERT_EQ(kRows, st.live_row_count());
+    ASSERT_GT(st.on_disk_size(), 0);
+  });
+  FLAGS_update_tablet_stats_interval_ms = saved;
 }
 
 TEST_F(TabletServerTest, HeartbeatsRetryWhileTheMasterIsDown) {

@@ -815,6 +815,12 @@ int64_t TabletStore::ApproximateSize(const TabletRows& rows) {
   return s.ok() ? static_cast<int64_t>(size) : 0;
 }
 
+int64_t TabletStore::EstimateLiveRows(const TabletRows& rows) {
+  uint64_t n = 0;
+  if (!db_->GetIntProperty(rows.cf_, "rocksdb.estimate-num-keys", &n)) return 0;
+  return static_cast<int64_t>(n);
+}
+
 Status TabletStore::Flush() {
   WARN_NOT_OK(WriteRequestRecordDeletes(), path_ + ": deleting forgotten request records");
   rocksdb::FlushOptions fo;

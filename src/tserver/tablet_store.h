@@ -263,6 +263,10 @@ class TabletStore {
   static int64_t RowCacheUsage();
   // Approximate bytes on disk and in memtables of `rows`.
   int64_t ApproximateSize(const TabletRows& rows);
+  // Estimated live rows of `rows` (RocksDB's rocksdb.estimate-num-keys of its family:
+  // exact for inserts; overwrites and deletes are subtracted only approximately until
+  // compaction). Cheap: no I/O. 0 when RocksDB has no estimate.
+  int64_t EstimateLiveRows(const TabletRows& rows);
   // Bytes RocksDB holds for the memtables of every family of this store, the
   // allocated arena blocks and bloom filters of empty ones included.
   int64_t MemtableMemoryBytes();
