@@ -336,6 +336,27 @@ TEST_F(RuntimeTest, QuiescedFollowersElectANewLeaderWhenTheLeaderServerDies) {
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(9, 2));
 }
 
+TEST_F(RuntimeTest, AQuiescedLeaderStepsDownWhenAMajorityOfServersDies) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(8));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(8));
+  ASSERT_OK(ProposeAndWait(leader, 8, "before"));
+  ASSERT_EVENTUALLY(kWait, [&] {
+    for (auto& [id, s] : servers_) ASSERT_TRUE(s.groups.at(8)->info().quiesced);
+  });
+  std::vector<PeerId> others;
+  for (auto& [id, s] : servers_) {
+    if (id != leader) others.push_back(id);
+  }
+  for (PeerId id : others) StopServer(id);
+  // Nothing is proposed or read: only the server liveness check can wake the leader,
+  // and check-quorum then makes it step down.
+  ASSERT_EVENTUALLY(kWait, [&] {
+    ASSERT_NE(servers_.at(leader).groups.at(8)->info().role, RaftRole::kLeader);
+  });
+  EXPECT_GT(servers_.at(leader).runtime->Stats().wakeups, 0u);
+}
+
 TEST_F(RuntimeTest, RestartReplaysTheLogIntoTheStateMachine) {
   ASSERT_NO_FATAL_FAILURE(CreateGroup(4));
   PeerId leader = kNoPeer;

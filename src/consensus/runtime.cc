@@ -535,9 +535,27 @@ void ConsensusRuntime::RunTimers(RuntimeWorker* w, int64_t now) {
     w->next_tick_us = now + tick_interval_us_;
   }
   if (now >= w->next_liveness_us) {
-    // A quiesced follower keeps quiet while its leader's server is heard from.
+    // A quiesced follower keeps quiet while its leader's server is heard from, and a
+    // quiesced leader while the servers of a majority of its voters are: woken, the
+    // leader ticks again and check-quorum makes it step down if they stay silent.
     for (auto& g : w->groups) {
-      if (!g->quiesced() || g->role() == RaftRole::kLeader) continue;
+      if (!g->quiesced()) continue;
+      if (g->role() == RaftRole::kLeader) {
+        size_t heard = 0;
+        const ConfigPB& config = g->raft_->config();
+        for (PeerId v : config.voters()) {
+          if (v == g->raft_->id() || LastHeardUs(v) > now - opts_.election_timeout_min_us) {
+            heard++;
+          }
+        }
+        if (heard >= size_t(config.voters_size()) / 2 + 1) continue;
+        VLOG(1) << "consensus group " << g->id() << ": heard from the servers of " << heard
+                << " of " << config.voters_size() << " voters; waking the leader up";
+        g->WakeUp(now);
+        Touch(w, g.get());
+        counters_.wakeups.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
       const PeerId leader = g->leader();
       if (leader != kNoPeer && LastHeardUs(leader) > now - opts_.election_timeout_min_us) continue;
       VLOG(1) << "consensus group " << g->id() << ": leader server " << leader
