@@ -632,7 +632,7 @@ check "... with a tablet of only one replica running" \
 # lease runs out and check-quorum makes it step down: wait for that first.
 ts0_uuid=$(sed -n 's/^uuid=//p' "$DATA/tserver-0.info" 2>/dev/null || true)
 role=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
   role=$("$NYALA" tablet list "$M" --table rf3 --format=json 2>/dev/null |
     jq -r --arg u "$ts0_uuid" '.[] | select(.replica_uuid == $u) | .role' || true)
   [ -n "$role" ] && [ "$role" != "LEADER" ] && break
