@@ -36,6 +36,9 @@ void Master::RegisterWebPages() {
     std::string& b = resp->body;
     b += "<h2>Tables</h2>";
     for (const TableSnapshot& t : catalog_->GetTableSnapshots()) {
+      // The catalog keeps deleted tables (marked TABLE_DELETED) to recognise their
+      // tablets reported later; they are gone for the user.
+      if (t.entry.state() == TABLE_DELETED) continue;
       b += "<h3>" + EscapeHtml(t.entry.name()) + "</h3><p>id " + EscapeHtml(t.id) + ", " +
            TableStateName(t.entry.state()) + ", " + std::to_string(t.entry.num_replicas()) +
            " replica(s)</p><p>Columns: ";
