@@ -18,7 +18,8 @@ DEFINE_string(columns, "", "Comma-separated columns to show (default: all).");
 DEFINE_string(predicates, "",
               "Scan predicates as JSON, e.g. '[\"AND\", [\">=\", \"key\", 5], "
               "[\"IN\", \"host\", [\"a\", \"b\"]], [\"NOTNULL\", \"v\"]]'. Operators: = < <= > >= "
-              "IN NULL NOTNULL.");
+              "IN NULL NOTNULL. Values as in JSON rows: UNIXTIME_MICROS an ISO-8601 string "
+              "(\"2023-11-14T22:13:21Z\") or an integer, BINARY base64.");
 DEFINE_int64(limit, 0, "Stop after this many rows (0: no limit).");
 DEFINE_string(replica_selection, "LEADER",
               "Which replica of each tablet is read: LEADER (linearizable: every write "
@@ -28,6 +29,10 @@ DEFINE_string(replica_selection, "LEADER",
 DEFINE_string(file, "",
               "Input rows: a .csv file (header line of column names) or a .jsonl "
               "file (one JSON object per line); '-' reads CSV from stdin.");
+DEFINE_string(timestamp_format, "iso8601",
+              "How UNIXTIME_MICROS values print: iso8601 (UTC with microseconds, "
+              "2023-11-14T22:13:21.000000Z) or micros (the integer of microseconds since "
+              "1970-01-01 UTC).");
 DEFINE_string(name_filter, "", "Only tables whose name contains this.");
 DEFINE_int32(max_errors_shown, 20, "Row errors printed before the rest are only counted.");
 DECLARE_int64(timeout_ms);
@@ -38,6 +43,10 @@ using client::ScanBatch;
 using nlohmann::json;
 
 namespace {
+
+Result<TimestampFormat> TimestampFormatFlag() {
+  return ParseTimestampFormat(FLAGS_timestamp_format);
+}
 
 Status ListTables(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
@@ -151,13 +160,13 @@ Status CountRows(const std::vector<std::string>& args) {
 }
 
 template <typename Output>
-void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, Output* out) {
+void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, TimestampFormat ts, Output* out) {
   std::vector<std::string> text;
   std::vector<json> values;
   for (int c = 0; c < ncols; c++) {
     Cell cell = row.cell(c);
-    text.push_back(CellToText(cell));
-    values.push_back(CellToJson(cell));
+    text.push_back(CellToText(cell, ts));
+    values.push_back(CellToJson(cell, ts));
   }
   out->AddRow(std::move(text), std::move(values));
 }
@@ -174,6 +183,7 @@ std::vector<std::string> ColumnNames(const Schema& s) {
 Status ScanTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(TimestampFormat ts, TimestampFormatFlag());
   ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
   client::Scanner scanner(table);
   Arena arena;
@@ -188,7 +198,7 @@ Status ScanTable(const std::vector<std::string>& args) {
       out = std::make_unique<StreamingOutput>(ColumnNames(batch.projection_schema()), format);
     }
     const int ncols = batch.projection_schema().num_columns();
-    for (int i = 0; i < batch.num_rows(); i++) AddRowOutput(batch.row(i), ncols, out.get());
+    for (int i = 0; i < batch.num_rows(); i++) AddRowOutput(batch.row(i), ncols, ts, out.get());
     out->EndBatch();
   }
   if (!s.ok()) {
@@ -212,6 +222,7 @@ Status ScanTable(const std::vector<std::string>& args) {
 Status GetRows(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(TimestampFormat ts, TimestampFormatFlag());
   ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
   const Schema& schema = table->schema();
   const size_t nkeys = size_t(schema.num_key_columns());
@@ -244,7 +255,7 @@ Status GetRows(const std::vector<std::string>& args) {
       fprintf(stderr, "not found: %s\n", keys[i].view().ToString().c_str());
       continue;
     }
-    AddRowOutput(*row, int(cols.size()), &out);
+    AddRowOutput(*row, int(cols.size()), ts, &out);
   }
   out.Print(format);
   if (missing == result.num_keys()) return Status::NotFound("no row has the given key");
@@ -389,6 +400,13 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
 
 void RegisterTableActions() {
   auto& a = AllActions();
+  const std::string kRowInputHelp =
+      std::string(
+          "Input (--file): CSV, with a header line naming the columns, one row per line;\n"
+          "or JSON Lines (one object per line, column name -> value). A column left out\n"
+          "gets its default (or NULL). Each bad line is reported with its number and\n"
+          "skipped; the rest are written.\n\n") +
+      kValueFormsHelp;
   const std::string m = "<master_addresses>";
   a.push_back(
       {"table", "list", "List the tables.", m, {"name_filter", "format"}, 1, 1, ListTables});
@@ -424,18 +442,23 @@ void RegisterTableActions() {
                "Print a table's rows, each batch as it arrives (any result size, little "
                "memory); a scan that fails midway has printed the rows before the failure.",
                m + " <table>",
-               {"columns", "predicates", "limit", "format", "replica_selection"},
+               {"columns", "predicates", "limit", "format", "timestamp_format",
+                "replica_selection"},
                2,
                2,
-               ScanTable});
+               ScanTable,
+               std::string("--format=json prints one JSON array of objects (column name -> "
+                           "value).\n\n") +
+                   kValueFormsHelp});
   a.push_back({"table",
                "get",
                "Look rows up by primary key (key values in key-column order).",
                m + " <table> <key>...",
-               {"columns", "format", "replica_selection"},
+               {"columns", "format", "timestamp_format", "replica_selection"},
                3,
                -1,
-               GetRows});
+               GetRows,
+               std::string("Key values take the text forms below.\n\n") + kValueFormsHelp});
   a.push_back({"table",
                "insert",
                "Insert rows from --file; reports each bad line.",
@@ -446,7 +469,8 @@ void RegisterTableActions() {
                [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kInsert);
-               }});
+               },
+               kRowInputHelp});
   a.push_back({"table",
                "upsert",
                "Insert or replace rows from --file.",
@@ -457,7 +481,8 @@ void RegisterTableActions() {
                [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kUpsert);
-               }});
+               },
+               kRowInputHelp});
   a.push_back({"table",
                "delete_rows",
                "Delete the rows whose keys are in --file.",
@@ -468,7 +493,8 @@ void RegisterTableActions() {
                [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kDelete);
-               }});
+               },
+               kRowInputHelp});
 }
 
 }  // namespace nyala::tools
