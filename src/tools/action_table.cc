@@ -27,8 +27,10 @@ DEFINE_string(replica_selection, "LEADER",
               "from the writes it has applied: committed ones only, but possibly not the "
               "latest; it also answers while the tablet has no leader).");
 DEFINE_string(file, "",
-              "Input rows: a .csv file (header line of column names) or a .jsonl "
-              "file (one JSON object per line); '-' reads CSV from stdin.");
+              "Input rows: a .csv file (header line of column names), or a .jsonl/.json "
+              "file holding JSON Lines (one object per line) or a JSON array of objects "
+              "(what 'table scan --format=json' prints); '-' reads standard input, JSON "
+              "when it starts with '[' or '{', else CSV.");
 DEFINE_string(timestamp_format, "iso8601",
               "How UNIXTIME_MICROS values print: iso8601 (UTC with microseconds, "
               "2023-11-14T22:13:21.000000Z) or micros (the integer of microseconds since "
@@ -284,6 +286,8 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     fseek(in, 0, SEEK_END);
     total_bytes = ftell(in);
     fseek(in, 0, SEEK_SET);
+  } else {
+    fmt = RowReader::SniffFormat(stdin);
   }
   std::unique_ptr<FILE, int (*)(FILE*)> closer(in == stdin ? nullptr : in, &fclose);
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
@@ -308,7 +312,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     bool overflow = false;
     session->GetPendingErrors(&errors, &overflow);
     for (auto& e : errors) {
-      report("line " + std::to_string(e->failed_op().tag()) + ": " + e->status().ToString());
+      report(reader.Where(e->failed_op().tag()) + ": " + e->status().ToString());
     }
     if (overflow && !errors_dropped) {
       errors_dropped = true;
@@ -346,7 +350,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     }
     if (!set_status.ok()) {
       bad_lines++;
-      report("line " + std::to_string(reader.line_number()) + ": " + set_status.message());
+      report(reader.Where(reader.line_number()) + ": " + set_status.message());
       continue;
     }
     op->set_tag(reader.line_number());
@@ -356,7 +360,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     // error refused the row before it reached the session.
     if (!s.ok() && TotalOutcomes(session->GetWriteCounts()) <= applied) {
       bad_lines++;
-      report("line " + std::to_string(reader.line_number()) + ": " + s.ToString());
+      report(reader.Where(reader.line_number()) + ": " + s.ToString());
       continue;
     }
     applied++;
@@ -403,9 +407,11 @@ void RegisterTableActions() {
   const std::string kRowInputHelp =
       std::string(
           "Input (--file): CSV, with a header line naming the columns, one row per line;\n"
-          "or JSON Lines (one object per line, column name -> value). A column left out\n"
-          "gets its default (or NULL). Each bad line is reported with its number and\n"
-          "skipped; the rest are written.\n\n") +
+          "or JSON: JSON Lines (one object per line, column name -> value) or one JSON\n"
+          "array of such objects, as 'table scan --format=json' prints it, so a scan's\n"
+          "output loads as it is. A column left out gets its default (or NULL). Each bad\n"
+          "line (or array element) is reported with its number and skipped; the rest\n"
+          "are written.\n\n") +
       kValueFormsHelp;
   const std::string m = "<master_addresses>";
   a.push_back(
@@ -448,7 +454,7 @@ void RegisterTableActions() {
                2,
                ScanTable,
                std::string("--format=json prints one JSON array of objects (column name -> "
-                           "value).\n\n") +
+                           "value), which 'table insert --file=x.json' reads back.\n\n") +
                    kValueFormsHelp});
   a.push_back({"table",
                "get",

@@ -396,6 +396,82 @@ TEST(RowInputTest, JsonLines) {
   fclose(f);
 }
 
+// A JSON array of objects, as scan --format=json prints it (one line or spread over
+// many), reads row by row; a bad element is named by its number and skipped; an
+// array cut short ends with an error.
+TEST(RowInputTest, JsonArray) {
+  auto schema = Schema::Create({ColumnSchema("k", DataType::kInt64),
+                                ColumnSchema("b", DataType::kBinary, true),
+                                ColumnSchema("d", DataType::kDouble, true)},
+                               1, 0);
+  ASSERT_OK(schema.status());
+  auto read_all = [&](std::string text, std::vector<std::string>* rows,
+                      std::vector<std::string>* errors) {
+    FILE* f = fmemopen(text.data(), text.size(), "r");
+    RowReader reader(f, RowReader::Format::kJsonLines, &*schema);
+    Row row(&*schema);
+    for (int i = 0; i < 100; i++) {
+      Status s = reader.Next(&row);
+      if (s.IsEndOfFile()) break;
+      if (s.ok()) {
+        rows->push_back(row.view().ToString());
+      } else {
+        errors->push_back(s.message());
+      }
+    }
+    fclose(f);
+  };
+  std::vector<std::string> rows, errors;
+  read_all(R"([{"k":1,"b":"AP8=","d":"NaN"},{"k":2,"b":null,"d":"-Infinity"},{"k":3,"s":"]"}])"
+           "\n",
+           &rows, &errors);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[0].find("\\x00\\xff"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[1].find("-inf"), std::string::npos) << rows[1];
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("element 3: unknown column 's'"), std::string::npos) << errors[0];
+
+  rows.clear();
+  errors.clear();
+  read_all("\n  [\n {\"k\": 1},\n {\"k\": \"x\"},\n {\"k\": 3, \"b\": \"a}b\"}\n]\n", &rows,
+           &errors);
+  EXPECT_EQ(rows.size(), 1u);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("element 2: column 'k'"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("element 3: column 'b'"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[1].find("base64"), std::string::npos) << errors[1];
+
+  rows.clear();
+  errors.clear();
+  read_all("[]", &rows, &errors);
+  EXPECT_TRUE(rows.empty() && errors.empty());
+
+  rows.clear();
+  errors.clear();
+  read_all(R"([{"k":1},{"k":2},{"k":)", &rows, &errors);  // a scan that failed midway
+  EXPECT_EQ(rows.size(), 2u);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("element 3: the JSON array ends inside an element"), std::string::npos)
+      << errors[0];
+
+  rows.clear();
+  errors.clear();
+  read_all(R"([{"k":1}] [)", &rows, &errors);
+  EXPECT_EQ(rows.size(), 1u);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("after the end of the JSON array"), std::string::npos) << errors[0];
+
+  // Standard input is told apart by its first character.
+  std::string csv = "k\n1\n", jsonl = "{\"k\": 1}\n";
+  FILE* f = fmemopen(csv.data(), csv.size(), "r");
+  EXPECT_EQ(RowReader::SniffFormat(f), RowReader::Format::kCsv);
+  EXPECT_EQ(fgetc(f), 'k');
+  fclose(f);
+  f = fmemopen(jsonl.data(), jsonl.size(), "r");
+  EXPECT_EQ(RowReader::SniffFormat(f), RowReader::Format::kJsonLines);
+  fclose(f);
+}
+
 TEST(OutputTest, Formats) {
   TableOutput out({"id", "name"});
   out.AddRow({"1", "a,b"}, {1, "a,b"});
