@@ -60,31 +60,131 @@ Status ListTables(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
+// The table's ranges, in order, as the spec's range_partition: the columns, the split
+// points and the bounds (split points cut a bound into ranges). From the partitions of
+// the first hash bucket combination, which hold every range once.
+struct RangeLayout {
+  std::vector<std::pair<std::string, std::string>> ranges;  // encoded [start, end)
+  std::vector<std::string> splits;
+  std::vector<std::pair<std::string, std::string>> bounds;
+};
+
+RangeLayout RangesOf(const std::vector<client::TabletInfo>& tablets) {
+  RangeLayout r;
+  if (tablets.empty()) return r;
+  const std::vector<int32_t>& first = tablets[0].partition.hash_buckets;
+  for (const auto& t : tablets) {
+    if (t.partition.hash_buckets != first) continue;
+    r.ranges.emplace_back(t.partition.range_key_start, t.partition.range_key_end);
+  }
+  for (size_t i = 0; i < r.ranges.size(); i++) {
+    const auto& [start, end] = r.ranges[i];
+    if (i > 0 && !start.empty() && r.bounds.back().second == start) {
+      r.splits.push_back(start);
+      r.bounds.back().second = end;
+    } else {
+      r.bounds.emplace_back(start, end);
+    }
+  }
+  return r;
+}
+
 Status DescribeTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(TimestampFormat ts, TimestampFormatFlag());
   ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
+  ASSIGN_OR_RETURN(auto tablets, client->ListTabletsOfTable(table->name()));
   const Schema& schema = table->schema();
+  const PartitionSchema& ps = table->partition_schema();
   TableOutput out({"column", "type", "key", "nullable", "default"});
   for (int i = 0; i < schema.num_columns(); i++) {
     const ColumnSchema& c = schema.column(i);
-    std::string def = c.default_value().has_value() ? CellToText(c.default_value().cell()) : "";
+    std::string def =
+        c.default_value().has_value() ? CellToText(c.default_value().cell(), ts) : "";
     out.AddRow({c.name(), DataTypeName(c.type()), schema.is_key_column(i) ? "yes" : "no",
                 c.is_nullable() ? "yes" : "no", def},
                {c.name(), DataTypeName(c.type()), schema.is_key_column(i), c.is_nullable(),
-                c.default_value().has_value() ? CellToJson(c.default_value().cell()) : json()});
+                c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts)
+                                              : json()});
   }
+  const RangeLayout ranges = RangesOf(tablets);
   if (format == OutputFormat::kJson) {
+    // A range key as the spec's array of values ([] = unbounded).
+    auto values = [&](const std::string& key) {
+      json arr = json::array();
+      if (key.empty()) return arr;
+      Arena arena;
+      std::vector<Cell> cells;
+      if (!ps.DecodeRangeKey(Slice(key), schema, &arena, &cells).ok()) return json(nullptr);
+      for (const Cell& c : cells) arr.push_back(CellToJson(c, ts));
+      return arr;
+    };
+    json hash = json::array();
+    for (const HashDimension& d : ps.hash_dimensions()) {
+      hash.push_back({{"columns", d.columns}, {"buckets", d.num_buckets}, {"seed", d.seed}});
+    }
+    // hash_partitions and range_partition in the form of a table spec; the ranges
+    // (bounds cut at the split points) and each tablet's partition as text.
+    json range = {
+        {"columns", ps.range_columns()}, {"splits", json::array()}, {"bounds", json::array()}};
+    json range_texts = json::array();
+    for (const auto& s : ranges.splits) range["splits"].push_back(values(s));
+    for (const auto& [lower, upper] : ranges.bounds) {
+      range["bounds"].push_back({{"lower", values(lower)}, {"upper", values(upper)}});
+    }
+    for (const auto& [lower, upper] : ranges.ranges) {
+      range_texts.push_back(ps.RangeToString(lower, upper, schema));
+    }
+    json tablets_json = json::array();
+    for (const auto& t : tablets) {
+      tablets_json.push_back({{"tablet_id", t.tablet_id},
+                              {"hash_buckets", t.partition.hash_buckets},
+                              {"partition", ps.PartitionToString(t.partition, schema)}});
+    }
     json j = {{"name", table->name()},
               {"id", table->id()},
               {"num_replicas", table->num_replicas()},
-              {"partitioning", table->partition_schema().ToString()},
+              {"partitioning", ps.ToString()},
+              {"hash_partitions", hash},
+              {"range_partition", range},
+              {"ranges", range_texts},
+              {"tablets", tablets_json},
               {"columns", json::parse(out.Render(OutputFormat::kJson))}};
     printf("%s\n", DumpJson(j).c_str());
     return Status::OK();
   }
-  printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n\n", table->name().c_str(),
-         table->id().c_str(), table->num_replicas(), table->partition_schema().ToString().c_str());
+  printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n", table->name().c_str(),
+         table->id().c_str(), table->num_replicas(), ps.ToString().c_str());
+  if (!ps.range_columns().empty()) {
+    auto joined = [&](const std::vector<std::pair<std::string, std::string>>& rs) {
+      std::string s;
+      for (const auto& [lower, upper] : rs) {
+        const std::string r = ps.RangeToString(lower, upper, schema);
+        s += (s.empty() ? "" : "; ") + (r.empty() ? std::string("unbounded") : r);
+      }
+      return s;
+    };
+    std::string splits;
+    for (const auto& sp : ranges.splits) {
+      // A split point is where a range starts: print it as that range's lower side.
+      std::string r = ps.RangeToString(sp, "", schema);
+      const size_t at = r.find(">= ");
+      splits += (splits.empty() ? "" : "; ") + (at == std::string::npos ? r : r.substr(at + 3));
+    }
+    printf("Range bounds: %s\nRange split points: %s\nRanges:\n", joined(ranges.bounds).c_str(),
+           splits.empty() ? "none" : splits.c_str());
+    for (const auto& r : ranges.ranges) {
+      const std::string text = ps.RangeToString(r.first, r.second, schema);
+      printf("  %s\n", text.empty() ? "unbounded" : text.c_str());
+    }
+  }
+  printf("Tablets (%zu%s):\n", tablets.size(),
+         ps.hash_dimensions().empty() ? "" : "; hash buckets count from 0");
+  for (const auto& t : tablets) {
+    printf("  %s  %s\n", t.tablet_id.c_str(), ps.PartitionToString(t.partition, schema).c_str());
+  }
+  printf("\n");
   out.Print(format);
   return Status::OK();
 }
@@ -418,9 +518,10 @@ void RegisterTableActions() {
       {"table", "list", "List the tables.", m, {"name_filter", "format"}, 1, 1, ListTables});
   a.push_back({"table",
                "describe",
-               "Show a table's columns, partitioning and replication.",
+               "Show a table's columns, partitioning (range bounds, split points and every "
+               "tablet's partition, as typed key ranges) and replication.",
                m + " <table>",
-               {"format"},
+               {"format", "timestamp_format"},
                2,
                2,
                DescribeTable});
