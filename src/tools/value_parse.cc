@@ -34,7 +34,7 @@ const char kValueFormsHelp[] =
     "                   U+FFFD there: keep bytes in BINARY columns).\n"
     "  NULL             NULL in the table format, an empty unquoted field in CSV (\"\"\n"
     "                   is the empty string), null in JSON.\n"
-    "Integers out of their type's range are bad input lines too.\n";
+    "Integers out of their type's range are bad input lines too.";
 
 namespace {
 
