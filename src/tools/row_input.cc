@@ -252,7 +252,7 @@ Status RowReader::ParseCsv(const std::string& line, Row* row) {
 }
 
 Status RowReader::ParseJsonLine(const std::string& line, Row* row) {
-  ASSIGN_OR_RETURN(json j, ParseJson(line, "the line"));
+  ASSIGN_OR_RETURN(json j, ParseJson(line, in_array_ ? "the element" : "the line"));
   if (!j.is_object()) return Status::InvalidArgument("expected a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     auto idx = schema_->ColumnIndex(it.key());
