@@ -49,9 +49,9 @@ void Master::RegisterWebPages() {
       // Partitions as typed key ranges; the raw encoded keys only if the stored
       // schema does not parse (it always should).
       auto schema = Schema::FromPB(t.entry.schema());
-      Result<PartitionSchema> ps = schema.ok()
-                                       ? PartitionSchema::FromPB(t.entry.partition_schema(), *schema)
-                                       : Result<PartitionSchema>(schema.status());
+      Result<PartitionSchema> ps =
+          schema.ok() ? PartitionSchema::FromPB(t.entry.partition_schema(), *schema)
+                      : Result<PartitionSchema>(schema.status());
       auto partition_text = [&](const Partition& p) {
         return ps.ok() ? ps->PartitionToString(p, *schema) : p.ToString();
       };

@@ -298,8 +298,7 @@ void PrintHelp(const char* usage) {
     printf("\nFlags of %s:\n", group.c_str());
     for (const auto* f : list) {
       printf("  --%s (%s, default: %s)\n      %s\n", f->name.c_str(), f->type.c_str(),
-             f->default_value.empty() ? "\"\"" : f->default_value.c_str(),
-             f->description.c_str());
+             f->default_value.empty() ? "\"\"" : f->default_value.c_str(), f->description.c_str());
     }
   }
 }

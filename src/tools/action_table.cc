@@ -100,13 +100,11 @@ Status DescribeTable(const std::vector<std::string>& args) {
   TableOutput out({"column", "type", "key", "nullable", "default"});
   for (int i = 0; i < schema.num_columns(); i++) {
     const ColumnSchema& c = schema.column(i);
-    std::string def =
-        c.default_value().has_value() ? CellToText(c.default_value().cell(), ts) : "";
+    std::string def = c.default_value().has_value() ? CellToText(c.default_value().cell(), ts) : "";
     out.AddRow({c.name(), DataTypeName(c.type()), schema.is_key_column(i) ? "yes" : "no",
                 c.is_nullable() ? "yes" : "no", def},
                {c.name(), DataTypeName(c.type()), schema.is_key_column(i), c.is_nullable(),
-                c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts)
-                                              : json()});
+                c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts) : json()});
   }
   const RangeLayout ranges = RangesOf(tablets);
   if (format == OutputFormat::kJson) {
@@ -544,19 +542,19 @@ void RegisterTableActions() {
                2,
                2,
                CountRows});
-  a.push_back({"table",
-               "scan",
-               "Print a table's rows, each batch as it arrives (any result size, little "
-               "memory); a scan that fails midway has printed the rows before the failure.",
-               m + " <table>",
-               {"columns", "predicates", "limit", "format", "timestamp_format",
-                "replica_selection"},
-               2,
-               2,
-               ScanTable,
-               std::string("--format=json prints one JSON array of objects (column name -> "
-                           "value), which 'table insert --file=x.json' reads back.\n\n") +
-                   kValueFormsHelp});
+  a.push_back(
+      {"table",
+       "scan",
+       "Print a table's rows, each batch as it arrives (any result size, little "
+       "memory); a scan that fails midway has printed the rows before the failure.",
+       m + " <table>",
+       {"columns", "predicates", "limit", "format", "timestamp_format", "replica_selection"},
+       2,
+       2,
+       ScanTable,
+       std::string("--format=json prints one JSON array of objects (column name -> "
+                   "value), which 'table insert --file=x.json' reads back.\n\n") +
+           kValueFormsHelp});
   a.push_back({"table",
                "get",
                "Look rows up by primary key (key values in key-column order).",

@@ -107,8 +107,7 @@ TEST(ValueParseTest, EveryTypeRoundTripsThroughJsonAndText) {
       {DataType::kUnixtimeMicros,
        {Cell::UnixtimeMicros(1700000001000000), Cell::UnixtimeMicros(-1),
         Cell::UnixtimeMicros(-62135596800000001), Cell::UnixtimeMicros(-62167219200000001),
-        Cell::UnixtimeMicros(INT64_MIN),
-        Cell::UnixtimeMicros(INT64_MAX), Cell::UnixtimeMicros(0)}},
+        Cell::UnixtimeMicros(INT64_MIN), Cell::UnixtimeMicros(INT64_MAX), Cell::UnixtimeMicros(0)}},
   };
   auto same = [](const Cell& a, const Cell& b) {
     if (a.is_null() || b.is_null()) return a.is_null() == b.is_null();
@@ -168,10 +167,8 @@ TEST(ValueParseTest, LosslessJsonForms) {
   EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-1)), "1969-12-31T23:59:59.999999Z");
   EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-1), TimestampFormat::kMicros), "-1");
   EXPECT_EQ(CellToText(Cell::UnixtimeMicros(951782400123456)), "2000-02-29T00:00:00.123456Z");
-  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-62135596800000001)),
-            "0000-12-31T23:59:59.999999Z");
-  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-62167219200000001)),
-            "-0001-12-31T23:59:59.999999Z");
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-62135596800000001)), "0000-12-31T23:59:59.999999Z");
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-62167219200000001)), "-0001-12-31T23:59:59.999999Z");
   EXPECT_EQ(CellToText(Cell::UnixtimeMicros(INT64_MAX)), "+294247-01-10T04:00:54.775807Z");
   EXPECT_EQ(CellToText(Cell::Double(-inf)), "-Infinity");
   EXPECT_FALSE(ParseTimestampFormat("seconds").ok());
@@ -197,10 +194,10 @@ TEST(ValueParseTest, TimestampInput) {
   EXPECT_EQ(micros("1969-12-31T23:59:59.999999Z"), -1);
   EXPECT_EQ(micros("1700000001000000"), 1700000001000000);
   EXPECT_EQ(micros("-1"), -1);
-  for (const char* bad : {"2023-11-14T22:13:21", "2023-11-14", "2023-13-01T00:00:00Z",
-                          "2023-02-29T00:00:00Z", "2023-11-14T24:00:00Z",
-                          "2023-11-14T22:13:21.1234567Z", "+300000-01-01T00:00:00Z",
-                          "2023-11-14T22:13:21Zjunk", "yesterday"}) {
+  for (const char* bad :
+       {"2023-11-14T22:13:21", "2023-11-14", "2023-13-01T00:00:00Z", "2023-02-29T00:00:00Z",
+        "2023-11-14T24:00:00Z", "2023-11-14T22:13:21.1234567Z", "+300000-01-01T00:00:00Z",
+        "2023-11-14T22:13:21Zjunk", "yesterday"}) {
     Status s = ParseCellText(t, bad, &arena).status();
     EXPECT_TRUE(s.IsInvalidArgument()) << bad;
     EXPECT_NE(s.message().find("column 't'"), std::string::npos) << s.ToString();
@@ -245,9 +242,9 @@ TEST(ValueParseTest, OutOfRangeIsAnError) {
   EXPECT_FALSE(ParseCellText(d, " 1", &arena).ok());
   ColumnSchema i64("i", DataType::kInt64);
   ColumnSchema i16("s", DataType::kInt16);
-  EXPECT_NE(ParseCellText(i64, "9223372036854775808", &arena).status().message().find(
-                "out of range"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseCellText(i64, "9223372036854775808", &arena).status().message().find("out of range"),
+      std::string::npos);
   EXPECT_NE(ParseCellText(i16, "40000", &arena).status().message().find("out of range"),
             std::string::npos);
   EXPECT_NE(ParseCellJson(i64, json::parse("100000000000000000000"), &arena)
@@ -400,10 +397,10 @@ TEST(RowInputTest, JsonLines) {
 // many), reads row by row; a bad element is named by its number and skipped; an
 // array cut short ends with an error.
 TEST(RowInputTest, JsonArray) {
-  auto schema = Schema::Create({ColumnSchema("k", DataType::kInt64),
-                                ColumnSchema("b", DataType::kBinary, true),
-                                ColumnSchema("d", DataType::kDouble, true)},
-                               1, 0);
+  auto schema = Schema::Create(
+      {ColumnSchema("k", DataType::kInt64), ColumnSchema("b", DataType::kBinary, true),
+       ColumnSchema("d", DataType::kDouble, true)},
+      1, 0);
   ASSERT_OK(schema.status());
   auto read_all = [&](std::string text, std::vector<std::string>* rows,
                       std::vector<std::string>* errors) {

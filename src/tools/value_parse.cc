@@ -64,8 +64,7 @@ Result<Cell> IntegerCell(const ColumnSchema& col, int64_t v, std::string_view te
       break;
   }
   if (v < lo || v > hi) {
-    return BadValue(col, text,
-                    "out of range: " + std::to_string(lo) + " to " + std::to_string(hi));
+    return BadValue(col, text, "out of range: " + std::to_string(lo) + " to " + std::to_string(hi));
   }
   return Cell::Integer(col.type(), v);
 }
@@ -85,8 +84,9 @@ Result<Cell> FloatingCell(const ColumnSchema& col, double v, std::string_view te
     return BadValue(col, text, "out of range: a FLOAT's magnitude is at most 3.4028235e+38");
   }
   if (f == 0 && v != 0) {
-    return BadValue(col, text, "out of range: too close to zero for a FLOAT (1.4e-45 is the "
-                               "smallest magnitude above 0)");
+    return BadValue(col, text,
+                    "out of range: too close to zero for a FLOAT (1.4e-45 is the "
+                    "smallest magnitude above 0)");
   }
   return Cell::Float(f);
 }
@@ -101,8 +101,8 @@ Result<Cell> ParseFloating(const ColumnSchema& col, std::string_view text) {
   if (word == "nan") {
     special = std::numeric_limits<double>::quiet_NaN();
   } else if (word == "inf" || word == "infinity") {
-    special = neg ? -std::numeric_limits<double>::infinity()
-                  : std::numeric_limits<double>::infinity();
+    special =
+        neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   } else {
     is_special = false;
   }
@@ -123,8 +123,9 @@ Result<Cell> ParseFloating(const ColumnSchema& col, std::string_view text) {
                         : "out of range: a DOUBLE's magnitude is at most 1.7976931348623157e+308");
   }
   if (errno == ERANGE && v == 0) {
-    return BadValue(col, text, std::string("out of range: too close to zero for a ") +
-                                   DataTypeName(col.type()));
+    return BadValue(
+        col, text,
+        std::string("out of range: too close to zero for a ") + DataTypeName(col.type()));
   }
   return FloatingCell(col, v, text);
 }
@@ -239,8 +240,8 @@ Result<int64_t> ParseTimestampIso8601(std::string_view text) {
     return bad("day " + std::to_string(day) + " is not in that month");
   }
   if (hour > 23 || minute > 59 || second > 59) return bad("the time of day is out of range");
-  const __int128 secs = __int128(DaysFromCivil(year, int(month), int(day))) * 86400 +
-                        hour * 3600 + minute * 60 + second - offset_secs;
+  const __int128 secs = __int128(DaysFromCivil(year, int(month), int(day))) * 86400 + hour * 3600 +
+                        minute * 60 + second - offset_secs;
   const __int128 micros = secs * 1000000 + frac;
   if (micros < std::numeric_limits<int64_t>::min() ||
       micros > std::numeric_limits<int64_t>::max()) {
@@ -258,8 +259,8 @@ std::string Base64Encode(std::string_view bytes) {
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) |
-                       uint8_t(bytes[i + 2]);
+    const uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) |
+                       (uint32_t(uint8_t(bytes[i + 1])) << 8) | uint8_t(bytes[i + 2]);
     out += kBase64Chars[n >> 18];
     out += kBase64Chars[(n >> 12) & 63];
     out += kBase64Chars[(n >> 6) & 63];
@@ -340,8 +341,8 @@ Result<Cell> ParseCellText(const ColumnSchema& col, std::string_view text, Arena
       if (!LooksLikeInteger(text)) {
         auto micros = ParseTimestampIso8601(text);
         if (!micros.ok()) {
-          return Status::InvalidArgument("column '" + col.name() + "': " +
-                                         micros.status().message() +
+          return Status::InvalidArgument("column '" + col.name() +
+                                         "': " + micros.status().message() +
                                          "; or give the microseconds since 1970-01-01 UTC");
         }
         return Cell::UnixtimeMicros(*micros);
@@ -400,8 +401,9 @@ Result<Cell> ParseCellJson(const ColumnSchema& col, const json& v, Arena* arena)
       if (v.is_number_float()) {
         const double d = v.get<double>();
         if (std::isfinite(d) && d == std::trunc(d)) {
-          return BadValue(col, v.dump(), "out of range: -9223372036854775808 to "
-                                         "9223372036854775807");
+          return BadValue(col, v.dump(),
+                          "out of range: -9223372036854775808 to "
+                          "9223372036854775807");
         }
         return BadValue(col, v.dump(), "not an integer");
       }
@@ -412,9 +414,9 @@ Result<Cell> ParseCellJson(const ColumnSchema& col, const json& v, Arena* arena)
       if (v.is_number()) {
         const double d = v.get<double>();
         if (!std::isfinite(d)) {
-          return BadValue(col, "number", std::string("out of range for a ") +
-                                             DataTypeName(col.type()) +
-                                             " (write \"Infinity\" for infinity)");
+          return BadValue(col, "number",
+                          std::string("out of range for a ") + DataTypeName(col.type()) +
+                              " (write \"Infinity\" for infinity)");
         }
         return FloatingCell(col, d, v.dump());
       }
@@ -428,8 +430,7 @@ Result<Cell> ParseCellJson(const ColumnSchema& col, const json& v, Arena* arena)
         const std::string& s = v.get_ref<const std::string&>();
         auto bytes = Base64Decode(s);
         if (!bytes.ok()) {
-          return BadValue(col, s,
-                          bytes.status().message() + "; BINARY values in JSON are base64");
+          return BadValue(col, s, bytes.status().message() + "; BINARY values in JSON are base64");
         }
         return Cell::Binary(arena->Copy(Slice(*bytes)));
       }
