@@ -13,7 +13,10 @@
 # exit 4), with valid JSON each time, then reads of the closest replica answering
 # where leader reads cannot, stop-cluster leaves no process.
 # Also checks the web UI escapes user data and that /metrics_prometheus is
-# well-formed. Ports are picked at run time.
+# well-formed. A section of its own checks values: every type round-trips scan →
+# JSON → insert (NaN, infinities, non-UTF-8 BINARY, timestamps before 1970, NULL),
+# timestamps print as ISO-8601, FLOAT 1e40 is a bad line, partitions show as typed key
+# ranges in describe and on /tables, and deleted tables leave /tables. Ports are picked at run time.
 #
 #   test/cli-e2e-itest.sh <bin dir>
 set -euo pipefail
@@ -177,7 +180,7 @@ printf 'host,ts\nh1,1700000000000001\n' >"$WORK/example.csv"
 check "a row inside the example's range bounds is written" "$NYALA" table insert "$M" metrics --file="$WORK/example.csv"
 check "the example table counts 1 row" same 1 "$("$NYALA" table count "$M" metrics 2>&1)"
 check "the example table's row got the column default" \
-  same "h1,1700000000000001,0" "$("$NYALA" table scan "$M" metrics --format=csv 2>&1 | tail -n +2)"
+  same "h1,2023-11-14T22:13:20.000001Z,0" "$("$NYALA" table scan "$M" metrics --format=csv 2>&1 | tail -n +2)"
 "$NYALA" table delete "$M" metrics >/dev/null
 out=$("$NYALA" table create "$M" '{"name": "bad", "columns": [{"name": "k", "type": "INT46", "key": true}]}' 2>&1) && fail "bad spec accepted"
 check "a bad spec names the offending field" contains "$out" "columns[0].type"
@@ -321,6 +324,124 @@ check "describe -neg" bash -c '"$0" table describe "$1" -neg >/dev/null' "$NYALA
 out=$("$NYALA" table get "$M" -neg -5 -dash --formt=csv 2>&1) && fail "a mistyped --flag was accepted"
 check "a mistyped --flag is an error naming it" contains "$out" "unknown flag --formt"
 check "table delete -neg" "$NYALA" table delete "$M" -- -neg
+
+# ---- Values people can read, and JSON that loses nothing (issue 18) ----
+# Every type goes scan --format=json → JSONL (and the array as printed) → insert into a
+# second table → scan, and compares equal: NaN and infinities (strings, not null), bytes
+# that are not UTF-8 (base64), timestamps before 1970 (ISO-8601 UTC by default, raw
+# with --timestamp_format=micros), NULLs. FLOAT 1e40 is a bad input line. describe and
+# /tables show partitions as typed key ranges; a deleted table leaves /tables.
+vals_spec() {  # vals_spec <name>: a table with a column of every type
+  printf '{"name": "%s", "columns": [{"name": "k", "type": "INT64", "key": true},
+    {"name": "b", "type": "BOOL", "nullable": true}, {"name": "i8", "type": "INT8", "nullable": true},
+    {"name": "i16", "type": "INT16", "nullable": true}, {"name": "i32", "type": "INT32", "nullable": true},
+    {"name": "f", "type": "FLOAT", "nullable": true}, {"name": "d", "type": "DOUBLE", "nullable": true},
+    {"name": "s", "type": "STRING", "nullable": true}, {"name": "bin", "type": "BINARY", "nullable": true},
+    {"name": "t", "type": "UNIXTIME_MICROS", "nullable": true}],
+    "hash_partitions": [{"columns": ["k"], "buckets": 2}]}' "$1"
+}
+for t in vals vals_jsonl vals_array; do
+  check "table create $t (every type)" "$NYALA" table create "$M" "$(vals_spec $t)"
+done
+cat >"$WORK/vals-in.jsonl" <<'JSONL'
+{"k": 1, "b": true, "i8": -128, "i16": 32767, "i32": -2147483648, "f": "NaN", "d": "NaN", "s": "ünï \"q\", x", "bin": "AP/+gA==", "t": "1969-12-31T23:59:59.999999Z"}
+{"k": 2, "b": false, "i8": 127, "i16": -32768, "i32": 2147483647, "f": "Infinity", "d": "-Infinity", "s": "", "bin": "", "t": -62135596800000001}
+{"k": 3, "f": "-Infinity", "d": "Infinity", "t": "2023-11-14T23:13:21.5+01:00"}
+{"k": 4, "f": 3.4028235e38, "d": 1.7976931348623157e308, "bin": "3q2+7w==", "t": 0}
+{"k": -5, "f": 1.401298464324817e-45, "d": 5e-324, "s": "plain", "t": 1700000001000000}
+JSONL
+out=$("$NYALA" table insert "$M" vals --file="$WORK/vals-in.jsonl" 2>&1) || fail "JSONL insert of every type: $out"
+check "JSONL with NaN/Infinity strings, base64 and ISO times: 5 rows written" same 5 "$(written_of "$out")"
+"$NYALA" table scan "$M" vals --format=json >"$WORK/vals.json" 2>"$WORK/vals.err" || fail "scan vals: $(cat "$WORK/vals.err")"
+check "scan --format=json of every type is valid JSON" jq -e . "$WORK/vals.json"
+by_k() { jq -S 'sort_by(.k)' "$1"; }
+check "NaN and infinities are the strings NaN/Infinity/-Infinity, not null" same \
+  '[["NaN","NaN"],["Infinity","-Infinity"],["-Infinity","Infinity"]]' \
+  "$(by_k "$WORK/vals.json" | jq -c '[.[] | select(.k >= 1 and .k <= 3) | [.f, .d]]')"
+check "BINARY is base64 (bytes 00 ff fe 80, not UTF-8)" same '"AP/+gA=="' \
+  "$(jq -c '.[] | select(.k == 1) | .bin' "$WORK/vals.json")"
+check "UNIXTIME_MICROS prints ISO-8601 UTC, also before 1970 and year 0" same \
+  '["1969-12-31T23:59:59.999999Z","0000-12-31T23:59:59.999999Z","2023-11-14T22:13:21.500000Z","1970-01-01T00:00:00.000000Z"]' \
+  "$(by_k "$WORK/vals.json" | jq -c '[.[] | select(.k >= 1) | .t]')"
+check "NULL stays null" same 'null null' "$(jq -r '.[] | select(.k == 3) | "\(.s) \(.bin)"' "$WORK/vals.json")"
+jq -c '.[]' "$WORK/vals.json" >"$WORK/vals.jsonl"
+out=$("$NYALA" table insert "$M" vals_jsonl --file="$WORK/vals.jsonl" 2>&1) || fail "insert of the scan as JSONL: $out"
+out=$("$NYALA" table insert "$M" vals_array --file="$WORK/vals.json" 2>&1) || fail "insert of the scan's JSON array as printed: $out"
+check "insert reads the JSON array that scan prints: 5 rows written" same 5 "$(written_of "$out")"
+for t in vals_jsonl vals_array; do
+  "$NYALA" table scan "$M" $t --format=json >"$WORK/$t.json" 2>/dev/null || fail "scan $t"
+  check "scan → JSON → insert into $t → scan: equal on every type" same "$(by_k "$WORK/vals.json")" "$(by_k "$WORK/$t.json")"
+done
+check "... and the same in micros" same \
+  "$("$NYALA" table scan "$M" vals --format=json --timestamp_format=micros | jq -S 'sort_by(.k)')" \
+  "$("$NYALA" table scan "$M" vals_array --format=json --timestamp_format=micros | jq -S 'sort_by(.k)')"
+# (grep, not jq: jq reads numbers as doubles, which lose int64 digits)
+check "--timestamp_format=micros prints the raw integers (JSON numbers)" \
+  same '"t":-62135596800000001 "t":-1 "t":0 "t":1700000001000000 "t":1700000001500000' \
+  "$("$NYALA" table scan "$M" vals --format=json --timestamp_format=micros | grep -oE '"t":-?[0-9]+' | sort -t: -k2 -n | paste -sd' ')"
+csv_t=$("$NYALA" table scan "$M" vals --format=csv --columns=k,t --predicates='["=", "k", 1]' | tail -n +2)
+check "CSV prints timestamps as ISO-8601 too" same "1,1969-12-31T23:59:59.999999Z" "$csv_t"
+check "... and the table format" contains "$("$NYALA" table get "$M" vals 1 2>/dev/null)" "1969-12-31T23:59:59.999999Z"
+check "--timestamp_format=micros in CSV" same "1,-1" \
+  "$("$NYALA" table scan "$M" vals --format=csv --columns=k,t --predicates='["=", "k", 1]' --timestamp_format=micros | tail -n +2)"
+out=$("$NYALA" table scan "$M" vals --timestamp_format=seconds 2>&1) && fail "--timestamp_format=seconds accepted"
+check "a bad --timestamp_format names the choices" contains "$out" "must be iso8601 or micros"
+# CSV in both timestamp forms, and back out as CSV.
+printf 'k,t,d\n10,1969-07-20T20:17:40Z,NaN\n11,-14182940000000,-Infinity\n' >"$WORK/vals-t.csv"
+out=$("$NYALA" table insert "$M" vals --file="$WORK/vals-t.csv" 2>&1) || fail "CSV with ISO and integer times: $out"
+check "CSV takes ISO-8601 and integer times alike" same \
+  "10,1969-07-20T20:17:40.000000Z,NaN;11,1969-07-20T20:17:40.000000Z,-Infinity;" \
+  "$("$NYALA" table scan "$M" vals --format=csv --columns=k,t,d --predicates='[">=", "k", 10]' | tail -n +2 | sort | tr '\n' ';')"
+# Out of range: FLOAT 1e40 and an INT8 of 300 are bad lines; Infinity is allowed.
+printf 'k,f,i8\n20,1e40,1\n21,Infinity,1\n22,1.5,300\n' >"$WORK/vals-range.csv"
+out=$("$NYALA" table insert "$M" vals --file="$WORK/vals-range.csv" 2>&1) && fail "FLOAT 1e40 accepted"
+check "FLOAT 1e40 is a bad input line, out of range" contains "$out" "line 2: column 'f': '1e40' is not a valid FLOAT (out of range"
+check "INT8 300 is a bad input line, out of range" contains "$out" "line 4: column 'i8': '300' is not a valid INT8 (out of range"
+check "... Infinity is written: 1 row written, 2 bad input lines" same "1 2" \
+  "$(sed -nE 's/^([0-9]+) rows written .*; ([0-9]+) bad input lines.*/\1 \2/p' <<<"$out")"
+check "... and 1e40 was not stored as inf" same "21" \
+  "$("$NYALA" table scan "$M" vals --format=csv --columns=k --predicates='[">=", "k", 20]' | tail -n +2 | tr '\n' ' ' | xargs)"
+printf '{"k": 23, "f": 1e40}\n' >"$WORK/vals-range.jsonl"
+out=$("$NYALA" table insert "$M" vals --file="$WORK/vals-range.jsonl" 2>&1) && fail "JSON FLOAT 1e40 accepted"
+check "... in JSON too" contains "$out" "line 1: column 'f'"
+check "scan --help states the JSON forms (base64, NaN, ISO-8601, --timestamp_format)" bash -c \
+  'h=$("$0" table scan --help); grep -q "base64" <<<"$h" && grep -q "\"NaN\"" <<<"$h" && grep -q "2023-11-14T22:13:21.000000Z" <<<"$h" && grep -q -- "--timestamp_format" <<<"$h"' "$NYALA"
+check "insert --help states that it reads the JSON array and base64" bash -c \
+  'h=$("$0" table insert --help); grep -q "JSON array" <<<"$h" && grep -q "base64" <<<"$h"' "$NYALA"
+# The daemons' --help lists flags by module, not by source file.
+for d in nyala-master nyala-tserver; do
+  h=$("$NYALA_BIN_DIR/$d" --help 2>&1 || true)
+  check "$d --help names no source file" bash -c '! grep -qE "src/|Flags from" <<<"$0" && grep -q -- "--fs_data_dirs" <<<"$0"' "$h"
+done
+# Partitions as typed key ranges: in describe (bounds, split points, every tablet) and
+# on the master's /tables page; no encoded bytes.
+check "table create vparts (hash 2 x ranges [-100, 0), [50, 100), [100, -))" "$NYALA" table create "$M" \
+  '{"name": "vparts", "columns": [{"name": "k", "type": "INT64", "key": true}],
+    "hash_partitions": [{"columns": ["k"], "buckets": 2}],
+    "range_partition": {"columns": ["k"], "splits": [[100]],
+                        "bounds": [{"lower": [-100], "upper": [0]}, {"lower": [50]}]}}'
+desc=$("$NYALA" table describe "$M" vparts 2>&1)
+check "describe lists the range bounds" contains "$desc" "Range bounds: k >= -100 AND k < 0; k >= 50"
+check "describe lists the split points" contains "$desc" "Range split points: 100"
+check "describe shows each tablet's typed partition" contains "$desc" "HASH(k) bucket 1 of 2, k >= 50 AND k < 100"
+check "... 6 tablets, each with its hash bucket and range" same 6 "$(grep -cE '^  [0-9a-f]+  HASH\(k\) bucket [01] of 2, k ' <<<"$desc")"
+if contains "$desc" "0x"; then fail "describe shows encoded bytes: $desc"; fi
+desc_json=$("$NYALA" table describe "$M" vparts --format=json 2>&1)
+check "describe --format=json gives range_partition as a spec's splits and bounds" same \
+  '{"bounds":[{"lower":[-100],"upper":[0]},{"lower":[50],"upper":[]}],"columns":["k"],"splits":[[100]]}' \
+  "$(jq -cS '.range_partition' <<<"$desc_json")"
+check "... the ranges as text" same '["k >= -100 AND k < 0","k >= 50 AND k < 100","k >= 100"]' "$(jq -c '.ranges' <<<"$desc_json")"
+check "... and every tablet's partition" same 6 "$(jq '[.tablets[].partition | select(startswith("HASH(k) bucket"))] | length' <<<"$desc_json")"
+VWEB=$((BASE + 1000))
+page=$(http_get "$VWEB" /tables)
+check "/tables shows partitions as typed key ranges" contains "$page" "HASH(k) bucket 0 of 2, k &gt;= -100 AND k &lt; 0"
+if grep -q "keys \[0x" <<<"$page"; then fail "/tables still shows encoded partition keys"; fi
+check "table create vgone" "$NYALA" table create "$M" '{"name": "vgone", "columns": [{"name": "k", "type": "INT64", "key": true}]}'
+check "/tables lists vgone" contains "$(http_get "$VWEB" /tables)" "<h3>vgone</h3>"
+check "table delete vgone" "$NYALA" table delete "$M" vgone
+if contains "$(http_get "$VWEB" /tables)" "vgone"; then fail "/tables still lists the deleted table vgone"; else echo "ok: a deleted table leaves /tables"; fi
+for t in vals vals_jsonl vals_array vparts; do "$NYALA" table delete "$M" $t >/dev/null; done
+# ---- end of the values section ----
 
 # The web UI escapes table names.
 "$NYALA" table create "$M" '{"name": "<script>alert(1)</script>", "columns": [{"name": "k", "type": "INT64", "key": true}]}' >/dev/null

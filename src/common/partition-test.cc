@@ -292,5 +292,69 @@ TEST(PartitionTest, PBRoundTrips) {
   }
 }
 
+// Partitions print as conditions on typed values, unbounded sides left out, hash
+// buckets by dimension; several range columns compare as a row.
+TEST(PartitionTest, TypedPartitionStrings) {
+  Schema schema = TestSchema();
+  PartitionSchema ps = PartitionSchema::Create(schema, {{{"a"}, 3, 5}}, {"c"}).value();
+  auto rk = [](int32_t c) {
+    std::string s;
+    EncodeKeyCell(Cell::Int32(c), true, &s);
+    return s;
+  };
+  // [unbounded, 10) split at -5, [100, 200) and [300, unbounded).
+  std::vector<Partition> parts =
+      ps.CreatePartitions({rk(-5)}, {{"", rk(10)}, {rk(100), rk(200)}, {rk(300), ""}}).value();
+  ASSERT_EQ(parts.size(), 12u);
+  std::vector<std::string> got;
+  for (const Partition& p : parts) got.push_back(ps.PartitionToString(p, schema));
+  EXPECT_EQ(got[0], "HASH(a) bucket 0 of 3, c < -5");
+  EXPECT_EQ(got[1], "HASH(a) bucket 0 of 3, c >= -5 AND c < 10");
+  EXPECT_EQ(got[2], "HASH(a) bucket 0 of 3, c >= 100 AND c < 200");
+  EXPECT_EQ(got[3], "HASH(a) bucket 0 of 3, c >= 300");
+  EXPECT_EQ(got[11], "HASH(a) bucket 2 of 3, c >= 300");
+  EXPECT_EQ(ps.RangeToString("", "", schema), "");
+  std::vector<Cell> cells;
+  Arena arena;
+  ASSERT_OK(ps.DecodeRangeKey(Slice(rk(100)), schema, &arena, &cells));
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].int_value(), 100);
+  EXPECT_FALSE(ps.DecodeRangeKey(Slice(rk(100) + "x"), schema, &arena, &cells).ok());
+  // A key that does not decode prints as bytes rather than failing.
+  EXPECT_EQ(ps.RangeToString("\x01", "", schema), "c >= 0x01");
+
+  // Nothing restricts the one partition of an unpartitioned table.
+  PartitionSchema none = PartitionSchema::Create(schema, {}, {}).value();
+  std::vector<Partition> one = none.CreatePartitions(std::vector<std::string>{}, {}).value();
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(none.PartitionToString(one[0], schema), "all rows");
+
+  // Two range columns (a string with a quote, an INT32) and two hash dimensions.
+  PartitionSchema two =
+      PartitionSchema::Create(schema, {{{"a"}, 2, 0}, {{"c"}, 4, 0}}, {"b", "c"}).value();
+  auto key2 = [](const std::string& b, int32_t c) {
+    std::string s;
+    EncodeKeyCell(Cell::String(Slice(b)), false, &s);
+    EncodeKeyCell(Cell::Int32(c), true, &s);
+    return s;
+  };
+  Partition p;
+  p.hash_buckets = {1, 3};
+  p.range_key_start = key2("m\"x", 7);
+  p.range_key_end = key2("z", -1);
+  EXPECT_EQ(two.PartitionToString(p, schema),
+            "HASH(a) bucket 1 of 2, HASH(c) bucket 3 of 4, "
+            "(b, c) >= (\"m\\\"x\", 7) AND (b, c) < (\"z\", -1)");
+
+  // Timestamps print as ISO-8601 UTC, also before 1970.
+  Schema ts_schema = Schema::Create({C("t", DataType::kUnixtimeMicros)}, 1).value();
+  PartitionSchema by_time = PartitionSchema::Create(ts_schema, {}, {"t"}).value();
+  std::string t0, t1;
+  EncodeKeyCell(Cell::UnixtimeMicros(-1), true, &t0);
+  EncodeKeyCell(Cell::UnixtimeMicros(1700000001000000), true, &t1);
+  EXPECT_EQ(by_time.RangeToString(t0, t1, ts_schema),
+            "t >= \"1969-12-31T23:59:59.999999Z\" AND t < \"2023-11-14T22:13:21.000000Z\"");
+}
+
 }  // namespace
 }  // namespace nyala

@@ -6,6 +6,7 @@
 #include "common/coding.h"
 #include "common/common.pb.h"
 #include "common/key_encoding.h"
+#include "common/time_format.h"
 
 namespace nyala {
 
@@ -394,6 +395,72 @@ std::string PartitionSchema::ToString() const {
   }
   s += ")";
   return s;
+}
+
+Status PartitionSchema::DecodeRangeKey(Slice key, const Schema& schema, Arena* arena,
+                                       std::vector<Cell>* cells) const {
+  cells->clear();
+  for (size_t i = 0; i < range_idxs_.size(); i++) {
+    if (range_idxs_[i] >= schema.num_columns()) {
+      return Status::InvalidArgument("range column index out of the schema");
+    }
+    Cell c;
+    RETURN_NOT_OK(DecodeKeyCell(schema.column(range_idxs_[i]).type(), i + 1 == range_idxs_.size(),
+                                &key, &c, arena));
+    cells->push_back(c);
+  }
+  if (!key.empty()) return Status::Corruption("bytes left after the range columns");
+  return Status::OK();
+}
+
+namespace {
+
+std::string ValueText(const Cell& c) {
+  if (c.has_value() && c.type() == DataType::kUnixtimeMicros) {
+    return "\"" + FormatUnixtimeMicros(c.int_value()) + "\"";
+  }
+  return c.ToString();
+}
+
+}  // namespace
+
+std::string PartitionSchema::RangeToString(const std::string& start, const std::string& end,
+                                           const Schema& schema) const {
+  std::string cols;
+  for (size_t i = 0; i < range_columns_.size(); i++) cols += (i ? ", " : "") + range_columns_[i];
+  const bool tuple = range_columns_.size() > 1;
+  if (tuple) cols = "(" + cols + ")";
+  auto side = [&](const std::string& key, const char* op) {
+    Arena arena;
+    std::vector<Cell> cells;
+    std::string value;
+    if (DecodeRangeKey(Slice(key), schema, &arena, &cells).ok()) {
+      for (size_t i = 0; i < cells.size(); i++) value += (i ? ", " : "") + ValueText(cells[i]);
+      if (tuple) value = "(" + value + ")";
+    } else {
+      value = Printable(key);
+    }
+    return cols + " " + op + " " + value;
+  };
+  std::string out;
+  if (!start.empty()) out = side(start, ">=");
+  if (!end.empty()) out += (out.empty() ? "" : " AND ") + side(end, "<");
+  return out;
+}
+
+std::string PartitionSchema::PartitionToString(const Partition& p, const Schema& schema) const {
+  std::string out;
+  for (size_t d = 0; d < hash_dims_.size() && d < p.hash_buckets.size(); d++) {
+    std::string cols;
+    for (size_t i = 0; i < hash_dims_[d].columns.size(); i++) {
+      cols += (i ? ", " : "") + hash_dims_[d].columns[i];
+    }
+    out += (d ? ", " : "") + std::string("HASH(") + cols + ") bucket " +
+           std::to_string(p.hash_buckets[d]) + " of " + std::to_string(hash_dims_[d].num_buckets);
+  }
+  const std::string range = RangeToString(p.range_key_start, p.range_key_end, schema);
+  if (!range.empty()) out += (out.empty() ? "" : ", ") + range;
+  return out.empty() ? "all rows" : out;
 }
 
 }  // namespace nyala

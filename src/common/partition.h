@@ -115,7 +115,28 @@ class PartitionSchema {
   // RANGE_LOWER_BOUND rows each directly followed by a RANGE_UPPER_BOUND row.
   Result<std::vector<Partition>> CreatePartitions(const DecodedRowOps& rows) const;
 
+  // "HASH (k) PARTITIONS 4 SEED 0, RANGE (k)": the schema of the partitioning.
   std::string ToString() const;
+
+  // Typed, readable forms of partitions, for people (the CLI's describe, the master's
+  // web UI). `schema` is the table's schema (the one this was built for).
+  //
+  // Decodes an encoded range key (Partition::range_key_start/_end, not empty) into one
+  // cell per range column, in range-column order; strings point into `key` or `arena`.
+  // Corruption when `key` is not a whole encoding of the range columns.
+  Status DecodeRangeKey(Slice key, const Schema& schema, Arena* arena,
+                        std::vector<Cell>* cells) const;
+  // The range [start, end) of range keys as a condition on the range columns, with
+  // unbounded sides left out: "k >= 100 AND k < 200", "k < 100", "(a, b) >= (1, \"x\")"
+  // (a row comparison when there are several range columns); "" when both sides are
+  // unbounded. Values print as Cell::ToString, timestamps as ISO-8601 UTC in quotes; a
+  // key that does not decode prints as its bytes in hex (0x...).
+  std::string RangeToString(const std::string& start, const std::string& end,
+                            const Schema& schema) const;
+  // A whole partition: "HASH(k) bucket 2 of 4, k >= 100 AND k < 200" (buckets count
+  // from 0); "all rows" when nothing restricts it.
+  std::string PartitionToString(const Partition& p, const Schema& schema) const;
+
   friend bool operator==(const PartitionSchema& a, const PartitionSchema& b) {
     return a.hash_dims_ == b.hash_dims_ && a.range_columns_ == b.range_columns_;
   }

@@ -106,6 +106,9 @@ void Master::RegisterWebPages() {
     std::string& b = resp->body;
     b += "<h2>Tables</h2>";
     for (const TableSnapshot& t : catalog_->GetTableSnapshots()) {
+      // The catalog keeps deleted tables (marked TABLE_DELETED) to recognise their
+      // tablets reported later; they are gone for the user.
+      if (t.entry.state() == TABLE_DELETED) continue;
       b += "<h3>" + EscapeHtml(t.entry.name()) + "</h3><p>id " + EscapeHtml(t.id) + ", " +
            TableStateName(t.entry.state()) + ", " + std::to_string(t.entry.num_replicas()) +
            " replica(s)</p><p>Columns: ";
@@ -113,6 +116,16 @@ void Master::RegisterWebPages() {
         b += EscapeHtml(c.name()) + " " + DataTypePB_Name(c.type()) + (c.is_key() ? " KEY" : "") +
              (c.is_nullable() ? " NULLABLE" : "") + "; ";
       }
+      // Partitions as typed key ranges; the raw encoded keys only if the stored
+      // schema does not parse (it always should).
+      auto schema = Schema::FromPB(t.entry.schema());
+      Result<PartitionSchema> ps =
+          schema.ok() ? PartitionSchema::FromPB(t.entry.partition_schema(), *schema)
+                      : Result<PartitionSchema>(schema.status());
+      auto partition_text = [&](const Partition& p) {
+        return ps.ok() ? ps->PartitionToString(p, *schema) : p.ToString();
+      };
+      if (ps.ok()) b += "<br>Partitioning: " + EscapeHtml(ps->ToString());
       b += "</p><table><tr><th>Tablet</th><th>Partition</th><th>State</th><th>Leader</th>"
            "<th>Term</th><th>Replicas (role, term, committed / applied / last index)</th></tr>";
       for (const TabletSnapshot& tablet : t.tablets) {
@@ -122,7 +135,7 @@ void Master::RegisterWebPages() {
         b += "<tr><td>" +
              Link(leader ? WebUrl(*leader, "/tablet?id=" + server::UrlEncode(tablet.id)) : "",
                   EscapeHtml(tablet.id)) +
-             "</td><td>" + EscapeHtml(Partition::FromPB(tablet.entry.partition()).ToString()) +
+             "</td><td>" + EscapeHtml(partition_text(Partition::FromPB(tablet.entry.partition()))) +
              "</td><td>" + TabletStatePB_Name(tablet.entry.state()) + "</td><td>" +
              (tablet.leader_uuid.empty() ? std::string("none known")
                                          : EscapeHtml(tablet.leader_uuid)) +

@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "server/generic_service.h"
@@ -284,6 +286,38 @@ void CheckFlagfile(const std::string& path, int depth) {
     }
   }
 }
+
+// The group a flag is listed under in --help: the module that defines it
+// ("master", "rpc", ...; "logging" for glog's, "command-line parsing" for gflags'), never a
+// source path, which means nothing to someone who has only the binary.
+std::string FlagGroup(const std::string& file) {
+  if (file.find("gflags") != std::string::npos) return "command-line parsing";
+  const size_t src = file.rfind("src/");
+  if (src == std::string::npos) return "other";
+  std::string rest = file.substr(src + 4);
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos) return "logging";  // glog's src/logging.cc etc.
+  return rest.substr(0, slash);
+}
+
+// --help / --helpfull: the usage, then every flag by group and name, with its
+// description and default.
+void PrintHelp(const char* usage) {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  std::map<std::string, std::vector<const gflags::CommandLineFlagInfo*>> groups;
+  for (const auto& f : flags) groups[FlagGroup(f.filename)].push_back(&f);
+  printf("%s\n", usage);
+  for (auto& [group, list] : groups) {
+    std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->name < b->name; });
+    printf("\nFlags of %s:\n", group.c_str());
+    for (const auto* f : list) {
+      printf("  --%s (%s, default: %s)\n      %s\n", f->name.c_str(), f->type.c_str(),
+             f->default_value.empty() ? "\"\"" : f->default_value.c_str(), f->description.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
@@ -293,6 +327,14 @@ void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
     std::string a = (*argv)[i];
     if (a.rfind("--flagfile=", 0) == 0) CheckFlagfile(a.substr(11), 0);
     if (a.rfind("-flagfile=", 0) == 0) CheckFlagfile(a.substr(10), 0);
+  }
+  // gflags' own --help lists flags under their source files' paths: print ours.
+  for (int i = 1; i < *argc; i++) {
+    const std::string a = (*argv)[i];
+    if (a == "--help" || a == "-help" || a == "--helpfull" || a == "-helpfull") {
+      PrintHelp(usage);
+      exit(0);
+    }
   }
   gflags::ParseCommandLineFlags(argc, argv, true);
   if (FLAGS_log_dir.empty()) FLAGS_logtostderr = true;

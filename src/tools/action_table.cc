@@ -18,7 +18,8 @@ DEFINE_string(columns, "", "Comma-separated columns to show (default: all).");
 DEFINE_string(predicates, "",
               "Scan predicates as JSON, e.g. '[\"AND\", [\">=\", \"key\", 5], "
               "[\"IN\", \"host\", [\"a\", \"b\"]], [\"NOTNULL\", \"v\"]]'. Operators: = < <= > >= "
-              "IN NULL NOTNULL.");
+              "IN NULL NOTNULL. Values as in JSON rows: UNIXTIME_MICROS an ISO-8601 string "
+              "(\"2023-11-14T22:13:21Z\") or an integer, BINARY base64.");
 DEFINE_int64(limit, 0, "Stop after this many rows (0: no limit).");
 DEFINE_string(replica_selection, "LEADER",
               "Which replica of each tablet is read: LEADER (linearizable: every write "
@@ -26,8 +27,14 @@ DEFINE_string(replica_selection, "LEADER",
               "from the writes it has applied: committed ones only, but possibly not the "
               "latest; it also answers while the tablet has no leader).");
 DEFINE_string(file, "",
-              "Input rows: a .csv file (header line of column names) or a .jsonl "
-              "file (one JSON object per line); '-' reads CSV from stdin.");
+              "Input rows: a .csv file (header line of column names), or a .jsonl/.json "
+              "file holding JSON Lines (one object per line) or a JSON array of objects "
+              "(what 'table scan --format=json' prints); '-' reads standard input, JSON "
+              "when it starts with '[' or '{', else CSV.");
+DEFINE_string(timestamp_format, "iso8601",
+              "How UNIXTIME_MICROS values print: iso8601 (UTC with microseconds, "
+              "2023-11-14T22:13:21.000000Z) or micros (the integer of microseconds since "
+              "1970-01-01 UTC).");
 DEFINE_string(name_filter, "", "Only tables whose name contains this.");
 DEFINE_int32(max_errors_shown, 20, "Row errors printed before the rest are only counted.");
 DECLARE_int64(timeout_ms);
@@ -39,6 +46,10 @@ using nlohmann::json;
 
 namespace {
 
+Result<TimestampFormat> TimestampFormatFlag() {
+  return ParseTimestampFormat(FLAGS_timestamp_format);
+}
+
 Status ListTables(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
@@ -49,31 +60,129 @@ Status ListTables(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
+// The table's ranges, in order, as the spec's range_partition: the columns, the split
+// points and the bounds (split points cut a bound into ranges). From the partitions of
+// the first hash bucket combination, which hold every range once.
+struct RangeLayout {
+  std::vector<std::pair<std::string, std::string>> ranges;  // encoded [start, end)
+  std::vector<std::string> splits;
+  std::vector<std::pair<std::string, std::string>> bounds;
+};
+
+RangeLayout RangesOf(const std::vector<client::TabletInfo>& tablets) {
+  RangeLayout r;
+  if (tablets.empty()) return r;
+  const std::vector<int32_t>& first = tablets[0].partition.hash_buckets;
+  for (const auto& t : tablets) {
+    if (t.partition.hash_buckets != first) continue;
+    r.ranges.emplace_back(t.partition.range_key_start, t.partition.range_key_end);
+  }
+  for (size_t i = 0; i < r.ranges.size(); i++) {
+    const auto& [start, end] = r.ranges[i];
+    if (i > 0 && !start.empty() && r.bounds.back().second == start) {
+      r.splits.push_back(start);
+      r.bounds.back().second = end;
+    } else {
+      r.bounds.emplace_back(start, end);
+    }
+  }
+  return r;
+}
+
 Status DescribeTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(TimestampFormat ts, TimestampFormatFlag());
   ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
+  ASSIGN_OR_RETURN(auto tablets, client->ListTabletsOfTable(table->name()));
   const Schema& schema = table->schema();
+  const PartitionSchema& ps = table->partition_schema();
   TableOutput out({"column", "type", "key", "nullable", "default"});
   for (int i = 0; i < schema.num_columns(); i++) {
     const ColumnSchema& c = schema.column(i);
-    std::string def = c.default_value().has_value() ? CellToText(c.default_value().cell()) : "";
+    std::string def = c.default_value().has_value() ? CellToText(c.default_value().cell(), ts) : "";
     out.AddRow({c.name(), DataTypeName(c.type()), schema.is_key_column(i) ? "yes" : "no",
                 c.is_nullable() ? "yes" : "no", def},
                {c.name(), DataTypeName(c.type()), schema.is_key_column(i), c.is_nullable(),
-                c.default_value().has_value() ? CellToJson(c.default_value().cell()) : json()});
+                c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts) : json()});
   }
+  const RangeLayout ranges = RangesOf(tablets);
   if (format == OutputFormat::kJson) {
+    // A range key as the spec's array of values ([] = unbounded).
+    auto values = [&](const std::string& key) {
+      json arr = json::array();
+      if (key.empty()) return arr;
+      Arena arena;
+      std::vector<Cell> cells;
+      if (!ps.DecodeRangeKey(Slice(key), schema, &arena, &cells).ok()) return json(nullptr);
+      for (const Cell& c : cells) arr.push_back(CellToJson(c, ts));
+      return arr;
+    };
+    json hash = json::array();
+    for (const HashDimension& d : ps.hash_dimensions()) {
+      hash.push_back({{"columns", d.columns}, {"buckets", d.num_buckets}, {"seed", d.seed}});
+    }
+    // hash_partitions and range_partition in the form of a table spec; the ranges
+    // (bounds cut at the split points) and each tablet's partition as text.
+    json range = {
+        {"columns", ps.range_columns()}, {"splits", json::array()}, {"bounds", json::array()}};
+    json range_texts = json::array();
+    for (const auto& s : ranges.splits) range["splits"].push_back(values(s));
+    for (const auto& [lower, upper] : ranges.bounds) {
+      range["bounds"].push_back({{"lower", values(lower)}, {"upper", values(upper)}});
+    }
+    for (const auto& [lower, upper] : ranges.ranges) {
+      range_texts.push_back(ps.RangeToString(lower, upper, schema));
+    }
+    json tablets_json = json::array();
+    for (const auto& t : tablets) {
+      tablets_json.push_back({{"tablet_id", t.tablet_id},
+                              {"hash_buckets", t.partition.hash_buckets},
+                              {"partition", ps.PartitionToString(t.partition, schema)}});
+    }
     json j = {{"name", table->name()},
               {"id", table->id()},
               {"num_replicas", table->num_replicas()},
-              {"partitioning", table->partition_schema().ToString()},
+              {"partitioning", ps.ToString()},
+              {"hash_partitions", hash},
+              {"range_partition", range},
+              {"ranges", range_texts},
+              {"tablets", tablets_json},
               {"columns", json::parse(out.Render(OutputFormat::kJson))}};
     printf("%s\n", DumpJson(j).c_str());
     return Status::OK();
   }
-  printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n\n", table->name().c_str(),
-         table->id().c_str(), table->num_replicas(), table->partition_schema().ToString().c_str());
+  printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n", table->name().c_str(),
+         table->id().c_str(), table->num_replicas(), ps.ToString().c_str());
+  if (!ps.range_columns().empty()) {
+    auto joined = [&](const std::vector<std::pair<std::string, std::string>>& rs) {
+      std::string s;
+      for (const auto& [lower, upper] : rs) {
+        const std::string r = ps.RangeToString(lower, upper, schema);
+        s += (s.empty() ? "" : "; ") + (r.empty() ? std::string("unbounded") : r);
+      }
+      return s;
+    };
+    std::string splits;
+    for (const auto& sp : ranges.splits) {
+      // A split point is where a range starts: print it as that range's lower side.
+      std::string r = ps.RangeToString(sp, "", schema);
+      const size_t at = r.find(">= ");
+      splits += (splits.empty() ? "" : "; ") + (at == std::string::npos ? r : r.substr(at + 3));
+    }
+    printf("Range bounds: %s\nRange split points: %s\nRanges:\n", joined(ranges.bounds).c_str(),
+           splits.empty() ? "none" : splits.c_str());
+    for (const auto& r : ranges.ranges) {
+      const std::string text = ps.RangeToString(r.first, r.second, schema);
+      printf("  %s\n", text.empty() ? "unbounded" : text.c_str());
+    }
+  }
+  printf("Tablets (%zu%s):\n", tablets.size(),
+         ps.hash_dimensions().empty() ? "" : "; hash buckets count from 0");
+  for (const auto& t : tablets) {
+    printf("  %s  %s\n", t.tablet_id.c_str(), ps.PartitionToString(t.partition, schema).c_str());
+  }
+  printf("\n");
   out.Print(format);
   return Status::OK();
 }
@@ -151,13 +260,13 @@ Status CountRows(const std::vector<std::string>& args) {
 }
 
 template <typename Output>
-void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, Output* out) {
+void AddRowOutput(const ScanBatch::RowPtr& row, int ncols, TimestampFormat ts, Output* out) {
   std::vector<std::string> text;
   std::vector<json> values;
   for (int c = 0; c < ncols; c++) {
     Cell cell = row.cell(c);
-    text.push_back(CellToText(cell));
-    values.push_back(CellToJson(cell));
+    text.push_back(CellToText(cell, ts));
+    values.push_back(CellToJson(cell, ts));
   }
   out->AddRow(std::move(text), std::move(values));
 }
@@ -174,6 +283,7 @@ std::vector<std::string> ColumnNames(const Schema& s) {
 Status ScanTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(TimestampFormat ts, TimestampFormatFlag());
   ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
   client::Scanner scanner(table);
   Arena arena;
@@ -188,7 +298,7 @@ Status ScanTable(const std::vector<std::string>& args) {
       out = std::make_unique<StreamingOutput>(ColumnNames(batch.projection_schema()), format);
     }
     const int ncols = batch.projection_schema().num_columns();
-    for (int i = 0; i < batch.num_rows(); i++) AddRowOutput(batch.row(i), ncols, out.get());
+    for (int i = 0; i < batch.num_rows(); i++) AddRowOutput(batch.row(i), ncols, ts, out.get());
     out->EndBatch();
   }
   if (!s.ok()) {
@@ -212,6 +322,7 @@ Status ScanTable(const std::vector<std::string>& args) {
 Status GetRows(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
+  ASSIGN_OR_RETURN(TimestampFormat ts, TimestampFormatFlag());
   ASSIGN_OR_RETURN(auto table, client->OpenTable(args[1]));
   const Schema& schema = table->schema();
   const size_t nkeys = size_t(schema.num_key_columns());
@@ -244,7 +355,7 @@ Status GetRows(const std::vector<std::string>& args) {
       fprintf(stderr, "not found: %s\n", keys[i].view().ToString().c_str());
       continue;
     }
-    AddRowOutput(*row, int(cols.size()), &out);
+    AddRowOutput(*row, int(cols.size()), ts, &out);
   }
   out.Print(format);
   if (missing == result.num_keys()) return Status::NotFound("no row has the given key");
@@ -273,6 +384,8 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     fseek(in, 0, SEEK_END);
     total_bytes = ftell(in);
     fseek(in, 0, SEEK_SET);
+  } else {
+    fmt = RowReader::SniffFormat(stdin);
   }
   std::unique_ptr<FILE, int (*)(FILE*)> closer(in == stdin ? nullptr : in, &fclose);
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
@@ -297,7 +410,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     bool overflow = false;
     session->GetPendingErrors(&errors, &overflow);
     for (auto& e : errors) {
-      report("line " + std::to_string(e->failed_op().tag()) + ": " + e->status().ToString());
+      report(reader.Where(e->failed_op().tag()) + ": " + e->status().ToString());
     }
     if (overflow && !errors_dropped) {
       errors_dropped = true;
@@ -335,7 +448,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     }
     if (!set_status.ok()) {
       bad_lines++;
-      report("line " + std::to_string(reader.line_number()) + ": " + set_status.message());
+      report(reader.Where(reader.line_number()) + ": " + set_status.message());
       continue;
     }
     op->set_tag(reader.line_number());
@@ -345,7 +458,7 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
     // error refused the row before it reached the session.
     if (!s.ok() && TotalOutcomes(session->GetWriteCounts()) <= applied) {
       bad_lines++;
-      report("line " + std::to_string(reader.line_number()) + ": " + s.ToString());
+      report(reader.Where(reader.line_number()) + ": " + s.ToString());
       continue;
     }
     applied++;
@@ -389,14 +502,24 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
 
 void RegisterTableActions() {
   auto& a = AllActions();
+  const std::string kRowInputHelp =
+      std::string(
+          "Input (--file): CSV, with a header line naming the columns, one row per line;\n"
+          "or JSON: JSON Lines (one object per line, column name -> value) or one JSON\n"
+          "array of such objects, as 'table scan --format=json' prints it, so a scan's\n"
+          "output loads as it is. A column left out gets its default (or NULL). Each bad\n"
+          "line (or array element) is reported with its number and skipped; the rest\n"
+          "are written.\n\n") +
+      kValueFormsHelp;
   const std::string m = "<master_addresses>";
   a.push_back(
       {"table", "list", "List the tables.", m, {"name_filter", "format"}, 1, 1, ListTables});
   a.push_back({"table",
                "describe",
-               "Show a table's columns, partitioning and replication.",
+               "Show a table's columns, partitioning (range bounds, split points and every "
+               "tablet's partition, as typed key ranges) and replication.",
                m + " <table>",
-               {"format"},
+               {"format", "timestamp_format"},
                2,
                2,
                DescribeTable});
@@ -419,23 +542,28 @@ void RegisterTableActions() {
                2,
                2,
                CountRows});
-  a.push_back({"table",
-               "scan",
-               "Print a table's rows, each batch as it arrives (any result size, little "
-               "memory); a scan that fails midway has printed the rows before the failure.",
-               m + " <table>",
-               {"columns", "predicates", "limit", "format", "replica_selection"},
-               2,
-               2,
-               ScanTable});
+  a.push_back(
+      {"table",
+       "scan",
+       "Print a table's rows, each batch as it arrives (any result size, little "
+       "memory); a scan that fails midway has printed the rows before the failure.",
+       m + " <table>",
+       {"columns", "predicates", "limit", "format", "timestamp_format", "replica_selection"},
+       2,
+       2,
+       ScanTable,
+       std::string("--format=json prints one JSON array of objects (column name -> "
+                   "value), which 'table insert --file=x.json' reads back.\n\n") +
+           kValueFormsHelp});
   a.push_back({"table",
                "get",
                "Look rows up by primary key (key values in key-column order).",
                m + " <table> <key>...",
-               {"columns", "format", "replica_selection"},
+               {"columns", "format", "timestamp_format", "replica_selection"},
                3,
                -1,
-               GetRows});
+               GetRows,
+               std::string("Key values take the text forms below.\n\n") + kValueFormsHelp});
   a.push_back({"table",
                "insert",
                "Insert rows from --file; reports each bad line.",
@@ -446,7 +574,8 @@ void RegisterTableActions() {
                [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kInsert);
-               }});
+               },
+               kRowInputHelp});
   a.push_back({"table",
                "upsert",
                "Insert or replace rows from --file.",
@@ -457,7 +586,8 @@ void RegisterTableActions() {
                [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kUpsert);
-               }});
+               },
+               kRowInputHelp});
   a.push_back({"table",
                "delete_rows",
                "Delete the rows whose keys are in --file.",
@@ -468,7 +598,8 @@ void RegisterTableActions() {
                [](const std::vector<std::string>& args) {
                  return WriteRows(args, client::Session::FlushMode::kAutoFlushBackground,
                                   RowOpType::kDelete);
-               }});
+               },
+               kRowInputHelp});
 }
 
 }  // namespace nyala::tools

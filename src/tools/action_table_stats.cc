@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "client/client.h"
 #include "common/partition.h"
 #include "tools/cluster_admin.h"
 #include "tools/tool_action.h"
@@ -43,6 +44,15 @@ Status TableStatistics(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto admin,
                    AdminClient::Create(args[0], MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
   ASSIGN_OR_RETURN(master::GetTableStatisticsResponsePB st, admin->GetTableStatistics(args[1]));
+  // Partitions as typed key ranges, from the table's schema; as encoded keys if the
+  // table cannot be opened (dropped meanwhile, say).
+  ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
+  Result<std::shared_ptr<client::Table>> table = client->OpenTable(args[1]);
+  auto partition_text = [&](const PartitionPB& pb) {
+    const Partition p = Partition::FromPB(pb);
+    if (!table.ok()) return p.ToString();
+    return (*table)->partition_schema().PartitionToString(p, (*table)->schema());
+  };
   if (format == OutputFormat::kJson) {
     json tablets = json::array();
     for (const auto& t : st.tablets()) {
@@ -56,7 +66,7 @@ Status TableStatistics(const std::vector<std::string>& args) {
                             {"live_row_count", r.has_stats() ? json(r.live_row_count()) : json()}});
       }
       tablets.push_back({{"tablet_id", t.tablet_id()},
-                         {"partition", Partition::FromPB(t.partition()).ToString()},
+                         {"partition", partition_text(t.partition())},
                          {"on_disk_size", t.has_stats() ? json(t.on_disk_size()) : json()},
                          {"live_row_count", t.has_stats() ? json(t.live_row_count()) : json()},
                          {"replicas", replicas}});
@@ -84,7 +94,7 @@ Status TableStatistics(const std::vector<std::string>& args) {
       auto rows_text = [&](bool has, int64_t v) {
         return has ? std::to_string(v) : std::string(csv ? "" : "-");
       };
-      out.AddRow({t.tablet_id(), Partition::FromPB(t.partition()).ToString(),
+      out.AddRow({t.tablet_id(), partition_text(t.partition()),
                   size_text(t.has_stats(), t.on_disk_size()),
                   rows_text(t.has_stats(), t.live_row_count()), r.ts_uuid(), Address(r.ts_info()),
                   master::ReplicaRolePB_Name(r.role()) + (r.ts_live() ? "" : " (dead)"),

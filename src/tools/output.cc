@@ -46,6 +46,9 @@ Result<json> ParseJson(const std::string& text, const std::string& what) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     return Status::InvalidArgument(what + " is not valid JSON: " + e.what());
+  } catch (const json::exception& e) {
+    // E.g. out_of_range for a number beyond a double ("1e400").
+    return Status::InvalidArgument(what + " is not usable JSON: " + e.what());
   }
 }
 

@@ -19,8 +19,106 @@ Result<RowReader::Format> RowReader::FormatForPath(const std::string& path) {
                                  ": name it *.csv or *.jsonl");
 }
 
+RowReader::Format RowReader::SniffFormat(FILE* in) {
+  const int c = fgetc(in);
+  if (c == EOF) return Format::kCsv;
+  ungetc(c, in);
+  return c == '[' || c == '{' ? Format::kJsonLines : Format::kCsv;
+}
+
+std::string RowReader::Where(int64_t n) const {
+  return (in_array_ ? "element " : "line ") + std::to_string(n);
+}
+
 RowReader::RowReader(FILE* in, Format format, const Schema* schema)
     : in_(in), format_(format), schema_(schema) {}
+
+int RowReader::GetChar() {
+  const int c = fgetc(in_);
+  if (c != EOF) {
+    bytes_++;
+    if (c == '\n') line_no_++;
+  }
+  return c;
+}
+
+Status RowReader::NextArrayElement(std::string* text) {
+  text->clear();
+  auto skip_space = [&] {
+    int c;
+    do {
+      c = GetChar();
+    } while (c == ' ' || c == '\t' || c == '\n' || c == '\r');
+    return c;
+  };
+  auto fatal = [&](const std::string& why) {
+    array_done_ = true;
+    return Status::InvalidArgument(Where(element_no_) + ": " + why);
+  };
+  int c = skip_space();
+  if (element_no_ > 0) {  // after an element: ',' or ']'
+    if (c == ']') {
+      array_done_ = true;
+      c = skip_space();
+      if (c != EOF) {
+        element_no_++;
+        return fatal("unexpected text after the end of the JSON array");
+      }
+      return Status::EndOfFile("end of input");
+    }
+    element_no_++;
+    if (c == EOF) return fatal("the JSON array ends without ']' (the input is cut short)");
+    if (c != ',') return fatal("expected ',' or ']' after an element of the JSON array");
+    c = skip_space();
+  } else {
+    element_no_++;
+    if (c == ']') {  // an empty array
+      array_done_ = true;
+      element_no_ = 0;
+      return Status::EndOfFile("end of input");
+    }
+  }
+  if (c == EOF) return fatal("the JSON array ends without ']' (the input is cut short)");
+  // One value: up to the ',' or ']' at depth 0, outside strings.
+  int depth = 0;
+  bool in_string = false, escape = false;
+  while (c != EOF) {
+    if (in_string) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) break;  // the array's own ']'
+      depth--;
+    } else if (c == ',' && depth == 0) {
+      break;
+    }
+    text->push_back(char(c));
+    if (!in_string && depth == 0 && (c == '}' || c == ']')) {
+      c = GetChar();
+      break;
+    }
+    c = GetChar();
+  }
+  if (c == EOF && (depth > 0 || in_string)) {
+    return fatal("the JSON array ends inside an element (the input is cut short)");
+  }
+  // Put back the character after the element for the next call.
+  if (c != EOF) {
+    if (c == '\n') line_no_--;
+    bytes_--;
+    ungetc(c, in_);
+  }
+  return Status::OK();
+}
 
 bool RowReader::ReadLine(std::string* line) {
   line->clear();
@@ -95,6 +193,31 @@ Status RowReader::ReadHeader() {
 
 Status RowReader::Next(Row* row) {
   if (format_ == Format::kCsv && !header_done_) RETURN_NOT_OK(ReadHeader());
+  if (format_ == Format::kJsonLines && !sniffed_) {
+    sniffed_ = true;
+    int c;
+    std::string space;
+    while ((c = fgetc(in_)) == ' ' || c == '\t' || c == '\n' || c == '\r') space += char(c);
+    if (c == '[') {
+      in_array_ = true;
+      bytes_ += int64_t(space.size()) + 1;
+      for (char s : space) line_no_ += s == '\n';
+    } else {
+      // JSON Lines: give back what was read (blank lines are skipped below anyway).
+      if (c != EOF) ungetc(c, in_);
+      for (char s : space) line_no_ += s == '\n';
+      bytes_ += int64_t(space.size());
+    }
+  }
+  if (in_array_) {
+    if (array_done_) return Status::EndOfFile("end of input");
+    std::string text;
+    RETURN_NOT_OK(NextArrayElement(&text));
+    row->Clear();
+    Status s = ParseJsonLine(text, row);
+    if (!s.ok()) return Status::InvalidArgument(Where(element_no_) + ": " + s.message());
+    return Status::OK();
+  }
   std::string line;
   while (true) {
     if (!ReadLine(&line)) return Status::EndOfFile("end of input");
@@ -129,7 +252,7 @@ Status RowReader::ParseCsv(const std::string& line, Row* row) {
 }
 
 Status RowReader::ParseJsonLine(const std::string& line, Row* row) {
-  ASSIGN_OR_RETURN(json j, ParseJson(line, "the line"));
+  ASSIGN_OR_RETURN(json j, ParseJson(line, in_array_ ? "the element" : "the line"));
   if (!j.is_object()) return Status::InvalidArgument("expected a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     auto idx = schema_->ColumnIndex(it.key());

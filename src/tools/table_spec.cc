@@ -58,10 +58,14 @@ Fields (any other field is an error, named by its path, e.g. columns[2].type):
                    default --default_num_replicas (3), both flags of the master. A
                    table needs that many live tablet servers.
 
-Values in default, splits and bounds: BOOL true or false; the integer types and
-UNIXTIME_MICROS a JSON integer (or a string holding one); FLOAT and DOUBLE a JSON
-number (or a string holding one); STRING and BINARY a JSON string; null only as the
-default of a nullable column.
+Values in default, splits and bounds: BOOL true or false; the integer types a JSON
+integer (or a string holding one); UNIXTIME_MICROS a JSON integer of microseconds
+since 1970-01-01 UTC or an ISO-8601 string ("2023-11-14T22:13:21.5Z", with Z or an
+offset like +01:00); FLOAT and DOUBLE a JSON number, or a string holding one or
+"NaN", "Infinity", "-Infinity"; STRING a JSON string; BINARY a JSON string of its
+bytes in standard base64 with = padding ("AP8=" is 0x00 0xff); null only as the
+default of a nullable column. 'nyala table describe --format=json' prints a table's
+hash_partitions and range_partition in this form.
 
 The table gets one tablet per range and combination of hash buckets (one bucket of
 every dimension), at most 100000 in all.)";

@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "common/test_util.h"
 #include "tools/cluster_admin.h"
@@ -69,6 +71,189 @@ TEST(ValueParseTest, JsonAndBack) {
   EXPECT_EQ(CellToText(Cell::Null(DataType::kString)), "NULL");
   EXPECT_TRUE(ParseTypeName("string").ok());
   EXPECT_NE(ParseTypeName("STRNG").status().message().find("expected one of"), std::string::npos);
+}
+
+// Every type survives print → parse, through JSON (what scan --format=json prints and
+// insert reads) and through text (CSV): NaN and infinities (not null), bytes that are
+// not UTF-8 (base64 in JSON), timestamps before 1970 and at the ends of int64, NULL.
+TEST(ValueParseTest, EveryTypeRoundTripsThroughJsonAndText) {
+  Arena arena;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const float finf = std::numeric_limits<float>::infinity();
+  const std::string bytes("\x00\xff\xfe\"\\\n\x80zz", 9);
+  struct Case {
+    DataType type;
+    std::vector<Cell> cells;
+  };
+  std::vector<Case> cases = {
+      {DataType::kBool, {Cell::Bool(true), Cell::Bool(false)}},
+      {DataType::kInt8, {Cell::Int8(-128), Cell::Int8(127)}},
+      {DataType::kInt16, {Cell::Int16(-32768), Cell::Int16(32767)}},
+      {DataType::kInt32, {Cell::Int32(INT32_MIN), Cell::Int32(INT32_MAX)}},
+      {DataType::kInt64, {Cell::Int64(INT64_MIN), Cell::Int64(INT64_MAX), Cell::Int64(0)}},
+      {DataType::kFloat,
+       {Cell::Float(5.7f), Cell::Float(finf), Cell::Float(-finf), Cell::Float(float(nan)),
+        Cell::Float(std::numeric_limits<float>::max()),
+        Cell::Float(std::numeric_limits<float>::denorm_min()), Cell::Float(-0.0f)}},
+      {DataType::kDouble,
+       {Cell::Double(0.1), Cell::Double(inf), Cell::Double(-inf), Cell::Double(nan),
+        Cell::Double(std::numeric_limits<double>::max()),
+        Cell::Double(std::numeric_limits<double>::denorm_min()), Cell::Double(1.0 / 3)}},
+      {DataType::kString, {Cell::String(Slice("héllo, \"w\"")), Cell::String(Slice(""))}},
+      {DataType::kBinary,
+       {Cell::Binary(Slice(bytes)), Cell::Binary(Slice("")), Cell::Binary(Slice("a")),
+        Cell::Binary(Slice("ab"))}},
+      {DataType::kUnixtimeMicros,
+       {Cell::UnixtimeMicros(1700000001000000), Cell::UnixtimeMicros(-1),
+        Cell::UnixtimeMicros(-62135596800000001), Cell::UnixtimeMicros(-62167219200000001),
+        Cell::UnixtimeMicros(INT64_MIN), Cell::UnixtimeMicros(INT64_MAX), Cell::UnixtimeMicros(0)}},
+  };
+  auto same = [](const Cell& a, const Cell& b) {
+    if (a.is_null() || b.is_null()) return a.is_null() == b.is_null();
+    switch (a.type()) {
+      case DataType::kFloat:
+        return (std::isnan(a.float_value()) && std::isnan(b.float_value())) ||
+               (a.float_value() == b.float_value() &&
+                std::signbit(a.float_value()) == std::signbit(b.float_value()));
+      case DataType::kDouble:
+        return (std::isnan(a.double_value()) && std::isnan(b.double_value())) ||
+               (a.double_value() == b.double_value() &&
+                std::signbit(a.double_value()) == std::signbit(b.double_value()));
+      case DataType::kString:
+      case DataType::kBinary:
+        return a.slice_value().ToString() == b.slice_value().ToString();
+      default:
+        return a.int_value() == b.int_value();
+    }
+  };
+  for (auto& c : cases) {
+    ColumnSchema col("c", c.type, /*is_nullable=*/true);
+    c.cells.push_back(Cell::Null(c.type));
+    for (TimestampFormat ts : {TimestampFormat::kIso8601, TimestampFormat::kMicros}) {
+      for (const Cell& cell : c.cells) {
+        SCOPED_TRACE(std::string(DataTypeName(c.type)) + " " + cell.ToString());
+        // JSON: through its text, as a file carries it.
+        const std::string text = DumpJson(json{{"c", CellToJson(cell, ts)}});
+        if (!cell.is_null()) {
+          EXPECT_EQ(text.find("null"), std::string::npos) << text;
+        }
+        auto back = ParseCellJson(col, json::parse(text)["c"], &arena);
+        ASSERT_OK(back.status());
+        EXPECT_TRUE(same(cell, *back)) << text << " read back as " << back->ToString();
+        if (cell.is_null()) continue;
+        // Text (CSV fields, command-line words).
+        const std::string t = CellToText(cell, ts);
+        auto from_text = ParseCellText(col, t, &arena);
+        ASSERT_OK(from_text.status());
+        EXPECT_TRUE(same(cell, *from_text)) << t << " read back as " << from_text->ToString();
+      }
+    }
+  }
+}
+
+TEST(ValueParseTest, LosslessJsonForms) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(CellToJson(Cell::Double(std::nan(""))), json("NaN"));
+  EXPECT_EQ(CellToJson(Cell::Double(inf)), json("Infinity"));
+  EXPECT_EQ(CellToJson(Cell::Float(-float(inf))), json("-Infinity"));
+  EXPECT_EQ(CellToJson(Cell::Double(-0.5)), json(-0.5));
+  EXPECT_EQ(CellToJson(Cell::Binary(Slice(std::string("\x00\xff", 2)))), json("AP8="));
+  EXPECT_EQ(CellToJson(Cell::Binary(Slice("Man"))), json("TWFu"));
+  EXPECT_EQ(CellToJson(Cell::UnixtimeMicros(1700000001000000)),
+            json("2023-11-14T22:13:21.000000Z"));
+  EXPECT_EQ(CellToJson(Cell::UnixtimeMicros(1700000001000000), TimestampFormat::kMicros),
+            json(1700000001000000));
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-1)), "1969-12-31T23:59:59.999999Z");
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-1), TimestampFormat::kMicros), "-1");
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(951782400123456)), "2000-02-29T00:00:00.123456Z");
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-62135596800000001)), "0000-12-31T23:59:59.999999Z");
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(-62167219200000001)), "-0001-12-31T23:59:59.999999Z");
+  EXPECT_EQ(CellToText(Cell::UnixtimeMicros(INT64_MAX)), "+294247-01-10T04:00:54.775807Z");
+  EXPECT_EQ(CellToText(Cell::Double(-inf)), "-Infinity");
+  EXPECT_FALSE(ParseTimestampFormat("seconds").ok());
+  EXPECT_EQ(*Base64Decode("AP8="), std::string("\x00\xff", 2));
+  EXPECT_EQ(*Base64Decode(""), "");
+  for (const char* bad : {"AP8", "AP=8", "A*8=", "AP9=", "AP8=AP8="}) {
+    EXPECT_FALSE(Base64Decode(bad).ok()) << bad;
+  }
+}
+
+TEST(ValueParseTest, TimestampInput) {
+  Arena arena;
+  ColumnSchema t("t", DataType::kUnixtimeMicros);
+  auto micros = [&](const std::string& s) -> int64_t {
+    auto c = ParseCellText(t, s, &arena);
+    EXPECT_OK(c.status());
+    return c.ok() ? c->int_value() : -42;
+  };
+  EXPECT_EQ(micros("2023-11-14T22:13:21.000000Z"), 1700000001000000);
+  EXPECT_EQ(micros("2023-11-14T22:13:21Z"), 1700000001000000);
+  EXPECT_EQ(micros("2023-11-14 22:13:21.5Z"), 1700000001500000);
+  EXPECT_EQ(micros("2023-11-14T23:13:21+01:00"), 1700000001000000);
+  EXPECT_EQ(micros("1969-12-31T23:59:59.999999Z"), -1);
+  EXPECT_EQ(micros("1700000001000000"), 1700000001000000);
+  EXPECT_EQ(micros("-1"), -1);
+  for (const char* bad :
+       {"2023-11-14T22:13:21", "2023-11-14", "2023-13-01T00:00:00Z", "2023-02-29T00:00:00Z",
+        "2023-11-14T24:00:00Z", "2023-11-14T22:13:21.1234567Z", "+300000-01-01T00:00:00Z",
+        "2023-11-14T22:13:21Zjunk", "yesterday"}) {
+    Status s = ParseCellText(t, bad, &arena).status();
+    EXPECT_TRUE(s.IsInvalidArgument()) << bad;
+    EXPECT_NE(s.message().find("column 't'"), std::string::npos) << s.ToString();
+  }
+  EXPECT_NE(ParseCellText(t, "2023-11-14T22:13:21", &arena).status().message().find("Z for UTC"),
+            std::string::npos);
+  // JSON: the ISO string or a number.
+  EXPECT_EQ(ParseCellJson(t, json("1970-01-01T00:00:01Z"), &arena)->int_value(), 1000000);
+  EXPECT_EQ(ParseCellJson(t, json(-7), &arena)->int_value(), -7);
+}
+
+// Out of range is an error, for FLOAT and DOUBLE and the integers, in text and JSON;
+// infinity written as such stays allowed.
+TEST(ValueParseTest, OutOfRangeIsAnError) {
+  Arena arena;
+  ColumnSchema f("f", DataType::kFloat);
+  ColumnSchema d("d", DataType::kDouble);
+  for (const char* bad : {"1e40", "-1e40", "3.5e38", "1e-50"}) {
+    Status s = ParseCellText(f, bad, &arena).status();
+    EXPECT_TRUE(s.IsInvalidArgument()) << bad;
+    EXPECT_NE(s.message().find("out of range"), std::string::npos) << s.ToString();
+  }
+  EXPECT_NE(ParseCellText(f, "1e40", &arena).status().message().find("column 'f': '1e40'"),
+            std::string::npos);
+  EXPECT_FALSE(ParseCellJson(f, json(1e40), &arena).ok());
+  EXPECT_FALSE(ParseCellJson(f, json::parse("1e40"), &arena).ok());
+  // A number beyond a double fails the parse (it does not throw).
+  auto huge = ParseJson("{\"d\": 1e400}", "the line");
+  EXPECT_TRUE(huge.status().IsInvalidArgument());
+  EXPECT_NE(huge.status().message().find("1e400"), std::string::npos) << huge.status().ToString();
+  EXPECT_FALSE(ParseCellText(d, "1e400", &arena).ok());
+  EXPECT_FALSE(ParseCellText(d, "1e-400", &arena).ok());
+  EXPECT_EQ(ParseCellText(f, "3.4028235e38", &arena)->float_value(),
+            std::numeric_limits<float>::max());
+  for (const char* word : {"inf", "Infinity", "INF", "+inf"}) {
+    EXPECT_TRUE(std::isinf(ParseCellText(f, word, &arena)->float_value())) << word;
+    EXPECT_GT(ParseCellText(d, word, &arena)->double_value(), 0) << word;
+  }
+  EXPECT_LT(ParseCellText(d, "-Infinity", &arena)->double_value(), 0);
+  EXPECT_TRUE(std::isnan(ParseCellJson(f, json("NaN"), &arena)->float_value()));
+  EXPECT_FALSE(ParseCellText(d, "nope", &arena).ok());
+  EXPECT_FALSE(ParseCellText(d, " 1", &arena).ok());
+  ColumnSchema i64("i", DataType::kInt64);
+  ColumnSchema i16("s", DataType::kInt16);
+  EXPECT_NE(
+      ParseCellText(i64, "9223372036854775808", &arena).status().message().find("out of range"),
+      std::string::npos);
+  EXPECT_NE(ParseCellText(i16, "40000", &arena).status().message().find("out of range"),
+            std::string::npos);
+  EXPECT_NE(ParseCellJson(i64, json::parse("100000000000000000000"), &arena)
+                .status()
+                .message()
+                .find("out of range"),
+            std::string::npos);
+  EXPECT_NE(ParseCellJson(i64, json(1.5), &arena).status().message().find("not an integer"),
+            std::string::npos);
 }
 
 TEST(TableSpecTest, ParsesFullSpec) {
@@ -205,6 +390,82 @@ TEST(RowInputTest, JsonLines) {
   s = reader.Next(&row);
   EXPECT_NE(s.message().find("line 3"), std::string::npos) << s.ToString();
   EXPECT_TRUE(reader.Next(&row).IsEndOfFile());
+  fclose(f);
+}
+
+// A JSON array of objects, as scan --format=json prints it (one line or spread over
+// many), reads row by row; a bad element is named by its number and skipped; an
+// array cut short ends with an error.
+TEST(RowInputTest, JsonArray) {
+  auto schema = Schema::Create(
+      {ColumnSchema("k", DataType::kInt64), ColumnSchema("b", DataType::kBinary, true),
+       ColumnSchema("d", DataType::kDouble, true)},
+      1, 0);
+  ASSERT_OK(schema.status());
+  auto read_all = [&](std::string text, std::vector<std::string>* rows,
+                      std::vector<std::string>* errors) {
+    FILE* f = fmemopen(text.data(), text.size(), "r");
+    RowReader reader(f, RowReader::Format::kJsonLines, &*schema);
+    Row row(&*schema);
+    for (int i = 0; i < 100; i++) {
+      Status s = reader.Next(&row);
+      if (s.IsEndOfFile()) break;
+      if (s.ok()) {
+        rows->push_back(row.view().ToString());
+      } else {
+        errors->push_back(s.message());
+      }
+    }
+    fclose(f);
+  };
+  std::vector<std::string> rows, errors;
+  read_all(R"([{"k":1,"b":"AP8=","d":"NaN"},{"k":2,"b":null,"d":"-Infinity"},{"k":3,"s":"]"}])"
+           "\n",
+           &rows, &errors);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[0].find("\\x00\\xff"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[1].find("-inf"), std::string::npos) << rows[1];
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("element 3: unknown column 's'"), std::string::npos) << errors[0];
+
+  rows.clear();
+  errors.clear();
+  read_all("\n  [\n {\"k\": 1},\n {\"k\": \"x\"},\n {\"k\": 3, \"b\": \"a}b\"}\n]\n", &rows,
+           &errors);
+  EXPECT_EQ(rows.size(), 1u);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("element 2: column 'k'"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("element 3: column 'b'"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[1].find("base64"), std::string::npos) << errors[1];
+
+  rows.clear();
+  errors.clear();
+  read_all("[]", &rows, &errors);
+  EXPECT_TRUE(rows.empty() && errors.empty());
+
+  rows.clear();
+  errors.clear();
+  read_all(R"([{"k":1},{"k":2},{"k":)", &rows, &errors);  // a scan that failed midway
+  EXPECT_EQ(rows.size(), 2u);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("element 3: the JSON array ends inside an element"), std::string::npos)
+      << errors[0];
+
+  rows.clear();
+  errors.clear();
+  read_all(R"([{"k":1}] [)", &rows, &errors);
+  EXPECT_EQ(rows.size(), 1u);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("after the end of the JSON array"), std::string::npos) << errors[0];
+
+  // Standard input is told apart by its first character.
+  std::string csv = "k\n1\n", jsonl = "{\"k\": 1}\n";
+  FILE* f = fmemopen(csv.data(), csv.size(), "r");
+  EXPECT_EQ(RowReader::SniffFormat(f), RowReader::Format::kCsv);
+  EXPECT_EQ(fgetc(f), 'k');
+  fclose(f);
+  f = fmemopen(jsonl.data(), jsonl.size(), "r");
+  EXPECT_EQ(RowReader::SniffFormat(f), RowReader::Format::kJsonLines);
   fclose(f);
 }
 
