@@ -152,6 +152,12 @@ bool ExternalDaemon::IsRunning() {
   int status;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
     pid_ = -1;
+    if (WIFSIGNALED(status)) {
+      exit_description_ = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+                          strsignal(WTERMSIG(status)) + ")";
+    } else {
+      exit_description_ = "exited with status " + std::to_string(WEXITSTATUS(status));
+    }
     return false;
   }
   return true;

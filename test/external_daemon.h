@@ -43,7 +43,11 @@ class ExternalDaemon {
   void Kill(int sig = 9);
   // Start() again with the same data dir and ports.
   Status Restart();
+  // False once the process has exited; how it ended is then in ExitDescription().
   bool IsRunning();
+  // "exited with status N" or "killed by signal N (name)" for a process IsRunning found
+  // gone; empty otherwise.
+  const std::string& ExitDescription() const { return exit_description_; }
 
   pid_t pid() const { return pid_; }
   const std::string& uuid() const { return uuid_; }
@@ -62,6 +66,7 @@ class ExternalDaemon {
   const std::string log_path_;
   const std::string info_path_;
   pid_t pid_ = -1;
+  std::string exit_description_;
   std::string uuid_;
   rpc::Sockaddr rpc_addr_;
   int http_port_ = 0;

@@ -282,7 +282,8 @@ class Nemesis {
     for (int i = 0; i < kNumTservers; i++) {
       test::ExternalDaemon* ts = cluster_->tserver(i);
       if (!ts->IsRunning()) {
-        return Status::RuntimeError("tablet server " + std::to_string(i) + " died on its own",
+        return Status::RuntimeError("tablet server " + std::to_string(i) + " died on its own (" +
+                                        ts->ExitDescription() + ")",
                                     ts->LogTail());
       }
     }

@@ -1196,7 +1196,9 @@ TEST_F(CatalogManagerTest, TableStatisticsCountEachTabletsLeaderReport) {
       EXPECT_EQ(reported[std::make_pair(t.tablet_id(), r.ts_uuid())], r.on_disk_size());
       EXPECT_TRUE(r.ts_live());
       EXPECT_EQ(1, r.ts_info().rpc_addresses_size());
-      if (r.role() == LEADER) EXPECT_EQ(t.on_disk_size(), r.on_disk_size());
+      if (r.role() == LEADER) {
+        EXPECT_EQ(t.on_disk_size(), r.on_disk_size());
+      }
     }
   }
 

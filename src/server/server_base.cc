@@ -339,6 +339,8 @@ void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
   gflags::ParseCommandLineFlags(argc, argv, true);
   if (FLAGS_log_dir.empty()) FLAGS_logtostderr = true;
   google::InitGoogleLogging((*argv)[0]);
+  // A crash (SIGSEGV, SIGABRT, ...) prints the signal and a stack trace before dying.
+  google::InstallFailureSignalHandler();
 }
 
 }  // namespace nyala::server
