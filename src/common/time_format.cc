@@ -16,7 +16,8 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 
 std::string FormatUnixtimeMicros(int64_t micros) {
   const int64_t secs = FloorDiv(micros, 1000000);
-  const int64_t frac = micros - secs * 1000000;
+  // The remainder, in [0, 1000000); secs * 1000000 could overflow near INT64_MIN.
+  const int64_t frac = (micros % 1000000 + 1000000) % 1000000;
   const int64_t days = FloorDiv(secs, 86400);
   const int64_t sod = secs - days * 86400;
   // Civil date of a day count (H. Hinnant's algorithm, exact over the int64 range).
