@@ -4,7 +4,6 @@
 #include <map>
 #include <thread>
 
-#include "common/partition.h"
 #include "common/wire_protocol.h"
 #include "master/master.proxy.h"
 #include "rpc/messenger.h"
@@ -206,7 +205,6 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
     TabletView& v = out.emplace_back();
     v.tablet_id = t.tablet_id();
     v.table_name = t.table_name();
-    v.partition = Partition::FromPB(t.partition()).ToString();
     v.master_state = master::TabletStatePB_Name(t.state());
     v.master_leader_uuid = t.leader_uuid();
     v.master_term = t.term();

@@ -114,7 +114,6 @@ struct ReplicaView {
 struct TabletView {
   std::string tablet_id;
   std::string table_name;
-  std::string partition;     // for people
   std::string master_state;  // TABLET_RUNNING, TABLET_CREATING, ...
   std::string master_leader_uuid;  // who the master believes leads ("" none)
   uint64_t master_term = 0;        // the newest term the master heard of
