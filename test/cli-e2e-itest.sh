@@ -47,17 +47,8 @@ same() {  # same <expected> <actual>: equal, or both printed
   return 1
 }
 
-# A base port whose neighbours are free: try random ones below the ephemeral range
-# (32768 and up), where port-0 binds and outgoing connections of other tests land.
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-BASE=""
-for _ in $(seq 1 50); do
-  p=$((10000 + RANDOM % 20000))
-  ok=1
-  for off in 0 10 11 12 1000 1010 1011 1012; do port_free $((p + off)) || { ok=0; break; }; done
-  if [ $ok -eq 1 ]; then BASE=$p; break; fi
-done
-[ -n "$BASE" ] || { echo "no free ports found"; exit 1; }
+source "$ROOT/test/itest_util.sh"
+BASE=$(pick_base_port 3)
 M="127.0.0.1:$BASE"
 
 # HTTP GET over bash's /dev/tcp (no curl needed).

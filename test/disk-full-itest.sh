@@ -50,14 +50,8 @@ if ! mount -t tmpfs -o size=16m tmpfs "$DISK"; then
   exit 77
 fi
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-BASE=""
-for _ in $(seq 1 50); do
-  p=$((10000 + RANDOM % 20000)); ok=1
-  for off in 0 10 1000 1010; do port_free $((p + off)) || { ok=0; break; }; done
-  if [ $ok -eq 1 ]; then BASE=$p; break; fi
-done
-[ -n "$BASE" ] || { echo "no free ports found"; exit 1; }
+source "$ROOT/test/itest_util.sh"
+BASE=$(pick_base_port 1)
 M="127.0.0.1:$BASE"
 # Small memtables: RocksDB flushes (and needs room) during the load too.
 export NYALA_TSERVER_FLAGS="--rocksdb_write_buffer_mb=2"

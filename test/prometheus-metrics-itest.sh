@@ -27,14 +27,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-BASE=""
-for _ in $(seq 1 50); do
-  p=$((10000 + RANDOM % 20000)); ok=1
-  for off in 0 10 1000 1010; do port_free $((p + off)) || { ok=0; break; }; done
-  if [ $ok -eq 1 ]; then BASE=$p; break; fi
-done
-[ -n "$BASE" ] || { echo "no free ports found"; exit 1; }
+source "$ROOT/test/itest_util.sh"
+BASE=$(pick_base_port 1)
 M="127.0.0.1:$BASE"
 NYALA_MASTER_FLAGS="--default_num_replicas=1" \
   "$ROOT/scripts/start-cluster.sh" --tservers 1 --data "$DATA" --base-port "$BASE" >/dev/null

@@ -28,14 +28,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 has() { if grep -qF -- "$2" <<<"$1"; then echo "ok: $3"; else fail "$3"; fi; }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-BASE=""
-for _ in $(seq 1 50); do
-  p=$((10000 + RANDOM % 20000)); ok=1
-  for off in 0 10 11 12 1000 1010 1011 1012; do port_free $((p + off)) || { ok=0; break; }; done
-  if [ $ok -eq 1 ]; then BASE=$p; break; fi
-done
-[ -n "$BASE" ] || { echo "no free ports found"; exit 1; }
+source "$ROOT/test/itest_util.sh"
+BASE=$(pick_base_port 3)
 M="127.0.0.1:$BASE"
 # Three tablet servers: the tables get the master's default of three replicas each.
 "$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE" >/dev/null

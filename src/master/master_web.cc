@@ -2,6 +2,7 @@
 #include <optional>
 #include <set>
 
+#include "common/human_readable.h"
 #include "common/partition.h"
 #include "master/catalog_manager.h"
 #include "master/master.h"
@@ -44,20 +45,6 @@ std::string ServerCell(const std::string& uuid, TSManager* ts, const std::string
 
 // --- Table statistics (the sizes tablet servers report; `nyala table statistics`).
 
-std::string SizeText(int64_t b) {
-  char buf[32];
-  if (b < 1024) {
-    snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(b));
-  } else if (b < (int64_t{1} << 20)) {
-    snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
-  } else if (b < (int64_t{1} << 30)) {
-    snprintf(buf, sizeof(buf), "%.1f MiB", b / 1048576.0);
-  } else {
-    snprintf(buf, sizeof(buf), "%.2f GiB", b / 1073741824.0);
-  }
-  return buf;
-}
-
 // The table's size on disk and live row estimate, then each tablet's and each
 // replica's (one copy per tablet counts: CatalogManager's TabletStatsOf).
 std::string TableStatisticsHtml(const TableSnapshot& t) {
@@ -74,7 +61,7 @@ std::string TableStatisticsHtml(const TableSnapshot& t) {
       without++;
     }
     tablets += "<tr><td>" + EscapeHtml(tablet.id) + "</td><td>" +
-               (has ? SizeText(chosen.on_disk_size()) : std::string("not reported")) +
+               (has ? HumanReadableBytes(chosen.on_disk_size()) : std::string("not reported")) +
                "</td><td>" + (has ? std::to_string(chosen.live_row_count()) : std::string()) +
                "</td><td>";
     for (const auto& uuid : tablet.entry.replica_uuids()) {
@@ -82,16 +69,15 @@ std::string TableStatisticsHtml(const TableSnapshot& t) {
       tablets += EscapeHtml(uuid) + ": " +
                  (st == tablet.replica_stats.end()
                       ? std::string("not reported")
-                      : SizeText(st->second.on_disk_size()) + ", " +
+                      : HumanReadableBytes(st->second.on_disk_size()) + ", " +
                             std::to_string(st->second.live_row_count()) + " rows") +
                  "<br>";
     }
     tablets += "</td></tr>";
   }
-  std::string b = "<h4>Size</h4><p class=\"table-stats\">On disk: " + SizeText(size) +
+  std::string b = "<h4>Size</h4><p class=\"table-stats\">On disk: " + HumanReadableBytes(size) +
                   "; live rows (estimate): " + std::to_string(rows) +
-                  (without > 0 ? "; " + std::to_string(without) +
-                                     " tablet(s) not reported yet"
+                  (without > 0 ? "; " + std::to_string(without) + " tablet(s) not reported yet"
                                : std::string()) +
                   "</p><table><tr><th>Tablet</th><th>On disk</th><th>Live rows (estimate)</th>"
                   "<th>Replicas (on disk, live rows)</th></tr>" +

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "client/client.h"
+#include "common/human_readable.h"
 #include "common/partition.h"
 #include "tools/cluster_admin.h"
 #include "tools/tool_action.h"
@@ -18,20 +19,6 @@ namespace nyala::tools {
 using nlohmann::json;
 
 namespace {
-
-std::string Bytes(int64_t b) {
-  char buf[48];
-  if (b < 1024) {
-    snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(b));
-  } else if (b < (int64_t{1} << 20)) {
-    snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
-  } else if (b < (int64_t{1} << 30)) {
-    snprintf(buf, sizeof(buf), "%.1f MiB", b / 1048576.0);
-  } else {
-    snprintf(buf, sizeof(buf), "%.2f GiB", b / 1073741824.0);
-  }
-  return buf;
-}
 
 std::string Address(const master::TSInfoPB& info) {
   if (info.rpc_addresses().empty()) return "";
@@ -89,7 +76,8 @@ Status TableStatistics(const std::vector<std::string>& args) {
     for (const auto& r : t.replicas()) {
       const bool csv = format == OutputFormat::kCsv;
       auto size_text = [&](bool has, int64_t v) {
-        return has ? (csv ? std::to_string(v) : Bytes(v)) : std::string(csv ? "" : "-");
+        return has ? (csv ? std::to_string(v) : HumanReadableBytes(v))
+                   : std::string(csv ? "" : "-");
       };
       auto rows_text = [&](bool has, int64_t v) {
         return has ? std::to_string(v) : std::string(csv ? "" : "-");
@@ -105,7 +93,7 @@ Status TableStatistics(const std::vector<std::string>& args) {
   if (format == OutputFormat::kTable) {
     printf("Table %s (id %s), %d tablet(s) of %d replica(s)\n", st.table_name().c_str(),
            st.table_id().c_str(), st.tablets_size(), st.num_replicas());
-    printf("  on disk size:   %s (%lld bytes)\n", Bytes(st.on_disk_size()).c_str(),
+    printf("  on disk size:   %s (%lld bytes)\n", HumanReadableBytes(st.on_disk_size()).c_str(),
            static_cast<long long>(st.on_disk_size()));
     printf("  live row count: %lld (estimate)\n", static_cast<long long>(st.live_row_count()));
     if (st.tablets_without_stats() > 0) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/human_readable.h"
 #include "server/webserver.h"
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"
@@ -25,20 +26,6 @@ std::string HexKey(const std::string& s) {
     out += kHex[c & 15];
   }
   return out;
-}
-
-std::string FormatBytes(int64_t b) {
-  char buf[32];
-  if (b < 1024) {
-    snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(b));
-  } else if (b < (1 << 20)) {
-    snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
-  } else if (b < (int64_t{1} << 30)) {
-    snprintf(buf, sizeof(buf), "%.1f MiB", b / 1048576.0);
-  } else {
-    snprintf(buf, sizeof(buf), "%.2f GiB", b / 1073741824.0);
-  }
-  return buf;
 }
 
 // The /tablets cells of a tablet's own counters.
@@ -105,14 +92,14 @@ void TabletServer::AddOverviewRows(std::vector<std::pair<std::string, std::strin
   for (const auto& hp : masters_) masters += (masters.empty() ? "" : ", ") + hp.ToString();
   rows->emplace_back("Masters", EscapeHtml(masters));
   // Disk: each data dir, then the WAL dir (tserver_data_dir_bytes, tserver_wal_dir_bytes).
-  auto bytes = [](double b) { return FormatBytes(static_cast<int64_t>(b)); };
+  auto bytes = [](double b) { return HumanReadableBytes(static_cast<int64_t>(b)); };
   std::string disk;
   for (const std::string& dir : fs()->data_dirs()) {
     disk += EscapeHtml(dir) + ": <span class=\"bytes\">" +
-            FormatBytes(DiskBytesUnder(dir, wal_dir_)) + "</span><br>";
+            HumanReadableBytes(DiskBytesUnder(dir, wal_dir_)) + "</span><br>";
   }
   disk += "WAL " + EscapeHtml(wal_dir_) + ": <span class=\"bytes\">" +
-          FormatBytes(DiskBytesUnder(wal_dir_, "")) + "</span>";
+          HumanReadableBytes(DiskBytesUnder(wal_dir_, "")) + "</span>";
   rows->emplace_back("Disk use", disk);
   // Memory: RocksDB's caches and memtables (the rocksdb_* gauges), and the process.
   rows->emplace_back(
@@ -165,8 +152,8 @@ void TabletServer::RegisterWebPages() {
                HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
                (t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" + EscapeHtml(state) +
                "</td>" + ConsensusCells(replicated ? &consensus : nullptr, uuid()) + "<td>" +
-               FormatBytes(t->OnDiskSize()) + "</td>" + TabletCounterCells(t->tablet_metrics()) +
-               "</tr>";
+               HumanReadableBytes(t->OnDiskSize()) + "</td>" +
+               TabletCounterCells(t->tablet_metrics()) + "</tr>";
         }
         b += "</table>";
       });
@@ -196,7 +183,7 @@ void TabletServer::RegisterWebPages() {
             {"State", "<span class=\"" +
                           std::string(t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" +
                           EscapeHtml(state) + "</span>"},
-            {"On-disk size", FormatBytes(t->OnDiskSize())},
+            {"On-disk size", HumanReadableBytes(t->OnDiskSize())},
         };
         master::ConsensusStatePB c;
         if (tablets_->ConsensusStateOf(*t, &c)) {
