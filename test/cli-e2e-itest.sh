@@ -427,6 +427,20 @@ VWEB=$((BASE + 1000))
 page=$(http_get "$VWEB" /tables)
 check "/tables shows partitions as typed key ranges" contains "$page" "HASH(k) bucket 0 of 2, k &gt;= -100 AND k &lt; 0"
 if grep -q "keys \[0x" <<<"$page"; then fail "/tables still shows encoded partition keys"; fi
+# ... and on the tablet servers' /tablets and /tablet?id= pages (vparts' first tablet
+# is on some of the three).
+vtablet=$(jq -r '.tablets[0].tablet_id' <<<"$desc_json")
+ts_pages="" tablet_pages=""
+for i in 0 1 2; do
+  ts_pages+=$(http_get "$((BASE + 1010 + i))" /tablets || true)
+  tablet_pages+=$(http_get "$((BASE + 1010 + i))" "/tablet?id=$vtablet" || true)
+done
+check "the tablet servers' /tablets show vparts' partitions as typed key ranges" \
+  contains "$ts_pages" "HASH(k) bucket 1 of 2, k &gt;= 50 AND k &lt; 100"
+check "... and /tablet?id= of its first tablet" contains "$tablet_pages" \
+  "$(jq -r '.tablets[0].partition' <<<"$desc_json" | sed 's/>/\&gt;/g; s/</\&lt;/g')"
+ts_pages+=$tablet_pages
+if grep -q "0x" <<<"$ts_pages"; then fail "a tablet server's page shows encoded partition keys"; fi
 check "table create vgone" "$NYALA" table create "$M" '{"name": "vgone", "columns": [{"name": "k", "type": "INT64", "key": true}]}'
 check "/tables lists vgone" contains "$(http_get "$VWEB" /tables)" "<h3>vgone</h3>"
 check "table delete vgone" "$NYALA" table delete "$M" vgone

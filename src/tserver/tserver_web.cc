@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/human_readable.h"
+#include "common/partition.h"
 #include "server/webserver.h"
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"
@@ -17,15 +18,10 @@ namespace nyala::tserver {
 
 namespace {
 
-std::string HexKey(const std::string& s) {
-  if (s.empty()) return "&lt;unbounded&gt;";
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "0x";
-  for (unsigned char c : s) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
+// The tablet's partition as typed key ranges: "HASH(k) bucket 1 of 4, k >= 100 AND k < 200".
+std::string PartitionText(const Tablet& t) {
+  return t.partition_schema().PartitionToString(Partition::FromPB(t.metadata().partition()),
+                                                t.schema());
 }
 
 // The /tablets cells of a tablet's own counters.
@@ -147,9 +143,8 @@ void TabletServer::RegisterWebPages() {
           master::ConsensusStatePB consensus;
           const bool replicated = tablets_->ConsensusStateOf(*t, &consensus);
           b += "<tr id=\"" + EscapeHtml(m.tablet_id()) + "\"><td>" + TabletLink(m.tablet_id()) +
-               "</td><td>" + EscapeHtml(m.table_name()) + "</td><td>[" +
-               HexKey(m.partition().partition_key_start()) + ", " +
-               HexKey(m.partition().partition_key_end()) + ")</td><td class=\"" +
+               "</td><td>" + EscapeHtml(m.table_name()) + "</td><td>" +
+               EscapeHtml(PartitionText(*t)) + "</td><td class=\"" +
                (t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" + EscapeHtml(state) +
                "</td>" + ConsensusCells(replicated ? &consensus : nullptr, uuid()) + "<td>" +
                HumanReadableBytes(t->OnDiskSize()) + "</td>" +
@@ -178,8 +173,7 @@ void TabletServer::RegisterWebPages() {
         std::vector<std::pair<std::string, std::string>> rows = {
             {"Tablet id", EscapeHtml(m.tablet_id())},
             {"Table", EscapeHtml(m.table_name())},
-            {"Partition", "[" + HexKey(m.partition().partition_key_start()) + ", " +
-                              HexKey(m.partition().partition_key_end()) + ")"},
+            {"Partition", EscapeHtml(PartitionText(*t))},
             {"State", "<span class=\"" +
                           std::string(t->state() == TabletState::kRunning ? "ok" : "bad") + "\">" +
                           EscapeHtml(state) + "</span>"},
