@@ -769,6 +769,107 @@ TEST_F(LogTest, EntriesReleasedBehindAnOlderMarkAreNotAGap) {
   ASSERT_OK(log->Append(One(LogRecord::MakeEntry(1, 2, 44, "next"))));
 }
 
+// AppendHereIfIdle: with the writer idle, the calling thread writes and syncs, and
+// `done` has run (on it) when the call returns; with the writer busy, the records
+// queue behind what it writes, in order, and the writer thread writes them.
+TEST_F(LogTest, AppendHereIfIdleWritesOnTheCallerWhenTheWriterIsIdle) {
+  LogOptions opts = Opts();
+  opts.fsync = true;
+  auto log = OpenOrDie(opts);
+  // The writer thread may still be finishing what Open queued, or the barrier below;
+  // the append that finds it idle is written here.
+  const std::thread::id me = std::this_thread::get_id();
+  uint64_t index = 0;
+  bool written_here = false;
+  for (int tries = 0; tries < 1000 && !written_here; tries++) {
+    const uint64_t fsyncs0 = log->Stats().fsyncs;
+    std::atomic<int> outcome{0};  // 0: not run yet, 1: OK here, 2: OK elsewhere, 3: failed
+    index++;
+    log->AppendHereIfIdle(One(LogRecord::MakeEntry(1, 1, index, Data(1, index))),
+                          [&](const Status& s) {
+                            outcome = !s.ok() ? 3 : std::this_thread::get_id() == me ? 1 : 2;
+                          });
+    if (outcome == 1) {
+      written_here = true;
+      EXPECT_EQ(log->Stats().fsyncs, fsyncs0 + 1);
+    } else {
+      ASSERT_OK(log->Append({}));  // let the writer thread finish it
+      ASSERT_EQ(outcome.load(), 2);
+    }
+  }
+  ASSERT_TRUE(written_here) << "the writer thread never looked idle";
+  ExpectEntries(log.get(), 1, 1, index);
+
+  // An invalid append is refused here as AppendAsync refuses it, writing nothing.
+  Status got = Status::OK();
+  log->AppendHereIfIdle(One(LogRecord::MakeEntry(1, 1, index + 5, "gap")),
+                        [&](const Status& s) { got = s; });
+  EXPECT_TRUE(got.IsInvalidArgument()) << got.ToString();
+
+  // The writer busy (its done callback blocks it): the next append queues and returns
+  // at once; the writer thread writes it once released, after the earlier one.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> writer_in_done;
+  log->AppendAsync(One(LogRecord::MakeEntry(1, 1, index + 1, Data(1, index + 1))),
+                   [&](const Status& s) {
+    EXPECT_OK(s);
+    writer_in_done.set_value();
+    released.wait();
+  });
+  writer_in_done.get_future().wait();
+  std::promise<std::thread::id> third;
+  log->AppendHereIfIdle(One(LogRecord::MakeEntry(1, 1, index + 2, Data(1, index + 2))),
+                        [&](const Status& s) {
+                          EXPECT_OK(s);
+                          third.set_value(std::this_thread::get_id());
+                        });
+  auto third_done = third.get_future();
+  EXPECT_EQ(third_done.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  release.set_value();
+  EXPECT_NE(third_done.get(), me);
+  ExpectEntries(log.get(), 1, 1, index + 2);
+}
+
+// Callers writing on their own threads and appends for the writer thread, at once: every
+// append lands, in order per group, and the writing is still shared.
+TEST_F(LogTest, AppendHereIfIdleFromManyThreads) {
+  LogOptions opts = Opts();
+  opts.fsync = true;
+  constexpr int kThreads = 6;
+  constexpr int kPerThread = 200;
+  {
+    auto log = OpenOrDie(opts);
+    std::atomic<int> failed{0};
+    std::atomic<int> done{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+      threads.emplace_back([&, t] {
+        const uint64_t group = uint64_t(t) + 1;
+        for (uint64_t i = 1; i <= kPerThread; i++) {
+          auto cb = [&](const Status& s) {
+            if (!s.ok()) failed++;
+            done++;
+          };
+          auto rec = One(LogRecord::MakeEntry(group, 1, i, Data(group, i, 64)));
+          if (t % 2 == 0) {
+            log->AppendHereIfIdle(std::move(rec), cb);
+          } else {
+            log->AppendAsync(std::move(rec), cb);
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_OK(log->Append({}));  // a barrier: everything before it is durable
+    EXPECT_EQ(done.load(), kThreads * kPerThread);
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(log->Stats().appends, uint64_t(kThreads * kPerThread) + 1);
+  }
+  auto log = OpenOrDie(opts);
+  for (uint64_t g = 1; g <= kThreads; g++) ExpectEntries(log.get(), g, 1, kPerThread, {}, 64);
+}
+
 TEST_F(LogTest, WriteErrorLatches) {
   const LogOptions opts = Opts();
   {

@@ -777,26 +777,54 @@ Status SharedLog::ValidateLocked(const std::vector<LogRecord>& records) {
   return Status::OK();
 }
 
+bool SharedLog::EnqueueLocked(std::vector<LogRecord>* records,
+                              std::function<void(const Status&)>* done, Status* s) {
+  if (stopping_) {
+    *s = Status::Aborted("consensus log is shutting down");
+  } else if (!error_.ok()) {
+    *s = error_;
+  } else {
+    *s = ValidateLocked(*records);
+  }
+  if (!s->ok()) return false;
+  stats_.appends++;
+  queue_.push_back(Pending{std::move(*records), std::move(*done)});
+  return true;
+}
+
 void SharedLog::AppendAsync(std::vector<LogRecord> records,
                             std::function<void(const Status&)> done) {
   Status s;
   {
     MutexLock l(mu_);
-    if (stopping_) {
-      s = Status::Aborted("consensus log is shutting down");
-    } else if (!error_.ok()) {
-      s = error_;
-    } else {
-      s = ValidateLocked(records);
-    }
-    if (s.ok()) {
-      stats_.appends++;
-      queue_.push_back(Pending{std::move(records), std::move(done)});
-      writer_cv_.notify_one();
+    if (EnqueueLocked(&records, &done, &s)) {
+      if (!writing_) writer_cv_.notify_one();
       return;
     }
   }
   if (done) done(s);
+}
+
+void SharedLog::AppendHereIfIdle(std::vector<LogRecord> records,
+                                 std::function<void(const Status&)> done) {
+  Status s;
+  Batch b;
+  {
+    MutexLock l(mu_);
+    if (EnqueueLocked(&records, &done, &s)) {
+      if (writing_ || queue_.size() > 1) {
+        if (!writing_) writer_cv_.notify_one();
+        return;
+      }
+      writing_ = true;
+      TakeBatchLocked(&b);
+    }
+  }
+  if (!s.ok()) {
+    if (done) done(s);
+    return;
+  }
+  RunBatch(&b, /*wake_writer=*/true);
 }
 
 Status SharedLog::Append(std::vector<LogRecord> records) {
@@ -976,18 +1004,28 @@ void SharedLog::WriterLoop() {
   while (true) {
     Batch b;
     if (!TakeBatch(&b)) return;
-    if (b.status.ok()) b.status = WriteBatch(b.roll, &b.plan);
-    DeleteSegments(FinishBatch(b));
-    for (Pending& p : b.pending) {
-      if (p.done) p.done(b.status);
-    }
+    RunBatch(&b, /*wake_writer=*/false);
+  }
+}
+
+void SharedLog::RunBatch(Batch* b, bool wake_writer) {
+  if (b->status.ok()) b->status = WriteBatch(b->roll, &b->plan);
+  DeleteSegments(FinishBatch(*b));
+  for (Pending& p : b->pending) {
+    if (p.done) p.done(b->status);
+  }
+  MutexLock l(mu_);
+  writing_ = false;
+  if (wake_writer && (stopping_ || !queue_.empty() || checkpoint_requested_)) {
+    writer_cv_.notify_one();
   }
 }
 
 bool SharedLog::TakeBatch(Batch* b) {
   UniqueLock l(mu_);
-  writer_cv_.wait(
-      l, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty() || checkpoint_requested_; });
+  writer_cv_.wait(l, [this]() REQUIRES(mu_) {
+    return !writing_ && (stopping_ || !queue_.empty() || checkpoint_requested_);
+  });
   if (stopping_) {
     b->pending.swap(queue_);
     l.Unlock();
@@ -996,6 +1034,12 @@ bool SharedLog::TakeBatch(Batch* b) {
     }
     return false;
   }
+  writing_ = true;
+  TakeBatchLocked(b);
+  return true;
+}
+
+void SharedLog::TakeBatchLocked(Batch* b) {
   if (!error_.ok()) {  // appends accepted before the error latched
     b->pending.swap(queue_);
     b->status = error_;
@@ -1004,7 +1048,6 @@ bool SharedLog::TakeBatch(Batch* b) {
     PlanLocked(b->roll || checkpoint_requested_, b);
   }
   checkpoint_requested_ = false;
-  return true;
 }
 
 std::vector<std::shared_ptr<SharedLog::Segment>> SharedLog::FinishBatch(const Batch& b) {

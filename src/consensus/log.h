@@ -38,7 +38,8 @@
 // owns one writer thread (started by Open, joined by the destructor), which writes,
 // syncs and runs the `done` callbacks of AppendAsync. A callback must not destroy the
 // log. Destroying the log finishes the batch being written and fails the appends still
-// queued with Aborted.
+// queued with Aborted. AppendHereIfIdle lets its caller take the writer thread's place
+// for one batch; the caller must return before the log is destroyed.
 //
 // ---------------------------------------------------------------------------------
 // On-disk format (version 1). All integers are fixed-width little-endian; CRCs are
@@ -249,6 +250,15 @@ class SharedLog {
   // REQUIRES: the caller never truncates at or below an index it reported durable.
   void AppendAsync(std::vector<LogRecord> records, std::function<void(const Status&)> done)
       EXCLUDES(mu_);
+  // AppendAsync, except that when the writer thread is idle and nothing else is queued,
+  // the calling thread writes and fdatasyncs the records itself (with a checkpoint, a
+  // segment roll or segment deletions that fall due) and runs `done` before returning:
+  // no wakeup of the writer thread on the way. Otherwise as AppendAsync. For a caller
+  // that may block for a write and an fdatasync; the same REQUIRES as Append for
+  // `done` callbacks apply. Appends meanwhile queue up for the writer thread, which
+  // takes over once the caller is done.
+  void AppendHereIfIdle(std::vector<LogRecord> records, std::function<void(const Status&)> done)
+      EXCLUDES(mu_);
   // AppendAsync, waiting for the outcome. REQUIRES: not called from a `done` callback
   // (the writer thread would wait for itself).
   Status Append(std::vector<LogRecord> records) EXCLUDES(mu_);
@@ -303,10 +313,19 @@ class SharedLog {
 
   // --- Appending.
   Status ValidateLocked(const std::vector<LogRecord>& records) REQUIRES(mu_);
+  // Accepts `records` into the queue (true), or returns why not (`s`).
+  bool EnqueueLocked(std::vector<LogRecord>* records, std::function<void(const Status&)>* done,
+                     Status* s) REQUIRES(mu_);
   void WriterLoop() EXCLUDES(mu_);
-  // Waits for work and takes it: false when the log is stopping (the queued appends
-  // then failed with Aborted).
+  // Waits for work and the writing turn (writing_) and takes both: false when the log
+  // is stopping (the queued appends then failed with Aborted).
   bool TakeBatch(Batch* b) EXCLUDES(mu_);
+  // With the writing turn: takes the queue into `b` (and what falls due with it).
+  void TakeBatchLocked(Batch* b) REQUIRES(mu_);
+  // With the writing turn: writes and syncs `b`, finishes it, runs its callbacks, and
+  // gives the turn back (waking the writer thread if work came meanwhile when
+  // `wake_writer`).
+  void RunBatch(Batch* b, bool wake_writer) EXCLUDES(mu_);
   // Takes the queue into `b` and plans it: checkpoint records if `checkpoint`, then
   // the queued records, each with its group sequence number.
   void PlanLocked(bool checkpoint, Batch* b) REQUIRES(mu_);
@@ -351,10 +370,14 @@ class SharedLog {
   bool checkpoint_requested_ GUARDED_BY(mu_) = false;
   bool release_check_needed_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
+  // One thread at a time writes: the writer thread, or a caller of AppendHereIfIdle.
+  // The fields below marked "writer thread only" belong to whoever holds this turn.
+  bool writing_ GUARDED_BY(mu_) = false;
   Status error_ GUARDED_BY(mu_);  // the latched write error
   LogStats stats_ GUARDED_BY(mu_);
 
-  // Writer thread only (and Open before it starts).
+  // Writer thread only, or whoever holds the writing turn (and Open before the writer
+  // starts).
   std::shared_ptr<Segment> active_;
   uint64_t active_size_ = 0;
   uint64_t last_segment_seq_ = 0;  // the newest segment file created or found

@@ -5,12 +5,14 @@
 
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/monotime.h"
@@ -20,6 +22,7 @@
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 
+DECLARE_bool(consensus_run_on_reactor);
 DECLARE_int32(log_max_old_segments);
 
 namespace nyala::consensus {
@@ -35,6 +38,14 @@ class RecordingStateMachine : public StateMachine {
     EXPECT_EQ(e.index(), last_index_ + 1) << "applied out of order";
     last_index_ = e.index();
     if (e.type() == ENTRY_NORMAL) data_.push_back(e.data());
+    char name[16] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    apply_threads_.insert(name);
+  }
+  // The names of the threads that applied entries since the last call.
+  std::set<std::string> TakeApplyThreads() {
+    MutexLock l(mu_);
+    return std::exchange(apply_threads_, {});
   }
   // Counts the requests; with flush_when_asked, reports everything applied durable.
   void FlushRequested() override {
@@ -67,6 +78,7 @@ class RecordingStateMachine : public StateMachine {
   mutable Mutex mu_;
   uint64_t last_index_ GUARDED_BY(mu_) = 0;
   std::vector<std::string> data_ GUARDED_BY(mu_);
+  std::set<std::string> apply_threads_ GUARDED_BY(mu_);
 };
 
 class RuntimeTest : public NyalaTest {
@@ -237,6 +249,48 @@ TEST_F(RuntimeTest, ReplicatesAndAppliesInOrderOnEveryServer) {
   for (auto& [id, s] : servers_) {
     EXPECT_GE(s.runtime->log()->GetGroupState(7).last_index, 202u) << "server " << id;
   }
+}
+
+// One proposal at a time: with --consensus_run_on_reactor the servers' reactors do the
+// workers' part (a follower steps, writes its log and applies there, and so does the
+// leader with the acknowledgements); without it the workers do. Either way every
+// server applies the same entries in order.
+TEST_F(RuntimeTest, TheWorkersPartRunsOnTheReactorWhenTheWorkerSleeps) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(4));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(4));
+  size_t applied = 0;
+  for (bool on_reactor : {true, false, true}) {
+    FLAGS_consensus_run_on_reactor = on_reactor;
+    std::map<PeerId, uint64_t> inline_runs;
+    for (auto& [id, s] : servers_) {
+      inline_runs[id] = s.runtime->Stats().inline_runs;
+      s.sms.at(4)->TakeApplyThreads();
+    }
+    for (int i = 0; i < 30; i++) {
+      ASSERT_OK(ProposeAndWait(leader, 4, "p" + std::to_string(applied++)));
+    }
+    ASSERT_NO_FATAL_FAILURE(WaitForSameData(4, applied));
+    for (auto& [id, s] : servers_) {
+      const uint64_t runs = s.runtime->Stats().inline_runs - inline_runs[id];
+      const std::set<std::string> threads = s.sms.at(4)->TakeApplyThreads();
+      bool on_reactor_thread = false, on_worker = false;
+      for (const std::string& t : threads) {
+        if (t.rfind("server-", 0) == 0) on_reactor_thread = true;
+        if (t.rfind("raft-worker-", 0) == 0) on_worker = true;
+      }
+      if (on_reactor) {
+        // Most of them: a worker that happens to be awake (a tick) takes the odd one.
+        EXPECT_GT(runs, 15u) << "server " << id;
+        EXPECT_TRUE(on_reactor_thread) << "server " << id;
+      } else {
+        EXPECT_EQ(runs, 0u) << "server " << id;
+        EXPECT_FALSE(on_reactor_thread) << "server " << id;
+        EXPECT_TRUE(on_worker) << "server " << id;
+      }
+    }
+  }
+  FLAGS_consensus_run_on_reactor = true;
 }
 
 TEST_F(RuntimeTest, AFollowerRefusesProposalsNamingTheLeader) {

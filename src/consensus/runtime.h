@@ -5,14 +5,22 @@
 // Threads:
 //  - N worker threads (--consensus_num_threads). Each group belongs to one worker
 //    (by group id), which alone touches its Raft instance and state machine: no lock
-//    per group, and no thread per group. A worker runs the tasks posted to it
+//    per group, and no thread per group. "The worker" below is whoever runs its part:
+//    its thread, or a reactor that borrowed it (next items). A worker runs the tasks posted to it
 //    (inbound messages, proposals, log completions), ticks its awake groups every
 //    --raft_heartbeat_interval_ms / 4, and then handles every Ready the touched
 //    groups have.
 //  - The log's writer thread writes and fdatasyncs, sends the messages that waited
 //    for those records, and posts the completion back to the group's worker.
-//  - Reactor threads of the messenger run the MultiUpdate handler, which only hands
-//    each message to its group's worker, and the completions of outbound calls.
+//  - Reactor threads of the messenger run the MultiUpdate handler, which hands each
+//    message to its group's worker, and the completions of outbound calls. When the
+//    worker sleeps with nothing queued (--consensus_run_on_reactor), the handler
+//    borrows it instead: right after the read, as an inline task (rpc_context.h
+//    RunInlineAfterRead), the reactor runs the worker's part for those messages and
+//    what follows from them, then gives it back; the worker's thread runs nothing
+//    meanwhile. There a Ready's records may be written and synced on the reactor
+//    (SharedLog::AppendHereIfIdle: always for a follower, for a leader with one
+//    proposal in flight), so an answer leaves with no thread wakeup on the way.
 //
 // Transport: the messages every group has for one destination server go into that
 // server's outbox; an outbox sends them as one MultiUpdate call, with at most
@@ -58,6 +66,7 @@
 
 namespace nyala::rpc {
 class Messenger;
+class RpcContext;
 }
 
 namespace nyala::consensus {
@@ -91,6 +100,7 @@ struct RuntimeStats {
   uint64_t group_ticks = 0;       // Raft::Tick calls, over every group
   uint64_t wakeups = 0;           // quiesced followers woken for a silent leader server
   uint64_t flush_requests = 0;    // StateMachine::FlushRequested calls
+  uint64_t inline_runs = 0;       // worker parts run by a reactor (--consensus_run_on_reactor)
 };
 
 class ConsensusRuntime {
@@ -153,9 +163,26 @@ class ConsensusRuntime {
   // When server `id` was last heard from (a call from it, or an answer), or INT64_MIN.
   int64_t LastHeardUs(PeerId id) const;
 
-  // Reactor thread: the MultiUpdate handler.
-  void HandleMultiUpdate(const MultiUpdateRequestPB& req, MultiUpdateResponsePB* resp)
-      EXCLUDES(groups_mu_);
+  // Reactor thread: the MultiUpdate handler. With `ctx` (the call, not yet answered)
+  // it may run a sleeping worker's part on this reactor after the read
+  // (--consensus_run_on_reactor).
+  void HandleMultiUpdate(const MultiUpdateRequestPB& req, MultiUpdateResponsePB* resp,
+                         rpc::RpcContext* ctx) EXCLUDES(groups_mu_);
+  // Takes worker `w`'s part for the calling thread if its thread sleeps with nothing
+  // queued: true if taken (then RunBorrowed or ReleaseBorrow must follow).
+  bool TryBorrow(RuntimeWorker* w);
+  // Runs `task` and what it leads to as `w`'s worker would, then ReleaseBorrow.
+  void RunBorrowed(RuntimeWorker* w, const std::function<void()>& task);
+  // Gives `w`'s part back to its thread, waking it if it has work, waits for it, or
+  // should wake before its deadline now that the next is `wake_us`.
+  void ReleaseBorrow(RuntimeWorker* w, int64_t wake_us);
+  // The worker's part (its thread or a borrower): handles the Ready of every touched group.
+  void ProcessDirty(RuntimeWorker* w);
+  // The worker's part: whether its log appends may be written on this thread
+  // (SharedLog::AppendHereIfIdle): on a reactor that borrowed it.
+  static bool LogWritesHere(const RuntimeWorker* w);
+  // The worker's part: when its timers are next due.
+  int64_t NextWakeUs(const RuntimeWorker* w) const;
 
   // Queues `task` on worker `w`: false (and dropped) once the worker stopped.
   bool Post(RuntimeWorker* w, std::function<void()> task);
@@ -189,7 +216,7 @@ class ConsensusRuntime {
 
   struct Counters {
     std::atomic<uint64_t> calls_sent{0}, messages_sent{0}, server_heartbeats{0},
-        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0}, flush_requests{0};
+        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0}, flush_requests{0}, inline_runs{0};
   };
   mutable Counters counters_;
 };

@@ -67,6 +67,23 @@ RpcContext::~RpcContext() {
 }
 
 Reactor* RpcContext::reactor() const { return conn_->reactor(); }
+
+void FlushPendingSends() {
+  if (FlushScope* scope = FlushScope::Current()) scope->FlushNow();
+}
+
+bool RpcContext::RunInlineAfterRead(std::function<void()> task) {
+  Reactor* r = reactor();
+  DCHECK(r->IsCurrentThread());
+  auto* owned = new std::function<void()>(std::move(task));
+  auto run = [](void* arg) {
+    std::unique_ptr<std::function<void()>> t(static_cast<std::function<void()>*>(arg));
+    (*t)();
+  };
+  if (r->RunInline(run, owned)) return true;
+  delete owned;
+  return false;
+}
 Messenger* RpcContext::messenger() const { return conn_->messenger(); }
 
 Status RpcContext::ParseRequest() {

@@ -10,6 +10,7 @@
 #include <google/protobuf/message.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,16 @@ class RpcContext : public InFlightHook {
   void RespondFailure(const Status& status);
   // An RPC-level error (e.g. ERROR_SERVER_TOO_BUSY) carrying `status`.
   void RespondRpcFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status);
+
+  // Only in a handler that runs on the reactor (route b, docs/rpc-threading.md), on
+  // the reactor thread: runs `task` on this thread once the read callback that brought
+  // the call returns, outside the event loop, as an inline task (Reactor::RunInline):
+  // if it runs past --rpc_inline_call_handoff_us the standby takes the loop over, so
+  // the task may block, as an inline handler may. For work the handler would otherwise
+  // hand to a sleeping thread of its own. Once taken, the task runs even if the
+  // reactor shuts down meanwhile. False, nothing taken, when the reactor cannot take
+  // an inline task now (one is waiting already, or it is closing).
+  bool RunInlineAfterRead(std::function<void()> task);
 
   // Attaches bytes to the response without copying them into the body; returns the index.
   int AddOutboundSidecar(std::string data);
@@ -128,6 +139,11 @@ class RpcContext : public InFlightHook {
   google::protobuf::Message* request_ = nullptr;   // in arena_
   google::protobuf::Message* response_ = nullptr;  // in arena_
 };
+
+// Sends now what the calling thread holds back to send: an inline task (such as one
+// from RpcContext::RunInlineAfterRead) runs in a scope whose frames leave when it
+// returns. For such a task about to block. Any thread; nothing to do outside a scope.
+void FlushPendingSends();
 
 // Answers `ctx` with an RPC error (the context deletes itself).
 inline void RespondAndRelease(std::unique_ptr<RpcContext>&& ctx, ErrorStatusPB::RpcErrorCodePB code,
