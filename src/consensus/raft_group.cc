@@ -254,14 +254,14 @@ void RaftGroup::HandleReady(Ready rd) {
   // On a reactor that runs the worker's part (--consensus_run_on_reactor), which may
   // block, the records are written and synced right here when the log's writer is
   // idle, and a follower's answer leaves right after: no wakeup of the writer, nor of
-  // the worker for the completion. A follower does so always, a leader only with one
-  // proposal in flight and nothing else of its own waiting for the disk. With more, its
-  // reactor had better go on reading the followers' answers and taking proposals
-  // while the writer thread syncs (2026-12-04, consensus-bench, 256 in flight: with
-  // every leader fdatasync inline, a quarter fewer commits a second).
-  const bool write_here =
-      has_records && runtime_->LogWritesHere(worker_) &&
-      (raft_->role() != RaftRole::kLeader || (persisting_.empty() && proposals_.size() <= 1));
+  // the worker for the completion. Only for a lone entry (or none: a vote) with
+  // nothing else of the group waiting for the disk, which is what a light load
+  // brings. Under a heavier one the reactor had better go on reading (a leader the
+  // answers and proposals, a follower the next appends) while the writer thread syncs
+  // (2026-12-04, consensus-bench, 256 in flight: with every leader fdatasync inline,
+  // a quarter fewer commits a second).
+  const bool write_here = has_records && rd.entries.size() <= 1 && persisting_.empty() &&
+                          runtime_->LogWritesHere(worker_);
   persisting_.push_back(InFlightReady{!has_records, std::move(rd)});
   if (has_records) {
     auto self = shared_from_this();
