@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -30,10 +31,25 @@ namespace {
 
 constexpr MonoDelta kWait = MonoDelta::FromSeconds(30);
 
+// Catches two threads applying for groups of one worker at once: the worker's part
+// runs on one thread at a time (its own, or a reactor that borrowed it).
+struct OverlapProbe {
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+};
+
 // Records every entry it applies.
 class RecordingStateMachine : public StateMachine {
  public:
   void Apply(const EntryPB& e) override {
+    if (probe) {
+      if (probe->inside.fetch_add(1) != 0) probe->overlaps++;
+      // Long enough for another thread to come in, were it let in.
+      const int64_t until = GetMonoTimeMicros() + 20;
+      while (GetMonoTimeMicros() < until) {
+      }
+      probe->inside.fetch_sub(1);
+    }
     MutexLock l(mu_);
     EXPECT_EQ(e.index(), last_index_ + 1) << "applied out of order";
     last_index_ = e.index();
@@ -73,6 +89,7 @@ class RecordingStateMachine : public StateMachine {
   std::atomic<bool> flush_when_asked{false};
   std::atomic<uint64_t> reported{0};  // the index last reported durable
   std::weak_ptr<RaftGroup> group;
+  std::shared_ptr<OverlapProbe> probe;  // set before the group is created
 
  private:
   mutable Mutex mu_;
@@ -291,6 +308,53 @@ TEST_F(RuntimeTest, TheWorkersPartRunsOnTheReactorWhenTheWorkerSleeps) {
     }
   }
   FLAGS_consensus_run_on_reactor = true;
+}
+
+// Proposals from several threads keep a worker's thread busy while answers and
+// appends for its other groups arrive: a reactor may take the worker's part only
+// while the thread sleeps, and the thread waits while a reactor has it. Every group
+// here belongs to worker 0 (even ids, two workers).
+TEST_F(RuntimeTest, AWorkersPartNeverRunsOnTwoThreadsAtOnce) {
+  constexpr int kGroups = 8;
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 150;
+  std::map<PeerId, std::shared_ptr<OverlapProbe>> probes;
+  for (auto& [id, s] : servers_) {
+    probes[id] = std::make_shared<OverlapProbe>();
+    for (int g = 0; g < kGroups; g++) {
+      auto& sm = s.sms[2 * g + 2];
+      sm = std::make_unique<RecordingStateMachine>();
+      sm->probe = probes[id];
+    }
+  }
+  std::map<uint64_t, PeerId> leaders;
+  for (int g = 0; g < kGroups; g++) ASSERT_NO_FATAL_FAILURE(CreateGroup(2 * g + 2));
+  for (int g = 0; g < kGroups; g++) ASSERT_NO_FATAL_FAILURE(leaders[2 * g + 2] = WaitForLeader(2 * g + 2));
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; i++) {
+        const uint64_t group = 2 * ((t + i) % kGroups) + 2;
+        if (!ProposeAndWait(leaders[group], group, "t" + std::to_string(t)).ok()) failed++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failed.load(), 0);
+  size_t total = 0;
+  for (int g = 0; g < kGroups; g++) {
+    const size_t n = servers_[leaders[2 * g + 2]].sms.at(2 * g + 2)->data().size();
+    total += n;
+    ASSERT_NO_FATAL_FAILURE(WaitForSameData(2 * g + 2, n));
+  }
+  EXPECT_EQ(total, size_t(kThreads * kPerThread));
+  uint64_t inline_runs = 0;
+  for (auto& [id, s] : servers_) {
+    EXPECT_EQ(probes[id]->overlaps.load(), 0) << "server " << id;
+    inline_runs += s.runtime->Stats().inline_runs;
+  }
+  EXPECT_GT(inline_runs, 0u);
 }
 
 TEST_F(RuntimeTest, AFollowerRefusesProposalsNamingTheLeader) {
