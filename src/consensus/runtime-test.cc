@@ -24,6 +24,7 @@
 #include "rpc/rpc_controller.h"
 
 DECLARE_bool(consensus_run_on_reactor);
+DECLARE_bool(rpc_reactor_methods);
 DECLARE_int32(log_max_old_segments);
 
 namespace nyala::consensus {
@@ -270,15 +271,20 @@ TEST_F(RuntimeTest, ReplicatesAndAppliesInOrderOnEveryServer) {
 
 // One proposal at a time: with --consensus_run_on_reactor the servers' reactors do the
 // workers' part (a follower steps, writes its log and applies there, and so does the
-// leader with the acknowledgements); without it the workers do. Either way every
-// server applies the same entries in order.
+// leader with the acknowledgements); without it, or with MultiUpdate's handler off the
+// reactor, the workers do. Either way every server applies the same entries in order.
 TEST_F(RuntimeTest, TheWorkersPartRunsOnTheReactorWhenTheWorkerSleeps) {
   ASSERT_NO_FATAL_FAILURE(CreateGroup(4));
   PeerId leader = kNoPeer;
   ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(4));
   size_t applied = 0;
-  for (bool on_reactor : {true, false, true}) {
-    FLAGS_consensus_run_on_reactor = on_reactor;
+  // The last round: MultiUpdate itself off the reactor (--rpc_reactor_methods=false
+  // sends it to a service thread), where there is no read to follow and the messages
+  // go to the workers.
+  for (int round = 0; round < 4; round++) {
+    const bool on_reactor = round != 1 && round != 3;
+    FLAGS_consensus_run_on_reactor = round != 1;
+    FLAGS_rpc_reactor_methods = round != 3;
     std::map<PeerId, uint64_t> inline_runs;
     for (auto& [id, s] : servers_) {
       inline_runs[id] = s.runtime->Stats().inline_runs;
@@ -308,6 +314,7 @@ TEST_F(RuntimeTest, TheWorkersPartRunsOnTheReactorWhenTheWorkerSleeps) {
     }
   }
   FLAGS_consensus_run_on_reactor = true;
+  FLAGS_rpc_reactor_methods = true;
 }
 
 // Proposals from several threads keep a worker's thread busy while answers and

@@ -5,11 +5,11 @@
 // Threads:
 //  - N worker threads (--consensus_num_threads). Each group belongs to one worker
 //    (by group id), which alone touches its Raft instance and state machine: no lock
-//    per group, and no thread per group. "The worker" below is whoever runs its part:
-//    its thread, or a reactor that borrowed it (next items). A worker runs the tasks posted to it
+//    per group, and no thread per group. A worker runs the tasks posted to it
 //    (inbound messages, proposals, log completions), ticks its awake groups every
 //    --raft_heartbeat_interval_ms / 4, and then handles every Ready the touched
-//    groups have.
+//    groups have. "The worker" is whoever runs its part: its thread, or a reactor
+//    that borrowed it (below).
 //  - The log's writer thread writes and fdatasyncs, sends the messages that waited
 //    for those records, and posts the completion back to the group's worker.
 //  - Reactor threads of the messenger run the MultiUpdate handler, which hands each
@@ -18,9 +18,10 @@
 //    borrows it instead: right after the read, as an inline task (rpc_context.h
 //    RunInlineAfterRead), the reactor runs the worker's part for those messages and
 //    what follows from them, then gives it back; the worker's thread runs nothing
-//    meanwhile. There a Ready's records may be written and synced on the reactor
-//    (SharedLog::AppendHereIfIdle: always for a follower, for a leader with one
-//    proposal in flight), so an answer leaves with no thread wakeup on the way.
+//    meanwhile. There a Ready with at most one entry, and nothing else of its group
+//    waiting for the disk, is written and synced on the reactor if the log's writer
+//    is idle (SharedLog::AppendHereIfIdle), so an answer leaves with no thread wakeup
+//    on the way.
 //
 // Transport: the messages every group has for one destination server go into that
 // server's outbox; an outbox sends them as one MultiUpdate call, with at most
@@ -216,7 +217,8 @@ class ConsensusRuntime {
 
   struct Counters {
     std::atomic<uint64_t> calls_sent{0}, messages_sent{0}, server_heartbeats{0},
-        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0}, flush_requests{0}, inline_runs{0};
+        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0}, flush_requests{0},
+        inline_runs{0};
   };
   mutable Counters counters_;
 };

@@ -67,6 +67,7 @@ RpcContext::~RpcContext() {
 }
 
 Reactor* RpcContext::reactor() const { return conn_->reactor(); }
+Messenger* RpcContext::messenger() const { return conn_->messenger(); }
 
 void FlushPendingSends() {
   if (FlushScope* scope = FlushScope::Current()) scope->FlushNow();
@@ -74,7 +75,9 @@ void FlushPendingSends() {
 
 bool RpcContext::RunInlineAfterRead(std::function<void()> task) {
   Reactor* r = reactor();
-  DCHECK(r->IsCurrentThread());
+  // A handler on a service thread, or one running inline outside the loop (with
+  // --rpc_reactor_methods off), has no read callback to follow.
+  if (!r->IsCurrentThread()) return false;
   auto* owned = new std::function<void()>(std::move(task));
   auto run = [](void* arg) {
     std::unique_ptr<std::function<void()>> t(static_cast<std::function<void()>*>(arg));
@@ -84,7 +87,6 @@ bool RpcContext::RunInlineAfterRead(std::function<void()> task) {
   delete owned;
   return false;
 }
-Messenger* RpcContext::messenger() const { return conn_->messenger(); }
 
 Status RpcContext::ParseRequest() {
   DCHECK(method_);

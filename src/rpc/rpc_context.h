@@ -43,14 +43,15 @@ class RpcContext : public InFlightHook {
   // An RPC-level error (e.g. ERROR_SERVER_TOO_BUSY) carrying `status`.
   void RespondRpcFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status);
 
-  // Only in a handler that runs on the reactor (route b, docs/rpc-threading.md), on
-  // the reactor thread: runs `task` on this thread once the read callback that brought
-  // the call returns, outside the event loop, as an inline task (Reactor::RunInline):
-  // if it runs past --rpc_inline_call_handoff_us the standby takes the loop over, so
-  // the task may block, as an inline handler may. For work the handler would otherwise
-  // hand to a sleeping thread of its own. Once taken, the task runs even if the
-  // reactor shuts down meanwhile. False, nothing taken, when the reactor cannot take
-  // an inline task now (one is waiting already, or it is closing).
+  // For a handler that runs in the read callback (route b, docs/rpc-threading.md):
+  // runs `task` on this thread once that callback returns, outside the event loop, as
+  // an inline task (Reactor::RunInline): if it runs past --rpc_inline_call_handoff_us
+  // the standby takes the loop over, so the task may block, as an inline handler may.
+  // For work the handler would otherwise hand to a sleeping thread of its own. Once
+  // taken, the task runs even if the reactor shuts down meanwhile. False, nothing
+  // taken, when called from any other thread than the one running the reactor's loop
+  // (the handler runs on a service thread, or inline itself), or when the reactor
+  // cannot take an inline task now (one is waiting already, or it is closing).
   bool RunInlineAfterRead(std::function<void()> task);
 
   // Attaches bytes to the response without copying them into the body; returns the index.
