@@ -832,7 +832,7 @@ TEST_F(LogTest, AppendHereIfIdleWritesOnTheCallerWhenTheWriterIsIdle) {
 }
 
 // Callers writing on their own threads and appends for the writer thread, at once: every
-// append lands, in order per group, and the writing is still shared.
+// append lands, in order per group, and every callback runs once.
 TEST_F(LogTest, AppendHereIfIdleFromManyThreads) {
   LogOptions opts = Opts();
   opts.fsync = true;
