@@ -39,8 +39,9 @@ DEFINE_bool(consensus_run_on_reactor, true,
             "thread that read them does the worker's part itself, as an inline task (the "
             "reactor's standby takes the event loop over if it runs long, as for "
             "--rpc_inline_calls): it steps the groups, writes and fdatasyncs the consensus "
-            "log if its writer thread is idle too, sends the answers, and applies what "
-            "committed. That spares a follower two thread wakeups per append (the worker's "
+            "log itself when a group appends at most one entry with nothing else waiting "
+            "for the disk and the log's writer thread is idle, sends the answers, and "
+            "applies what committed. That spares a follower two thread wakeups per append (the worker's "
             "and the log writer's) and a leader one per acknowledgement. false: the "
             "messages always go to the worker");
 TAG_FLAG(consensus_run_on_reactor, runtime);
