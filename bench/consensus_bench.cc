@@ -7,7 +7,8 @@
 //   2. commits/s and commit latency (proposal to applied on the leader) of one group
 //      at 1, 16 and 256 proposals in flight, --repetitions times each; each run comes
 //      right after a measurement of the disk's bare append + fdatasync rate in --dir
-//      (the pattern of the log) and of the loopback round trip of an empty
+//      (the pattern of the log: into a preallocated file unless
+//      --log_preallocate_segments=false) and of the loopback round trip of an empty
 //      MultiUpdate call, and the ratios the targets are on are medians of those pairs
 //      (the machine's speed drifts within a run);
 //   3. the process's CPU with --idle_groups idle groups on every server, once they
@@ -50,6 +51,11 @@ DEFINE_int32(repetitions, 3, "Runs per point; the median is printed");
 DEFINE_int32(idle_groups, 1000, "Groups for the idle-CPU measurement");
 DEFINE_double(idle_seconds, 10, "Seconds the idle CPU is measured over");
 DEFINE_string(in_flight, "1,16,256", "Proposals in flight at each measured point");
+DEFINE_int32(durable_every, 10000,
+             "The state machine reports its applied state durable every this many "
+             "entries, as a tablet does when it flushes (the log and the group then let "
+             "go of the entries below it); 0: never, and every entry stays in memory "
+             "and on disk for the whole run");
 DEFINE_bool(compare_without_quiescence, true,
             "Also measure the idle CPU with quiescence off (side by side)");
 
@@ -83,11 +89,17 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Appends 256 bytes and fdatasyncs, for `seconds`: syncs per second.
+// Appends 256 bytes and fdatasyncs, for `seconds`: syncs per second. Into a file
+// preallocated as the log's segments are (--log_preallocate_segments), else growing.
 double MeasureFdatasync(const std::string& dir, double seconds) {
   const std::string path = dir + "/fdatasync-probe";
   int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   PCHECK(fd >= 0) << path;
+  const LogOptions log = LogOptions::FromFlags(dir);
+  if (log.preallocate) {
+    // As the log does: where the file system cannot, the file grows.
+    (void)fallocate(fd, 0, 0, off_t(log.segment_size_bytes));
+  }
   std::string block(256, 'x');
   int64_t n = 0;
   MonoTime start = MonoTime::Now();
@@ -121,12 +133,33 @@ double MeasureConcurrentFdatasync(const std::string& dir, int streams, double se
   return total;
 }
 
+// Counts what it applies. Its state is a count nobody reads back, so nothing needs
+// writing to make it durable: every --durable_every entries it says so, as a tablet
+// does after each flush, and the group and the log let go of what they no longer need.
+// Apply and FlushRequested run on the group's worker thread.
 class CountingStateMachine : public StateMachine {
  public:
-  void Apply(const EntryPB&) override { applied_.fetch_add(1, std::memory_order_relaxed); }
+  // Called once, right after the group is created (it elects no leader, so applies
+  // nothing, for at least an election timeout).
+  void set_group(RaftGroup* group) { group_.store(group, std::memory_order_release); }
+
+  void Apply(const EntryPB& entry) override {
+    last_applied_ = entry.index();
+    if (FLAGS_durable_every > 0 && ++applied_ % uint64_t(FLAGS_durable_every) == 0) {
+      ReportDurable();
+    }
+  }
+  void FlushRequested() override { ReportDurable(); }
 
  private:
-  std::atomic<uint64_t> applied_{0};
+  void ReportDurable() {
+    RaftGroup* g = group_.load(std::memory_order_acquire);
+    if (g != nullptr && last_applied_ > 0) g->ReportDurable(last_applied_);
+  }
+
+  std::atomic<RaftGroup*> group_{nullptr};
+  uint64_t applied_ = 0;
+  uint64_t last_applied_ = 0;
 };
 
 struct Server {
@@ -178,6 +211,7 @@ class Cluster {
       g.state_machine = s.sms.back().get();
       auto r = s.runtime->CreateGroup(g);
       CHECK(r.ok()) << r.status().ToString();
+      s.sms.back()->set_group(r->get());
       s.groups[group] = *r;
     }
   }
@@ -338,9 +372,12 @@ int Run() {
   }
   fs::create_directories(dir);
   printf("consensus-bench: 3 replicas over loopback, logs in %s, fdatasync on, %d-byte "
-         "proposals; each run of a point is paired with a bare fdatasync and round-trip "
-         "measurement just before it, and ratios are medians of the pairs\n",
-         dir.c_str(), FLAGS_payload_bytes);
+         "proposals, log segments %s; each run of a point is paired with a bare fdatasync "
+         "(into a file %s) and round-trip measurement just before it, and ratios are "
+         "medians of the pairs\n",
+         dir.c_str(), FLAGS_payload_bytes,
+         LogOptions::FromFlags(dir).preallocate ? "preallocated" : "not preallocated",
+         LogOptions::FromFlags(dir).preallocate ? "preallocated likewise" : "growing");
   std::vector<double> concurrent;
   for (int i = 0; i < FLAGS_repetitions; i++) {
     concurrent.push_back(MeasureConcurrentFdatasync(dir, 3, 1));

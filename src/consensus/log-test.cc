@@ -5,6 +5,7 @@
 #include <linux/magic.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -77,6 +78,7 @@ std::vector<RecInfo> ParseSegment(const std::string& path) {
   EXPECT_EQ(d.substr(0, 8), "NYWAL001");
   std::vector<RecInfo> out;
   for (size_t off = kSegmentHeader; off + kRecordHeader <= d.size();) {
+    if (d[off + 8] == 0) break;  // type 0 is none: the zeros of preallocated space
     RecInfo r{off, Load<uint32_t>(d, off), uint8_t(d[off + 8]), Load<uint64_t>(d, off + 9),
               Load<uint64_t>(d, off + 33)};
     out.push_back(r);
@@ -380,6 +382,7 @@ TEST_F(LogTest, RejectsInvalidAppendsWritingNothing) {
     // Nothing was written, and nothing of those calls is remembered.
     EXPECT_EQ(log->Stats().records, before.records);
     EXPECT_EQ(log->Stats().appends, before.appends);
+    EXPECT_EQ(log->Stats().bytes, before.bytes);
     EXPECT_EQ(fs::file_size(opts.dir + "/" + SegmentFiles(opts.dir).back()), size_before);
     EXPECT_FALSE(log->GetGroupState(2).exists);
     EXPECT_EQ(log->GetGroupState(1).last_index, 3u);
@@ -662,6 +665,121 @@ TEST_F(LogTest, DamagedTailOfAnOlderSegmentFailsItsGroup) {
     ExpectEntries(log.get(), 1, 1, 3);
     EXPECT_EQ(fs::file_size(o.dir + "/" + first), d.size());  // nothing truncated
   }
+}
+
+// Allocated bytes of a file (what fallocate reserved, written or not).
+uint64_t AllocatedBytes(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return uint64_t(st.st_blocks) * 512;
+}
+
+// The end of a segment's last whole record, walking it as the format lays it out.
+uint64_t EndOfRecords(const std::string& path) {
+  std::vector<RecInfo> recs = ParseSegment(path);
+  return recs.empty() ? kSegmentHeader : recs.back().offset + kRecordHeader + recs.back().length;
+}
+
+TEST_F(LogTest, PreallocatedSpaceIsCutOffOnClose) {
+  LogOptions opts = Opts();
+  opts.segment_size_bytes = 256 << 10;
+  for (bool preallocate : {true, false}) {
+    SCOPED_TRACE(preallocate ? "preallocated" : "not preallocated");
+    opts.preallocate = preallocate;
+    opts.dir = test_dir() + (preallocate ? "/pre" : "/grow");
+    {
+      auto log = OpenOrDie(opts);
+      AppendEntries(log.get(), 1, 1, 10, 1, 1000);
+      const std::string active = opts.dir + "/" + SegmentFiles(opts.dir).back();
+      if (preallocate) {
+        EXPECT_EQ(fs::file_size(active), opts.segment_size_bytes);
+        EXPECT_GE(AllocatedBytes(active), opts.segment_size_bytes);
+      } else {
+        EXPECT_EQ(fs::file_size(active), EndOfRecords(active));
+      }
+      // Rolled once written past their size: older segments end at their last record.
+      AppendEntries(log.get(), 1, 11, 600, 1, 1000);
+      const std::vector<std::string> segs = SegmentFiles(opts.dir);
+      ASSERT_GE(segs.size(), 3u);
+      for (size_t i = 0; i + 1 < segs.size(); i++) {
+        const std::string path = opts.dir + "/" + segs[i];
+        EXPECT_EQ(fs::file_size(path), EndOfRecords(path)) << segs[i];
+      }
+      const std::string newest = opts.dir + "/" + segs.back();
+      EXPECT_EQ(fs::file_size(newest),
+                preallocate ? opts.segment_size_bytes : EndOfRecords(newest));
+    }
+    // Closed: the newest one too.
+    for (const std::string& name : SegmentFiles(opts.dir)) {
+      const std::string path = opts.dir + "/" + name;
+      EXPECT_EQ(fs::file_size(path), EndOfRecords(path)) << name;
+    }
+    RecoveryReport report;
+    auto log = OpenOrDie(opts, &report);
+    EXPECT_TRUE(report.clean()) << report.ToString();
+    ASSERT_NO_FATAL_FAILURE(ExpectEntries(log.get(), 1, 1, 600, {}, 1000));
+  }
+}
+
+// A crash with preallocation on leaves the newest segment ending in zeros: the image
+// of the directory taken while the log is open. Those zeros are no damage.
+TEST_F(LogTest, ZerosAfterTheLastRecordAreNotATornTail) {
+  LogOptions opts = Opts();
+  opts.segment_size_bytes = 1 << 20;
+  auto log = OpenOrDie(opts);
+  ASSERT_OK(log->Append(One(LogRecord::MakeHardState(1, HardState{2, "me", 4}))));
+  AppendEntries(log.get(), 1, 1, 5, 2);
+  const LogOptions crashed = CopyOf(opts, test_dir() + "/crashed");
+  const std::string seg = crashed.dir + "/" + SegmentFiles(crashed.dir).back();
+  ASSERT_EQ(fs::file_size(seg), opts.segment_size_bytes);
+  const uint64_t end = EndOfRecords(seg);
+  ASSERT_LT(end, opts.segment_size_bytes);
+  {
+    RecoveryReport report;
+    auto copy = OpenOrDie(crashed, &report);
+    EXPECT_TRUE(report.clean()) << report.ToString();
+    EXPECT_EQ(fs::file_size(seg), end);  // cut back to its records
+    EXPECT_EQ(copy->GetGroupState(1).hard_state, (HardState{2, "me", 4}));
+    ASSERT_NO_FATAL_FAILURE(ExpectEntries(copy.get(), 1, 1, 5));
+    AppendEntries(copy.get(), 1, 6, 7, 2);
+  }
+  // The segment cut back is an older one now, and reads clean.
+  RecoveryReport again;
+  auto copy = OpenOrDie(crashed, &again);
+  EXPECT_TRUE(again.clean()) << again.ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectEntries(copy.get(), 1, 1, 7));
+}
+
+// A record torn in preallocated space (its end never reached the disk, so reads as
+// zeros) is a torn tail, reported with the zeros after it.
+TEST_F(LogTest, RecordTornInPreallocatedSpaceIsATornTail) {
+  LogOptions opts = Opts();
+  opts.segment_size_bytes = 1 << 20;
+  auto log = OpenOrDie(opts);
+  AppendEntries(log.get(), 1, 1, 5, 1);
+  AppendEntries(log.get(), 2, 1, 5, 1);
+  const LogOptions crashed = CopyOf(opts, test_dir() + "/crashed");
+  const std::string seg = crashed.dir + "/" + SegmentFiles(crashed.dir).back();
+  const RecInfo last = ParseSegment(seg).back();
+  ASSERT_EQ(last.group, 2u);
+  ASSERT_EQ(last.index, 5u);
+  // Its header and the first half of its payload made it.
+  const uint64_t written = last.offset + kRecordHeader + last.length / 2;
+  std::string d = ReadFile(seg);
+  std::fill(d.begin() + long(written), d.end(), '\0');
+  WriteFile(seg, d);
+  RecoveryReport report;
+  auto copy = OpenOrDie(crashed, &report);
+  ASSERT_TRUE(report.torn_tail) << report.ToString();
+  EXPECT_EQ(report.torn_tail->offset, last.offset);
+  EXPECT_EQ(report.torn_tail->bytes_dropped, opts.segment_size_bytes - last.offset);
+  EXPECT_EQ(report.torn_tail->trailing_zeros, opts.segment_size_bytes - written);
+  EXPECT_EQ(report.torn_tail->groups, std::vector<uint64_t>{2});
+  EXPECT_NE(report.ToString().find("of them zeros"), std::string::npos) << report.ToString();
+  EXPECT_TRUE(report.corruptions.empty()) << report.ToString();
+  EXPECT_EQ(fs::file_size(seg), last.offset);
+  ASSERT_NO_FATAL_FAILURE(ExpectEntries(copy.get(), 1, 1, 5));
+  ASSERT_NO_FATAL_FAILURE(ExpectEntries(copy.get(), 2, 1, 4));
 }
 
 TEST_F(LogTest, SegmentsRollAndAreReleased) {

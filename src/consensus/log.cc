@@ -30,6 +30,13 @@ DEFINE_int32(log_segment_size_mb, 64,
              "Size in MiB at which the consensus log starts a new segment file. Segments are "
              "deleted whole, oldest first, once no consensus group needs their records.");
 
+DEFINE_bool(log_preallocate_segments, true,
+            "Give each new consensus log segment its --log_segment_size_mb of disk when it "
+            "is created (fallocate), so that appends do not grow the file and an fdatasync "
+            "need not write its size: fewer writes per sync and faster syncs on ext4 and "
+            "xfs. The unused end is cut off when the segment is rolled or the log closed. "
+            "Ignored, with a warning, where the file system cannot preallocate.");
+
 namespace nyala::consensus {
 
 namespace {
@@ -150,6 +157,21 @@ size_t FindNextValid(const std::string& data, size_t from) {
     if (CheckRecord(data, off, &h) == RecordCheck::kValid) return off;
   }
   return std::string::npos;
+}
+
+// Whether data[from, end) is all zeros.
+bool AllZeros(const std::string& data, size_t from) {
+  for (size_t i = from; i < data.size(); i++) {
+    if (data[i] != 0) return false;
+  }
+  return true;
+}
+
+// The length of the run of zeros that ends `data`, counted back to `from` at most.
+size_t TrailingZeros(const std::string& data, size_t from) {
+  size_t end = data.size();
+  while (end > from && data[end - 1] == 0) end--;
+  return data.size() - end;
 }
 
 std::string SegmentName(uint64_t seq) {
@@ -285,6 +307,7 @@ LogOptions LogOptions::FromFlags(std::string dir) {
   o.dir = std::move(dir);
   o.fsync = FLAGS_log_fsync;
   o.segment_size_bytes = uint64_t(std::max(1, FLAGS_log_segment_size_mb)) << 20;
+  o.preallocate = FLAGS_log_preallocate_segments;
   return o;
 }
 
@@ -298,6 +321,10 @@ std::string RecoveryReport::ToString() const {
   if (torn_tail) {
     os << "; torn tail truncated at " << Where(torn_tail->segment, torn_tail->offset) << " ("
        << torn_tail->bytes_dropped << " bytes dropped";
+    if (torn_tail->trailing_zeros >= 4096) {  // not a few zero bytes of a torn header
+      os << ", the last " << torn_tail->trailing_zeros
+         << " of them zeros: preallocated space never written";
+    }
     if (!torn_tail->groups.empty()) {
       os << ", records of group";
       for (uint64_t g : torn_tail->groups) os << " " << g;
@@ -418,7 +445,7 @@ struct SharedLog::Scan {
   std::string last_corruption;  // "wal-... offset N" of the newest corrupt region
 };
 
-SharedLog::SharedLog(LogOptions opts) : opts_(std::move(opts)) {}
+SharedLog::SharedLog(LogOptions opts) : opts_(std::move(opts)), preallocate_(opts_.preallocate) {}
 
 std::string SharedLog::SegmentPath(uint64_t seq) const {
   return opts_.dir + "/" + SegmentName(seq);
@@ -511,7 +538,8 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
   if (!bad_header.empty()) {
     if (last && FindNextValid(data, 0) == std::string::npos) {
       // Torn while the segment was being created: nothing of it was ever acknowledged.
-      report->torn_tail = RecoveryReport::TornTail{scan.name, 0, data.size(), {}};
+      report->torn_tail =
+          RecoveryReport::TornTail{scan.name, 0, data.size(), TrailingZeros(data, 0), {}};
       if (unlink(path.c_str()) != 0) return ErrnoStatus(path, "unlink", errno);
       if (opts_.fsync) RETURN_NOT_OK(SyncDir());
       return Status::OK();
@@ -532,6 +560,11 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
       off += kRecordHeaderSize + h.length;
       continue;
     }
+    if (last && AllZeros(data, off)) {
+      // Preallocated space the log never wrote (it crashed before cutting it off).
+      RETURN_NOT_OK(TruncateFile(path, off, opts_.fsync));
+      break;
+    }
     const bool intact = HeaderIntact(check);
     const size_t resume_from = check == RecordCheck::kBadPayload || check == RecordCheck::kBadType
                                    ? off + kRecordHeaderSize + h.length
@@ -539,7 +572,8 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
     const size_t resume = FindNextValid(data, resume_from);
     if (resume == std::string::npos && last) {
       // A torn write: nothing valid follows in the newest segment.
-      report->torn_tail = RecoveryReport::TornTail{scan.name, off, data.size() - off, {}};
+      report->torn_tail = RecoveryReport::TornTail{scan.name, off, data.size() - off,
+                                                   TrailingZeros(data, off), {}};
       if (intact) report->torn_tail->groups.push_back(h.group);
       RETURN_NOT_OK(TruncateFile(path, off, opts_.fsync));
       break;
@@ -890,6 +924,8 @@ void SharedLog::PlanLocked(bool checkpoint, Batch* b) {
 }
 
 Status SharedLog::WriteBatch(bool roll, std::vector<Planned>* plan) {
+  // A roll comes once the active segment is written past its size, so the one left
+  // behind has no preallocated space: only the newest segment may end in zeros.
   if (roll) RETURN_NOT_OK(CreateSegment(last_segment_seq_ + 1));
   buf_.clear();
   for (Planned& p : *plan) {
@@ -927,16 +963,44 @@ Status SharedLog::CreateSegment(uint64_t seq) {
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(path, "create", errno);
   auto seg = std::make_shared<Segment>(seq, path, fd);
+  bool preallocated = false;
+  if (preallocate_) {
+    const int r = fallocate(fd, 0, 0, off_t(opts_.segment_size_bytes));
+    if (r == 0) {
+      preallocated = true;
+    } else if (errno == EOPNOTSUPP || errno == ENOSYS) {
+      LOG(WARNING) << "consensus log: " << opts_.dir << " cannot preallocate segments ("
+                   << strerror(errno) << "); they grow as they are written";
+      preallocate_ = false;
+    } else {
+      const int err = errno;
+      close(fd);
+      unlink(path.c_str());
+      return ErrnoStatus(path, "preallocate", err);
+    }
+  }
   RETURN_NOT_OK(WriteAt(*seg, 0, EncodeSegmentHeader(seq)));
   if (opts_.fsync) RETURN_NOT_OK(SyncDir());
   last_segment_seq_ = seq;
   active_ = seg;
   active_size_ = kSegmentHeaderSize;
+  active_preallocated_ = preallocated;
   MutexLock l(mu_);
   segments_[seq] = std::move(seg);
   active_seq_ = seq;
   stats_.segments_live = segments_.size();
   release_check_needed_ = true;
+  return Status::OK();
+}
+
+Status SharedLog::TrimActiveSegment() {
+  if (active_ == nullptr || !active_preallocated_) return Status::OK();
+  if (ftruncate(active_->fd, off_t(active_size_)) != 0) {
+    return ErrnoStatus(active_->path, "cut preallocated space", errno);
+  }
+  // fsync, not fdatasync: the new size is all there is to write.
+  if (opts_.fsync && fsync(active_->fd) != 0) return ErrnoStatus(active_->path, "fsync", errno);
+  active_preallocated_ = false;
   return Status::OK();
 }
 
@@ -1071,6 +1135,19 @@ SharedLog::~SharedLog() {
     writer_cv_.notify_one();
   }
   if (writer_.joinable()) writer_.join();
+  // The writer is gone and AppendHereIfIdle callers have returned: the turn is ours.
+  // After a write error the file stays as it is, for the next Open to recover (and
+  // report) whatever the failed write left; a failure to cut leaves zeros that the
+  // next Open cuts off.
+  bool failed;
+  {
+    MutexLock l(mu_);
+    failed = !error_.ok();
+  }
+  if (!failed) {
+    Status s = TrimActiveSegment();
+    LOG_IF(WARNING, !s.ok()) << "consensus log: " << s.ToString();
+  }
 }
 
 // ---------------------------------------------------------------------------------

@@ -90,10 +90,19 @@
 // max(snapshot mark, min(durable index, last index)), with the term of that index, so
 // entries at or below the durable index leave the group's log at a checkpoint.
 //
+// Preallocation (LogOptions::preallocate, --log_preallocate_segments): a new segment is
+// given segment_size_bytes of disk at once (fallocate), so the appends that follow do
+// not change the file's size and an fdatasync need not write it. Past the last record
+// the file then reads as zeros. A segment is rolled only once written past its size,
+// and closing the log cuts the newest one back to its records (ftruncate), so only the
+// newest segment can end in such zeros, after a crash or a write error.
+//
 // Recovery reads the segments oldest first. A record is valid when both its CRCs match
 // and its type is known. At an invalid one the reader resynchronises at the next
 // offset where a valid record starts (right after the record when only its payload is
-// bad). If nothing valid follows in the newest segment, the rest is a torn tail: cut
+// bad). In the newest segment, zeros from there to the end of the file are space
+// preallocated and never written: they are cut off and are no damage. If anything
+// else follows in the newest segment and nothing valid, the rest is a torn tail: cut
 // off (ftruncate) and reported. Otherwise the bytes skipped are a corrupt region: the
 // record's group fails if its header was intact, and every group whose sequence
 // numbers jump fails; the rest is read on.
@@ -185,8 +194,12 @@ struct LogOptions {
   // directory (segment creation and deletion) and of a truncated tail.
   bool fsync = true;
   uint64_t segment_size_bytes = uint64_t{64} << 20;
+  // Give each new segment its segment_size_bytes of disk when it is created (see
+  // "Preallocation" above). Where the file system cannot, segments grow as written.
+  bool preallocate = true;
 
-  // `dir` with the rest from --log_fsync and --log_segment_size_mb.
+  // `dir` with the rest from --log_fsync, --log_segment_size_mb and
+  // --log_preallocate_segments.
   static LogOptions FromFlags(std::string dir);
 };
 
@@ -196,6 +209,7 @@ struct RecoveryReport {
     std::string segment;
     uint64_t offset = 0;
     uint64_t bytes_dropped = 0;
+    uint64_t trailing_zeros = 0;  // of bytes_dropped, the run of zeros ending the file
     std::vector<uint64_t> groups;  // whose record was cut, when its header was intact
   };
   struct CorruptRegion {  // damaged bytes before the tail, skipped
@@ -335,6 +349,8 @@ class SharedLog {
   void AppendCheckpointLocked(std::vector<LogRecord>* out) REQUIRES(mu_);
   Status WriteBatch(bool roll, std::vector<Planned>* plan) EXCLUDES(mu_);
   Status CreateSegment(uint64_t seq) EXCLUDES(mu_);
+  // Cuts the active segment's unused preallocated space off (closing the log).
+  Status TrimActiveSegment();
   Status WriteAt(const Segment& seg, uint64_t offset, Slice data);
   Status SyncFile(const Segment& seg);
   Status SyncDir();
@@ -380,7 +396,9 @@ class SharedLog {
   // starts).
   std::shared_ptr<Segment> active_;
   uint64_t active_size_ = 0;
-  uint64_t last_segment_seq_ = 0;  // the newest segment file created or found
+  bool active_preallocated_ = false;  // the active segment has space past active_size_
+  bool preallocate_ = false;          // opts_.preallocate, until the file system refuses
+  uint64_t last_segment_seq_ = 0;     // the newest segment file created or found
   std::string buf_;
 
   std::thread writer_;
