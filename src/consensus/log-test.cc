@@ -721,6 +721,37 @@ TEST_F(LogTest, PreallocatedSpaceIsCutOffOnClose) {
   }
 }
 
+// No room to preallocate a whole segment (here a file size limit below it; ENOSPC or a
+// quota alike): the segment grows as written instead, and the log works.
+TEST_F(LogTest, SegmentGrowsWhenItCannotBePreallocated) {
+  LogOptions opts = Opts();
+  opts.segment_size_bytes = 4 << 20;
+  signal(SIGXFSZ, SIG_IGN);
+  rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  {
+    rlimit low = old;
+    low.rlim_cur = 1 << 20;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &low), 0);
+    struct Restore {
+      rlimit lim;
+      ~Restore() { CHECK_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0); }
+    } restore{old};
+    auto log = OpenOrDie(opts);
+    AppendEntries(log.get(), 1, 1, 20, 1);
+    const std::string active = opts.dir + "/" + SegmentFiles(opts.dir).back();
+    EXPECT_EQ(fs::file_size(active), EndOfRecords(active));
+    EXPECT_LT(AllocatedBytes(active), uint64_t(1) << 20);
+  }
+  RecoveryReport report;
+  auto log = OpenOrDie(opts, &report);
+  EXPECT_TRUE(report.clean()) << report.ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectEntries(log.get(), 1, 1, 20));
+  // With room again, the next segment is preallocated.
+  const std::string active = opts.dir + "/" + SegmentFiles(opts.dir).back();
+  EXPECT_EQ(fs::file_size(active), opts.segment_size_bytes);
+}
+
 // A crash with preallocation on leaves the newest segment ending in zeros: the image
 // of the directory taken while the log is open. Those zeros are no damage.
 TEST_F(LogTest, ZerosAfterTheLastRecordAreNotATornTail) {

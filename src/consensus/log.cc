@@ -35,7 +35,8 @@ DEFINE_bool(log_preallocate_segments, true,
             "is created (fallocate), so that appends do not grow the file and an fdatasync "
             "need not write its size: fewer writes per sync and faster syncs on ext4 and "
             "xfs. The unused end is cut off when the segment is rolled or the log closed. "
-            "Ignored, with a warning, where the file system cannot preallocate.");
+            "Where the file system cannot preallocate, or the disk has no room for a whole "
+            "segment, the segment grows as it is written (with a warning).");
 
 namespace nyala::consensus {
 
@@ -973,10 +974,18 @@ Status SharedLog::CreateSegment(uint64_t seq) {
                    << strerror(errno) << "); they grow as they are written";
       preallocate_ = false;
     } else {
-      const int err = errno;
-      close(fd);
-      unlink(path.c_str());
-      return ErrnoStatus(path, "preallocate", err);
+      // No room for a whole segment (ENOSPC, a quota) need not stop the log: the
+      // segment grows as written, and a write that finds no room fails as it would.
+      LOG(WARNING) << "consensus log: " << path << ": cannot preallocate "
+                   << opts_.segment_size_bytes << " bytes (" << strerror(errno)
+                   << "); this segment grows as it is written";
+      // Let go of whatever the failed call reserved past the end of the empty file.
+      if (ftruncate(fd, 0) != 0) {
+        const int err = errno;
+        seg.reset();  // closes it
+        unlink(path.c_str());
+        return ErrnoStatus(path, "truncate", err);
+      }
     }
   }
   RETURN_NOT_OK(WriteAt(*seg, 0, EncodeSegmentHeader(seq)));
