@@ -1,4 +1,4 @@
-// consensus-bench: three replicas of Raft groups in one process, each server with its
+// consensus-bench: three replicas (--replicas) of Raft groups in one process, each server with its
 // own messenger, shared log (fdatasync on) and consensus runtime, over loopback RPC.
 //
 // In one run it measures, in this order:
@@ -46,6 +46,9 @@
 DEFINE_string(dir, "", "Directory for the logs and the fdatasync probe (default: a fresh "
                        "directory under $TMPDIR, removed at the end)");
 DEFINE_int32(payload_bytes, 100, "Bytes of data per proposal");
+DEFINE_int32(replicas, 3,
+             "Replicas of each group, one server each (1: a group of one, whose log is "
+             "alone on the disk and which commits without a round trip)");
 DEFINE_double(seconds, 3, "Measured seconds per point (after a half-second warm-up)");
 DEFINE_int32(repetitions, 3, "Runs per point; the median is printed");
 DEFINE_int32(idle_groups, 1000, "Groups for the idle-CPU measurement");
@@ -174,7 +177,7 @@ struct Server {
 class Cluster {
  public:
   Cluster(const std::string& dir, bool quiesce) {
-    for (PeerId id = 1; id <= 3; id++) {
+    for (PeerId id = 1; id <= PeerId(FLAGS_replicas); id++) {
       Server& s = servers_[id];
       s.id = id;
       rpc::MessengerOptions mo;
@@ -207,7 +210,7 @@ class Cluster {
       s.sms.push_back(std::make_unique<CountingStateMachine>());
       GroupOptions g;
       g.group_id = group;
-      g.voters = {1, 2, 3};
+      for (PeerId id = 1; id <= PeerId(FLAGS_replicas); id++) g.voters.push_back(id);
       g.state_machine = s.sms.back().get();
       auto r = s.runtime->CreateGroup(g);
       CHECK(r.ok()) << r.status().ToString();
@@ -371,19 +374,19 @@ int Run() {
     remove_dir = true;
   }
   fs::create_directories(dir);
-  printf("consensus-bench: 3 replicas over loopback, logs in %s, fdatasync on, %d-byte "
+  printf("consensus-bench: %d replica(s) over loopback, logs in %s, fdatasync on, %d-byte "
          "proposals, log segments %s; each run of a point is paired with a bare fdatasync "
          "(into a file %s) and round-trip measurement just before it, and ratios are "
          "medians of the pairs\n",
-         dir.c_str(), FLAGS_payload_bytes,
+         FLAGS_replicas, dir.c_str(), FLAGS_payload_bytes,
          LogOptions::FromFlags(dir).preallocate ? "preallocated" : "not preallocated",
          LogOptions::FromFlags(dir).preallocate ? "preallocated likewise" : "growing");
   std::vector<double> concurrent;
   for (int i = 0; i < FLAGS_repetitions; i++) {
-    concurrent.push_back(MeasureConcurrentFdatasync(dir, 3, 1));
+    concurrent.push_back(MeasureConcurrentFdatasync(dir, FLAGS_replicas, 1));
   }
-  printf("append+fdatasync in 3 files at once (one per replica log): %.0f/s in total\n",
-         Median(concurrent));
+  printf("append+fdatasync in %d file(s) at once (one per replica log): %.0f/s in total\n",
+         FLAGS_replicas, Median(concurrent));
 
   std::map<int, double> sync_ratio;  // commits/s over fdatasync/s, median of the pairs
   double p50_ratio = 0;              // p50 at 1 in flight over (fdatasync + round trip)
@@ -393,7 +396,7 @@ int Run() {
     std::shared_ptr<RaftGroup> leader = c.WaitForLeader(1);
     CHECK(leader) << "no leader elected";
     SharedLog* log = nullptr;
-    for (PeerId id = 1; id <= 3; id++) {
+    for (PeerId id = 1; id <= PeerId(FLAGS_replicas); id++) {
       if (c.server(id).groups[1] == leader) log = c.server(id).runtime->log();
     }
     printf("%-9s %10s %8s %8s %9s %9s %10s %8s %9s\n", "in flight", "commits/s", "p50 us",
@@ -411,7 +414,9 @@ int Run() {
         // The three logs sync at once: each sync then takes as long as three in a row
         // take, divided by the disk's parallelism.
         const double shared_sync_us =
-            in_flight == 1 ? 3e6 / MeasureConcurrentFdatasync(dir, 3, 1) : 0;
+            in_flight == 1
+                ? FLAGS_replicas * 1e6 / MeasureConcurrentFdatasync(dir, FLAGS_replicas, 1)
+                : 0;
         Point p = RunLoad(leader.get(), log, in_flight, FLAGS_seconds);
         if (in_flight == 1) shared_disk_ratios.push_back(p.p50_us / (shared_sync_us + rtt_us));
         // At 1 in flight the target is on latency, elsewhere on throughput.
@@ -426,9 +431,9 @@ int Run() {
       const double median = Median(ratios);
       if (in_flight == 1) {
         p50_ratio = median;
-        printf("  median: p50 = %.2f x (one fdatasync + one round trip); %.2f x (one of three "
+        printf("  median: p50 = %.2f x (one fdatasync + one round trip); %.2f x (one of %d "
                "fdatasyncs at once + one round trip)\n",
-               median, Median(shared_disk_ratios));
+               median, Median(shared_disk_ratios), FLAGS_replicas);
       } else {
         sync_ratio[in_flight] = median;
         printf("  median: commits/s = %.1f x fdatasync/s\n", median);
@@ -462,6 +467,10 @@ int main(int argc, char** argv) {
       "Raft commit throughput and latency, three replicas in one process over loopback with "
       "the real shared log and fdatasync; see bench/README.md");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_replicas < 1 || FLAGS_replicas > 7) {
+    fprintf(stderr, "consensus-bench: --replicas must be 1 to 7, not %d\n", FLAGS_replicas);
+    return 2;
+  }
   google::InitGoogleLogging(argv[0]);
   FLAGS_minloglevel = 1;
   return nyala::consensus::Run();

@@ -34,7 +34,8 @@ DEFINE_bool(log_preallocate_segments, true,
             "Give each new consensus log segment its --log_segment_size_mb of disk when it "
             "is created (fallocate), so that appends do not grow the file and an fdatasync "
             "need not write its size: fewer writes per sync and faster syncs on ext4 and "
-            "xfs. The unused end is cut off when the segment is rolled or the log closed. "
+            "xfs. A segment is rolled once full; the newest one's unused end is cut off when "
+            "the log is closed, or after a crash by the next start's recovery. "
             "Where the file system cannot preallocate, or the disk has no room for a whole "
             "segment, the segment grows as it is written (with a warning).");
 
