@@ -1,5 +1,6 @@
-// consensus-bench: three replicas (--replicas) of Raft groups in one process, each server with its
-// own messenger, shared log (fdatasync on) and consensus runtime, over loopback RPC.
+// consensus-bench: three replicas (--replicas) of Raft groups in one process, each
+// server with its own messenger, shared log (fdatasync on) and consensus runtime, over
+// loopback RPC.
 //
 // In one run it measures, in this order:
 //   1. the rate of append + fdatasync in three files at once (the three logs share
@@ -142,8 +143,7 @@ double MeasureConcurrentFdatasync(const std::string& dir, int streams, double se
 // Apply and FlushRequested run on the group's worker thread.
 class CountingStateMachine : public StateMachine {
  public:
-  // Called once, right after the group is created (it elects no leader, so applies
-  // nothing, for at least an election timeout).
+  // Called once, right after the group is created; until then nothing is reported.
   void set_group(RaftGroup* group) { group_.store(group, std::memory_order_release); }
 
   void Apply(const EntryPB& entry) override {

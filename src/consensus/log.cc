@@ -574,8 +574,8 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
     const size_t resume = FindNextValid(data, resume_from);
     if (resume == std::string::npos && last) {
       // A torn write: nothing valid follows in the newest segment.
-      report->torn_tail = RecoveryReport::TornTail{scan.name, off, data.size() - off,
-                                                   TrailingZeros(data, off), {}};
+      report->torn_tail =
+          RecoveryReport::TornTail{scan.name, off, data.size() - off, TrailingZeros(data, off), {}};
       if (intact) report->torn_tail->groups.push_back(h.group);
       RETURN_NOT_OK(TruncateFile(path, off, opts_.fsync));
       break;

@@ -209,7 +209,7 @@ struct RecoveryReport {
     std::string segment;
     uint64_t offset = 0;
     uint64_t bytes_dropped = 0;
-    uint64_t trailing_zeros = 0;  // of bytes_dropped, the run of zeros ending the file
+    uint64_t trailing_zeros = 0;   // of bytes_dropped, the run of zeros ending the file
     std::vector<uint64_t> groups;  // whose record was cut, when its header was intact
   };
   struct CorruptRegion {  // damaged bytes before the tail, skipped
