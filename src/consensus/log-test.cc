@@ -667,6 +667,25 @@ TEST_F(LogTest, DamagedTailOfAnOlderSegmentFailsItsGroup) {
   }
 }
 
+// Lowers RLIMIT_FSIZE to `bytes` while it lives, with SIGXFSZ ignored: a write or a
+// fallocate past it then fails with EFBIG, a real I/O error of the file system's.
+class ScopedFileSizeLimit {
+ public:
+  explicit ScopedFileSizeLimit(rlim_t bytes) {
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK_EQ(getrlimit(RLIMIT_FSIZE, &old_), 0);
+    rlimit low = old_;
+    low.rlim_cur = bytes;
+    CHECK_EQ(setrlimit(RLIMIT_FSIZE, &low), 0);
+  }
+  ~ScopedFileSizeLimit() { CHECK_EQ(setrlimit(RLIMIT_FSIZE, &old_), 0); }
+  ScopedFileSizeLimit(const ScopedFileSizeLimit&) = delete;
+  ScopedFileSizeLimit& operator=(const ScopedFileSizeLimit&) = delete;
+
+ private:
+  rlimit old_;
+};
+
 // Allocated bytes of a file (what fallocate reserved, written or not).
 uint64_t AllocatedBytes(const std::string& path) {
   struct stat st;
@@ -726,17 +745,8 @@ TEST_F(LogTest, PreallocatedSpaceIsCutOffOnClose) {
 TEST_F(LogTest, SegmentGrowsWhenItCannotBePreallocated) {
   LogOptions opts = Opts();
   opts.segment_size_bytes = 4 << 20;
-  signal(SIGXFSZ, SIG_IGN);
-  rlimit old;
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
   {
-    rlimit low = old;
-    low.rlim_cur = 1 << 20;
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &low), 0);
-    struct Restore {
-      rlimit lim;
-      ~Restore() { CHECK_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0); }
-    } restore{old};
+    ScopedFileSizeLimit limit(1 << 20);
     auto log = OpenOrDie(opts);
     AppendEntries(log.get(), 1, 1, 20, 1);
     const std::string active = opts.dir + "/" + SegmentFiles(opts.dir).back();
@@ -1024,15 +1034,11 @@ TEST_F(LogTest, WriteErrorLatches) {
   {
     auto log = OpenOrDie(opts);
     AppendEntries(log.get(), 1, 1, 1, 1);
-    // Past RLIMIT_FSIZE a write fails with EFBIG (SIGXFSZ ignored): a real write error.
-    signal(SIGXFSZ, SIG_IGN);
-    rlimit old;
-    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
-    rlimit low = old;
-    low.rlim_cur = 64 << 10;
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &low), 0);
-    Status s = log->Append(One(LogRecord::MakeEntry(1, 1, 2, std::string(256 << 10, 'x'))));
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+    Status s;
+    {
+      ScopedFileSizeLimit limit(64 << 10);
+      s = log->Append(One(LogRecord::MakeEntry(1, 1, 2, std::string(256 << 10, 'x'))));
+    }
     EXPECT_TRUE(s.IsIOError()) << s.ToString();
     EXPECT_NE(s.ToString().find("wal-0000000000000001.log"), std::string::npos) << s.ToString();
     // Latched: later appends fail too, naming the file, without being written.

@@ -39,7 +39,12 @@
 #include "common/monotime.h"
 #include "consensus/raft.h"
 
-DEFINE_int32(raft_sim_seeds, 10000, "Seeded schedules RaftSim.RandomSchedules runs.");
+// 2,000 in a sanitizer build (src/consensus/CMakeLists.txt).
+#ifndef NYALA_RAFT_SIM_DEFAULT_SEEDS
+#define NYALA_RAFT_SIM_DEFAULT_SEEDS 10000
+#endif
+DEFINE_int32(raft_sim_seeds, NYALA_RAFT_SIM_DEFAULT_SEEDS,
+             "Seeded schedules RaftSim.RandomSchedules runs.");
 DEFINE_uint64(raft_sim_first_seed, 1, "The first seed of RaftSim.RandomSchedules.");
 DEFINE_uint64(raft_sim_seed, 0, "Run only this seed (replay a failure).");
 DEFINE_bool(raft_sim_trace, false, "Print every event of the schedules run.");
