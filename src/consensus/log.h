@@ -195,7 +195,8 @@ struct LogOptions {
   bool fsync = true;
   uint64_t segment_size_bytes = uint64_t{64} << 20;
   // Give each new segment its segment_size_bytes of disk when it is created (see
-  // "Preallocation" above). Where the file system cannot, segments grow as written.
+  // "Preallocation" above). Where the file system cannot, or the disk has no room for
+  // a whole segment, the segment grows as it is written.
   bool preallocate = true;
 
   // `dir` with the rest from --log_fsync, --log_segment_size_mb and
