@@ -161,19 +161,11 @@ size_t FindNextValid(const std::string& data, size_t from) {
   return std::string::npos;
 }
 
-// Whether data[from, end) is all zeros.
-bool AllZeros(const std::string& data, size_t from) {
-  for (size_t i = from; i < data.size(); i++) {
-    if (data[i] != 0) return false;
-  }
-  return true;
-}
-
-// The length of the run of zeros that ends `data`, counted back to `from` at most.
-size_t TrailingZeros(const std::string& data, size_t from) {
+// Where the run of zeros that ends `data` starts (data.size() when none).
+size_t StartOfTrailingZeros(const std::string& data) {
   size_t end = data.size();
-  while (end > from && data[end - 1] == 0) end--;
-  return data.size() - end;
+  while (end > 0 && data[end - 1] == 0) end--;
+  return end;
 }
 
 std::string SegmentName(uint64_t seq) {
@@ -536,12 +528,17 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
   const std::string& data = scan.data;
 
   size_t off = kSegmentHeaderSize;
+  // In the newest segment, zeros from here to the end are preallocated space never
+  // written (the log crashed before cutting it off), where the records end. The run
+  // may begin inside a valid record whose last bytes are zeros: it is checked only
+  // where a record fails.
+  const size_t zeros_from = last ? StartOfTrailingZeros(data) : data.size();
   const std::string bad_header = CheckSegmentHeader(data, seq);
   if (!bad_header.empty()) {
     if (last && FindNextValid(data, 0) == std::string::npos) {
       // Torn while the segment was being created: nothing of it was ever acknowledged.
       report->torn_tail =
-          RecoveryReport::TornTail{scan.name, 0, data.size(), TrailingZeros(data, 0), {}};
+          RecoveryReport::TornTail{scan.name, 0, data.size(), data.size() - zeros_from, {}};
       if (unlink(path.c_str()) != 0) return ErrnoStatus(path, "unlink", errno);
       if (opts_.fsync) RETURN_NOT_OK(SyncDir());
       return Status::OK();
@@ -562,8 +559,7 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
       off += kRecordHeaderSize + h.length;
       continue;
     }
-    if (last && AllZeros(data, off)) {
-      // Preallocated space the log never wrote (it crashed before cutting it off).
+    if (off >= zeros_from) {
       RETURN_NOT_OK(TruncateFile(path, off, opts_.fsync));
       break;
     }
@@ -574,8 +570,8 @@ Status SharedLog::ScanSegment(const std::string& path, bool last, Scan* scan_ptr
     const size_t resume = FindNextValid(data, resume_from);
     if (resume == std::string::npos && last) {
       // A torn write: nothing valid follows in the newest segment.
-      report->torn_tail =
-          RecoveryReport::TornTail{scan.name, off, data.size() - off, TrailingZeros(data, off), {}};
+      report->torn_tail = RecoveryReport::TornTail{
+          scan.name, off, data.size() - off, data.size() - std::max(off, zeros_from), {}};
       if (intact) report->torn_tail->groups.push_back(h.group);
       RETURN_NOT_OK(TruncateFile(path, off, opts_.fsync));
       break;

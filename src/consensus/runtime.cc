@@ -41,9 +41,9 @@ DEFINE_bool(consensus_run_on_reactor, true,
             "--rpc_inline_calls): it steps the groups, writes and fdatasyncs the consensus "
             "log itself when a group appends at most one entry with nothing else waiting "
             "for the disk and the log's writer thread is idle, sends the answers, and "
-            "applies what committed. That spares a follower two thread wakeups per append (the worker's "
-            "and the log writer's) and a leader one per acknowledgement. false: the "
-            "messages always go to the worker");
+            "applies what committed. That spares a follower two thread wakeups per append "
+            "(the worker's and the log writer's) and a leader one per acknowledgement. "
+            "false: the messages always go to the worker");
 TAG_FLAG(consensus_run_on_reactor, runtime);
 DEFINE_int32(log_max_old_segments, 8,
              "Old consensus log segments kept for groups whose applied state is not durable "
