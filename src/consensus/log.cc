@@ -281,19 +281,28 @@ const char* RecordTypeName(RecordType type) {
 }
 
 LogRecord LogRecord::MakeEntry(uint64_t group, uint64_t term, uint64_t index, std::string data) {
-  return LogRecord{RecordType::kEntry, group, term, index, std::move(data)};
+  return LogRecord{RecordType::kEntry, group, term, index, std::move(data), nullptr, 0};
+}
+
+LogRecord LogRecord::MakeEntry(uint64_t group, uint64_t term, uint64_t index,
+                               std::shared_ptr<const google::protobuf::MessageLite> data) {
+  LogRecord r{RecordType::kEntry, group, term, index, "", nullptr, 0};
+  r.message_size = data->ByteSizeLong();
+  r.message = std::move(data);
+  return r;
 }
 
 LogRecord LogRecord::MakeHardState(uint64_t group, const HardState& hs) {
-  return LogRecord{RecordType::kHardState, group, hs.term, hs.commit_index, EncodeHardState(hs)};
+  return LogRecord{
+      RecordType::kHardState, group, hs.term, hs.commit_index, EncodeHardState(hs), nullptr, 0};
 }
 
 LogRecord LogRecord::MakeTruncate(uint64_t group, uint64_t index) {
-  return LogRecord{RecordType::kTruncate, group, 0, index, ""};
+  return LogRecord{RecordType::kTruncate, group, 0, index, "", nullptr, 0};
 }
 
 LogRecord LogRecord::MakeSnapshotMark(uint64_t group, uint64_t term, uint64_t index) {
-  return LogRecord{RecordType::kSnapshotMark, group, term, index, ""};
+  return LogRecord{RecordType::kSnapshotMark, group, term, index, "", nullptr, 0};
 }
 
 LogOptions LogOptions::FromFlags(std::string dir) {
@@ -420,6 +429,8 @@ struct SharedLog::Planned {
   uint64_t segment = 0;
   uint64_t offset = 0;  // of the payload
   uint32_t crc = 0;
+  size_t buf_offset = 0;  // of the payload in buf_, once WriteBatch put it there
+  uint32_t length = 0;    // of the payload
 };
 
 // What the writer takes off the queue and writes at once.
@@ -738,8 +749,8 @@ Status Invalid(uint64_t group, const std::string& what) {
 
 // Checks one record against `v` and advances `v` past it.
 Status CheckAndAdvance(const LogRecord& r, SubmitView* v) {
-  if (r.payload.size() > kMaxPayload) {
-    return Invalid(r.group, "payload of " + std::to_string(r.payload.size()) + " bytes");
+  if (r.PayloadSize() > kMaxPayload) {
+    return Invalid(r.group, "payload of " + std::to_string(r.PayloadSize()) + " bytes");
   }
   switch (r.type) {
     case RecordType::kEntry:
@@ -750,7 +761,7 @@ Status CheckAndAdvance(const LogRecord& r, SubmitView* v) {
       v->last = r.index;
       return Status::OK();
     case RecordType::kHardState:
-      if (r.payload.size() < kHardStateFixedSize) {
+      if (r.message || r.payload.size() < kHardStateFixedSize) {
         return Invalid(r.group, "HARD_STATE record not made by MakeHardState");
       }
       return Status::OK();
@@ -881,7 +892,7 @@ Status SharedLog::RemoveGroup(uint64_t group) {
     g.sub_snapshot = 0;
     g.durable = 0;
     std::vector<LogRecord> rec;
-    rec.push_back(LogRecord{RecordType::kRemoveGroup, group, 0, 0, ""});
+    rec.push_back(LogRecord{RecordType::kRemoveGroup, group, 0, 0, "", nullptr, 0});
     stats_.appends++;
     queue_.push_back(Pending{std::move(rec), [&p](const Status& s) { p.set_value(s); }});
     writer_cv_.notify_one();
@@ -928,21 +939,31 @@ Status SharedLog::WriteBatch(bool roll, std::vector<Planned>* plan) {
   buf_.clear();
   for (Planned& p : *plan) {
     const LogRecord& r = *p.rec;
+    const size_t header_at = buf_.size();
+    p.buf_offset = header_at + kRecordHeaderSize;
+    p.length = uint32_t(r.PayloadSize());
+    if (r.message) {
+      buf_.resize(p.buf_offset + p.length);
+      char* payload = buf_.data() + p.buf_offset;
+      CHECK(r.message->SerializeToArray(payload, int(p.length)))
+          << "consensus log: group " << r.group << ": the message of entry " << r.index
+          << " changed size after its record was made";
+    } else {
+      buf_.resize(p.buf_offset);
+      buf_.append(r.payload);
+    }
     RecordHeader h;
-    h.length = uint32_t(r.payload.size());
-    h.payload_crc = Crc32c(0, r.payload.data(), r.payload.size());
+    h.length = p.length;
+    h.payload_crc = Crc32c(0, buf_.data() + p.buf_offset, p.length);
     h.type = uint8_t(r.type);
     h.group = r.group;
     h.seq = p.seq;
     h.term = r.term;
     h.index = r.index;
-    uint8_t header[kRecordHeaderSize];
-    EncodeRecordHeader(h, header);
-    buf_.append(reinterpret_cast<char*>(header), sizeof(header));
+    EncodeRecordHeader(h, reinterpret_cast<uint8_t*>(buf_.data() + header_at));
     p.segment = active_->seq;
-    p.offset = active_size_ + buf_.size();
+    p.offset = active_size_ + p.buf_offset;
     p.crc = h.payload_crc;
-    buf_.append(r.payload);
   }
   if (!buf_.empty()) {
     RETURN_NOT_OK(WriteAt(*active_, active_size_, buf_));
@@ -1051,7 +1072,9 @@ void SharedLog::ApplyPlanLocked(const std::vector<Planned>& plan) {
     }
     g.removed = false;
     if (!g.failed.ok()) continue;
-    Status s = ApplyRecordLocked(&g, r.type, r.term, r.index, Slice(r.payload), p.crc, p.segment,
+    // The payload as written (WriteBatch left it in buf_).
+    Status s = ApplyRecordLocked(&g, r.type, r.term, r.index,
+                                 Slice(buf_.data() + p.buf_offset, p.length), p.crc, p.segment,
                                  p.offset);
     if (!s.ok()) {
       // Validation should make this impossible: a caller broke a REQUIRES.

@@ -122,6 +122,8 @@
 #include <thread>
 #include <vector>
 
+#include <google/protobuf/message_lite.h>
+
 #include "common/mutex.h"
 #include "common/result.h"
 #include "common/slice.h"
@@ -155,8 +157,17 @@ struct LogRecord {
   uint64_t term = 0;
   uint64_t index = 0;
   std::string payload;
+  // Instead of `payload`: a message whose serialization is the payload. The thread
+  // that writes the record serializes it straight into the log's buffer: no copy on
+  // the caller's thread. It must not change once the record is made.
+  std::shared_ptr<const google::protobuf::MessageLite> message;
+  size_t message_size = 0;  // its serialized size, taken when the record was made
+
+  size_t PayloadSize() const { return message ? message_size : payload.size(); }
 
   static LogRecord MakeEntry(uint64_t group, uint64_t term, uint64_t index, std::string data);
+  static LogRecord MakeEntry(uint64_t group, uint64_t term, uint64_t index,
+                             std::shared_ptr<const google::protobuf::MessageLite> data);
   static LogRecord MakeHardState(uint64_t group, const HardState& hs);
   static LogRecord MakeTruncate(uint64_t group, uint64_t index);
   static LogRecord MakeSnapshotMark(uint64_t group, uint64_t term, uint64_t index);

@@ -63,7 +63,7 @@ class Cluster {
         while (n.raft->HasReady()) {
           Ready rd = n.raft->TakeReady();
           Persist(n, rd);
-          for (const EntryPB& e : rd.committed) n.applied.push_back(e);
+          for (const EntryPtr& e : rd.committed) n.applied.push_back(*e);
           for (MessagePB& m : rd.messages) out.push_back(std::move(m));
           n.raft->Advance(rd);
           moved = true;
@@ -179,9 +179,9 @@ class Cluster {
 
   static void Persist(Node& n, const Ready& rd) {
     if (rd.truncate_from) n.log.resize(*rd.truncate_from - 1);
-    for (const EntryPB& e : rd.entries) {
-      if (e.index() <= n.log.size()) n.log.resize(e.index() - 1);
-      n.log.push_back(e);
+    for (const EntryPtr& e : rd.entries) {
+      if (e->index() <= n.log.size()) n.log.resize(e->index() - 1);
+      n.log.push_back(*e);
     }
     if (rd.hard_state) n.hard_state = *rd.hard_state;
   }
@@ -507,6 +507,50 @@ TEST(RaftTest, ALearnerDoesNotCountTowardAMajority) {
   c.Settle();
   EXPECT_EQ(c.raft(l).commit_index(), before);
   EXPECT_EQ(c.raft(4).last_index(), c.raft(l).last_index());  // it did get the entry
+}
+
+// An append the driver shares is kept by the log as it is: the Ready hands back the
+// message's own entries (no copy), and they keep the message alive. One stepped by
+// reference is copied.
+TEST(RaftTest, ASharedAppendsEntriesAreKeptWithoutACopy) {
+  RaftOptions o;
+  o.id = 2;
+  o.voters = {1, 2, 3};
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared" : "by reference");
+    Raft follower(o, RaftPersistentState{}, 0);
+    auto m = std::make_shared<MessagePB>();
+    m->set_type(MSG_APPEND);
+    m->set_from(1);
+    m->set_to(2);
+    m->set_term(1);
+    for (uint64_t i = 1; i <= 3; i++) {
+      EntryPB* e = m->add_entries();
+      e->set_term(1);
+      e->set_index(i);
+      e->set_data("entry " + std::to_string(i));
+    }
+    std::shared_ptr<const MessagePB> sent = m;
+    ASSERT_TRUE((shared ? follower.Step(sent, 0) : follower.Step(*sent, 0)).ok());
+    Ready rd = follower.TakeReady();
+    ASSERT_EQ(rd.entries.size(), 3u);
+    for (int i = 0; i < 3; i++) {
+      EXPECT_EQ(rd.entries[i]->data(), "entry " + std::to_string(i + 1));
+      EXPECT_EQ(rd.entries[i].get() == &sent->entries(i), shared);
+    }
+    ASSERT_EQ(rd.messages.size(), 1u);
+    EXPECT_EQ(rd.messages[0].type(), MSG_APPEND_RESP);
+    EXPECT_EQ(rd.messages[0].index(), 3u);
+    // The log and the Ready hold the shared message; a copied one is ours alone.
+    const long holders = sent.use_count();
+    rd = Ready();
+    if (shared) {
+      EXPECT_GT(holders, 1 + 3);
+      EXPECT_GT(sent.use_count(), 1);  // the log still holds its entries
+    } else {
+      EXPECT_EQ(holders, 2);  // `m` and `sent`
+    }
+  }
 }
 
 }  // namespace

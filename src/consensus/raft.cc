@@ -65,8 +65,7 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
       term_(state.hard_state.term()),
       vote_(state.hard_state.vote()),
       snap_index_(state.snapshot_index),
-      snap_term_(state.snapshot_term),
-      entries_(state.entries) {
+      snap_term_(state.snapshot_term) {
   CHECK_OK(opts_.Validate());
   if (state.snapshot_config) {
     snap_config_ = *state.snapshot_config;
@@ -74,9 +73,11 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
     for (PeerId v : opts_.voters) snap_config_.add_voters(v);
     for (PeerId l : opts_.learners) snap_config_.add_learners(l);
   }
-  for (size_t i = 0; i < entries_.size(); i++) {
-    CHECK_EQ(entries_[i].index(), snap_index_ + i + 1);
-    NoteConfigEntry(entries_[i]);
+  entries_.reserve(state.entries.size());
+  for (const EntryPB& e : state.entries) {
+    CHECK_EQ(e.index(), LastIndex() + 1);
+    entries_.push_back(std::make_shared<const EntryPB>(e));
+    NoteConfigEntry(e);
   }
   config_ = configs_.empty() ? snap_config_ : configs_.rbegin()->second;
   persisted_ = LastIndex();
@@ -150,7 +151,7 @@ void Raft::UpdateConfig(int64_t now_us) {
 uint64_t Raft::TermAt(uint64_t index) const {
   if (index == snap_index_) return snap_term_;
   if (index < snap_index_ || index > LastIndex()) return 0;
-  return Entry(index).term();
+  return Entry(index)->term();
 }
 
 bool Raft::LogUpToDate(uint64_t last_term, uint64_t last_index) const {
@@ -236,10 +237,10 @@ void Raft::BecomeLeader(int64_t now_us) {
       progress_[id].next = LastIndex() + 1;
     }
   }
-  EntryPB noop;
-  noop.set_term(term_);
-  noop.set_index(LastIndex() + 1);
-  noop.set_type(ENTRY_NOOP);
+  auto noop = std::make_shared<EntryPB>();
+  noop->set_term(term_);
+  noop->set_index(LastIndex() + 1);
+  noop->set_type(ENTRY_NOOP);
   entries_.push_back(std::move(noop));
   term_start_index_ = LastIndex();
   // What the voters still owed the previous leader, on their clocks; ours may run
@@ -377,7 +378,14 @@ void Raft::Send(MessagePB m) {
   msgs_.push_back(std::move(m));
 }
 
-Status Raft::Step(const MessagePB& m, int64_t now_us) {
+Status Raft::Step(const MessagePB& m, int64_t now_us) { return StepMessage(m, nullptr, now_us); }
+
+Status Raft::Step(std::shared_ptr<const MessagePB> m, int64_t now_us) {
+  return StepMessage(*m, &m, now_us);
+}
+
+Status Raft::StepMessage(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
+                         int64_t now_us) {
   if (m.to() != opts_.id) {
     return Status::InvalidArgument("raft: message to node " + std::to_string(m.to()) +
                                    " stepped into node " + std::to_string(opts_.id));
@@ -447,7 +455,7 @@ Status Raft::Step(const MessagePB& m, int64_t now_us) {
       StepVoteResponse(m, now_us);
       break;
     case MSG_APPEND:
-      StepAppend(m, now_us);
+      StepAppend(m, shared, now_us);
       break;
     case MSG_HEARTBEAT:
       StepHeartbeat(m, now_us);
@@ -539,7 +547,8 @@ void Raft::HeardFromLeader(const MessagePB& m, int64_t now_us) {
   ResetElectionDeadline(now_us);
 }
 
-void Raft::StepAppend(const MessagePB& m, int64_t now_us) {
+void Raft::StepAppend(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
+                      int64_t now_us) {
   HeardFromLeader(m, now_us);
   MessagePB r;
   r.set_type(MSG_APPEND_RESP);
@@ -567,14 +576,14 @@ void Raft::StepAppend(const MessagePB& m, int64_t now_us) {
     Send(std::move(r));
     return;
   }
-  if (AppendEntriesToLog(m)) UpdateConfig(now_us);
+  if (AppendEntriesToLog(m, shared)) UpdateConfig(now_us);
   const uint64_t match = m.index() + uint64_t(m.entries_size());
   CommitTo(std::min<uint64_t>(m.commit(), match));
   r.set_index(match);
   Send(std::move(r));
 }
 
-bool Raft::AppendEntriesToLog(const MessagePB& m) {
+bool Raft::AppendEntriesToLog(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared) {
   bool config_changed = false;
   for (const EntryPB& e : m.entries()) {
     if (e.index() <= snap_index_) continue;  // in this node's snapshot already
@@ -590,7 +599,8 @@ bool Raft::AppendEntriesToLog(const MessagePB& m) {
       persisted_ = std::min(persisted_, e.index() - 1);
     }
     CHECK_EQ(e.index(), LastIndex() + 1);
-    entries_.push_back(e);
+    // Shared: an alias of the message's own pointer (no allocation, no copy).
+    entries_.push_back(shared ? EntryPtr(*shared, &e) : std::make_shared<const EntryPB>(e));
     NoteConfigEntry(e);
     config_changed |= e.type() == ENTRY_CONFIG;
   }
@@ -711,7 +721,7 @@ void Raft::SendAppends(PeerId to) {
     m.set_round(round_);
     int64_t bytes = 0;
     for (uint64_t i = next; i <= LastIndex(); i++) {
-      const EntryPB& e = Entry(i);
+      const EntryPB& e = *Entry(i);
       if (m.entries_size() > 0 && bytes + EntryBytes(e) > opts_.max_msg_bytes) break;
       bytes += EntryBytes(e);
       *m.add_entries() = e;
@@ -932,11 +942,11 @@ Result<uint64_t> Raft::Propose(std::string data, int64_t now_us) {
                                 "; retry on the new leader");
   }
   WakeLeader(now_us);
-  EntryPB e;
-  e.set_term(term_);
-  e.set_index(LastIndex() + 1);
-  e.set_type(ENTRY_NORMAL);
-  e.set_data(std::move(data));
+  auto e = std::make_shared<EntryPB>();
+  e->set_term(term_);
+  e->set_index(LastIndex() + 1);
+  e->set_type(ENTRY_NORMAL);
+  e->set_data(std::move(data));
   entries_.push_back(std::move(e));
   BroadcastAppends();
   MaybeCommit();  // a group of one
@@ -994,13 +1004,13 @@ Result<uint64_t> Raft::ProposeConfigChange(ConfigChange change, PeerId peer, int
       break;
   }
   WakeLeader(now_us);
-  EntryPB e;
-  e.set_term(term_);
-  e.set_index(LastIndex() + 1);
-  e.set_type(ENTRY_CONFIG);
-  e.set_data(next.SerializeAsString());
-  entries_.push_back(e);
-  NoteConfigEntry(e);
+  auto e = std::make_shared<EntryPB>();
+  e->set_term(term_);
+  e->set_index(LastIndex() + 1);
+  e->set_type(ENTRY_CONFIG);
+  e->set_data(next.SerializeAsString());
+  NoteConfigEntry(*e);
+  entries_.push_back(std::move(e));
   UpdateConfig(now_us);
   BroadcastAppends();
   MaybeCommit();
@@ -1124,8 +1134,8 @@ void Raft::Advance(const Ready& ready) {
   // The newest entry of the Ready that is still in the log, unchanged, is durable, and
   // so is everything before it.
   for (auto it = ready.entries.rbegin(); it != ready.entries.rend(); ++it) {
-    if (TermAt(it->index()) == it->term()) {
-      persisted_ = std::max(persisted_, it->index());
+    if (TermAt((*it)->index()) == (*it)->term()) {
+      persisted_ = std::max(persisted_, (*it)->index());
       break;
     }
   }

@@ -73,6 +73,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -86,6 +87,12 @@ namespace nyala::consensus {
 
 using PeerId = uint64_t;
 constexpr PeerId kNoPeer = 0;
+
+// A log entry, never changed once made: the in-memory log, the Readies that hand it
+// to the driver and the driver's pending work share one copy (on a follower, the copy
+// in the append message that brought it, when the driver shares that message). Safe
+// to read from several threads.
+using EntryPtr = std::shared_ptr<const EntryPB>;
 
 struct RaftOptions {
   PeerId id = kNoPeer;
@@ -177,10 +184,10 @@ const char* RaftRoleName(RaftRole role);
 // next Ready can be taken before Advance() of this one only if it is persisted after.
 struct Ready {
   std::optional<uint64_t> truncate_from;
-  std::vector<EntryPB> entries;
+  std::vector<EntryPtr> entries;
   std::optional<HardStatePB> hard_state;
   std::vector<MessagePB> messages;
-  std::vector<EntryPB> committed;
+  std::vector<EntryPtr> committed;
   std::vector<ReadState> reads;
   std::vector<SnapshotRequest> snapshots;  // copies to start (any time)
 
@@ -203,8 +210,13 @@ class Raft {
   // node leads already; IllegalState if it may not campaign (not a voter).
   Status CampaignNow(int64_t now_us);
   // A message from a peer. Messages of other groups, or to another node, are the
-  // driver's bug (InvalidArgument); stale and duplicate messages are fine.
+  // driver's bug (InvalidArgument); stale and duplicate messages are fine. The entries
+  // of an append are copied into the log.
   Status Step(const MessagePB& m, int64_t now_us);
+  // The same for a message the driver shares, which must not change any more: the log
+  // keeps the append's entries where they are, without copying them (each entry keeps
+  // the whole message alive while the log holds it).
+  Status Step(std::shared_ptr<const MessagePB> m, int64_t now_us);
   // Appends `data` to the log if this node is the leader: the entry's index. Else
   // IllegalState naming the known leader (or "no leader").
   Result<uint64_t> Propose(std::string data, int64_t now_us);
@@ -288,9 +300,9 @@ class Raft {
   };
 
   uint64_t LastIndex() const { return snap_index_ + entries_.size(); }
-  uint64_t LastTerm() const { return entries_.empty() ? snap_term_ : entries_.back().term(); }
+  uint64_t LastTerm() const { return entries_.empty() ? snap_term_ : entries_.back()->term(); }
   // REQUIRES: snap_index_ < index <= LastIndex().
-  const EntryPB& Entry(uint64_t index) const { return entries_[index - snap_index_ - 1]; }
+  const EntryPtr& Entry(uint64_t index) const { return entries_[index - snap_index_ - 1]; }
   size_t Quorum() const { return size_t(config_.voters_size()) / 2 + 1; }
   bool IsMember(PeerId id) const;
   // Whether this node runs elections (voters, and a voter whose removal is pending).
@@ -316,7 +328,11 @@ class Raft {
 
   void StepVoteRequest(const MessagePB& m, int64_t now_us);
   void StepVoteResponse(const MessagePB& m, int64_t now_us);
-  void StepAppend(const MessagePB& m, int64_t now_us);
+  // `shared`: m, shared by the driver (its entries are kept, not copied), or null.
+  Status StepMessage(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
+                     int64_t now_us);
+  void StepAppend(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
+                  int64_t now_us);
   void StepHeartbeat(const MessagePB& m, int64_t now_us);
   void StepAppendResponse(const MessagePB& m, int64_t now_us);
   void StepHeartbeatResponse(const MessagePB& m, int64_t now_us);
@@ -332,8 +348,9 @@ class Raft {
   void NoteRoundAck(PeerId from, uint64_t round);
   void MaybeCommit();
   void ReleaseReads();
-  // Whether a configuration entry was appended or truncated away.
-  bool AppendEntriesToLog(const MessagePB& m);
+  // Whether a configuration entry was appended or truncated away. `shared` as for
+  // StepAppend.
+  bool AppendEntriesToLog(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared);
   // Sets the commit index (never backwards, never past what may be applied here).
   void CommitTo(uint64_t index);
   void Send(MessagePB m);
@@ -353,7 +370,7 @@ class Raft {
   PeerId vote_ = kNoPeer;
   uint64_t snap_index_ = 0;  // entries up to here are compacted away
   uint64_t snap_term_ = 0;
-  std::vector<EntryPB> entries_;  // entries_[i] has index snap_index_ + i + 1
+  std::vector<EntryPtr> entries_;  // entries_[i] has index snap_index_ + i + 1
   ConfigPB snap_config_;                  // in effect at snap_index_
   std::map<uint64_t, ConfigPB> configs_;  // configuration entries in entries_, by index
   ConfigPB config_;                       // the newest of those, or snap_config_

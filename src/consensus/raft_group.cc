@@ -50,38 +50,48 @@ RaftGroup::RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog
 
 RaftGroup::~RaftGroup() = default;
 
-void RaftGroup::Propose(std::string data, Callback done) {
-  Append([data = std::move(data)](Raft* raft, int64_t now) mutable {
-    return raft->Propose(std::move(data), now);
-  }, std::move(done));
-}
+// A proposal on its way to the group's worker: one object (one allocation) per
+// proposal, which is the hot path of every write.
+struct RaftGroup::AppendTask {
+  std::shared_ptr<RaftGroup> self;
+  std::optional<std::pair<ConfigChange, PeerId>> change;  // else a normal entry of `data`
+  uint64_t term = 0;  // non-zero: append only as the leader of this term
+  std::string data;
+  Callback done;
 
-void RaftGroup::ProposeInTerm(uint64_t term, std::string data, Callback done) {
-  Append([term, data = std::move(data)](Raft* raft, int64_t now) mutable -> Result<uint64_t> {
-    if (raft->role() != RaftRole::kLeader || raft->term() != term) {
+  void operator()() {
+    if (!self->failed_.ok()) return done(self->failed_, 0);
+    Result<uint64_t> index = AppendToRaft(self->raft_.get(), GetMonoTimeMicros());
+    if (!index.ok()) return done(index.status(), 0);
+    self->TrackProposal(*index, std::move(done));
+    self->runtime_->Touch(self->worker_, self.get());
+  }
+
+  Result<uint64_t> AppendToRaft(Raft* raft, int64_t now) {
+    if (change) return raft->ProposeConfigChange(change->first, change->second, now);
+    if (term != 0 && (raft->role() != RaftRole::kLeader || raft->term() != term)) {
       return Status::IllegalState("not the leader in term " + std::to_string(term),
                                   "this server is " + raft->ToString());
     }
     return raft->Propose(std::move(data), now);
-  }, std::move(done));
+  }
+};
+
+void RaftGroup::Propose(std::string data, Callback done) {
+  Append(AppendTask{shared_from_this(), std::nullopt, 0, std::move(data), std::move(done)});
+}
+
+void RaftGroup::ProposeInTerm(uint64_t term, std::string data, Callback done) {
+  Append(AppendTask{shared_from_this(), std::nullopt, term, std::move(data), std::move(done)});
 }
 
 void RaftGroup::ChangeConfig(ConfigChange change, PeerId peer, Callback done) {
-  Append([change, peer](Raft* raft, int64_t now) {
-    return raft->ProposeConfigChange(change, peer, now);
-  }, std::move(done));
+  Append(AppendTask{shared_from_this(), std::make_pair(change, peer), 0, "", std::move(done)});
 }
 
-void RaftGroup::Append(std::function<Result<uint64_t>(Raft*, int64_t)> append, Callback done) {
-  auto self = shared_from_this();
-  auto task = [self, append = std::move(append), done]() mutable {
-    if (!self->failed_.ok()) return done(self->failed_, 0);
-    Result<uint64_t> index = append(self->raft_.get(), GetMonoTimeMicros());
-    if (!index.ok()) return done(index.status(), 0);
-    self->TrackProposal(*index, std::move(done));
-    self->runtime_->Touch(self->worker_, self.get());
-  };
-  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus(), 0);
+void RaftGroup::Append(AppendTask task) {
+  std::function<void()> run = std::move(task);
+  if (!runtime_->Post(worker_, &run)) run.target<AppendTask>()->done(StoppedStatus(), 0);
 }
 
 void RaftGroup::TrackProposal(uint64_t index, Callback done) {
@@ -153,11 +163,12 @@ GroupInfo RaftGroup::info() const {
 
 // --- Worker thread -------------------------------------------------------------
 
-void RaftGroup::Step(const MessagePB& m, int64_t now_us) {
+void RaftGroup::Step(std::shared_ptr<const MessagePB> m, int64_t now_us) {
   if (!failed_.ok()) return;
-  Status s = raft_->Step(m, now_us);
+  const PeerId from = m->from();
+  Status s = raft_->Step(std::move(m), now_us);
   if (!s.ok()) {
-    LOG_EVERY_N(WARNING, 100) << "consensus group " << id_ << ": message from server " << m.from()
+    LOG_EVERY_N(WARNING, 100) << "consensus group " << id_ << ": message from server " << from
                               << " refused: " << s.ToString();
   }
 }
@@ -190,8 +201,8 @@ void RaftGroup::HandleReady(Ready rd) {
   std::vector<LogRecord> records;
   records.reserve(rd.entries.size() + 2);
   if (rd.truncate_from) records.push_back(LogRecord::MakeTruncate(id_, *rd.truncate_from));
-  for (const EntryPB& e : rd.entries) {
-    records.push_back(LogRecord::MakeEntry(id_, e.term(), e.index(), e.SerializeAsString()));
+  for (const EntryPtr& e : rd.entries) {
+    records.push_back(LogRecord::MakeEntry(id_, e->term(), e->index(), e));
   }
   // The term and vote must be durable before anything is sent; the commit index need
   // not be (a restarted node learns it again), so a change of it alone waits for the
@@ -305,8 +316,9 @@ void RaftGroup::OnPersisted(const Status& s) {
   }
 }
 
-void RaftGroup::ApplyCommitted(const std::vector<EntryPB>& committed) {
-  for (const EntryPB& e : committed) {
+void RaftGroup::ApplyCommitted(const std::vector<EntryPtr>& committed) {
+  for (const EntryPtr& entry : committed) {
+    const EntryPB& e = *entry;
     if (e.index() <= applied_) continue;  // applied and durable before a restart
     if (sm_ != nullptr) sm_->Apply(e);
     applied_ = e.index();

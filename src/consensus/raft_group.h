@@ -165,13 +165,15 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog* log,
             const GroupOptions& opts, std::unique_ptr<Raft> raft);
 
-  // Posts `append` (Raft::Propose or ProposeConfigChange) to the worker; `done` as
+  struct AppendTask;
+  // Posts `task` (Raft::Propose or ProposeConfigChange) to the worker; its callback as
   // for Propose.
-  void Append(std::function<Result<uint64_t>(Raft*, int64_t)> append, Callback done);
+  void Append(AppendTask task);
 
   // --- Worker thread only.
   void TrackProposal(uint64_t index, Callback done);
-  void Step(const MessagePB& m, int64_t now_us);
+  // `m` is shared with the in-memory log, which keeps its entries.
+  void Step(std::shared_ptr<const MessagePB> m, int64_t now_us);
   void Tick(int64_t now_us);
   void WakeUp(int64_t now_us);
   // Takes and handles every Ready the core has.
@@ -179,7 +181,7 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   void HandleReady(Ready rd);
   // The oldest of this group's log appends finished.
   void OnPersisted(const Status& s);
-  void ApplyCommitted(const std::vector<EntryPB>& committed);
+  void ApplyCommitted(const std::vector<EntryPtr>& committed);
   void ReleaseReads();
   // Leadership lost or term changed: pending reads fail (Raft dropped them).
   void NoteRole();

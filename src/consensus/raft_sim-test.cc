@@ -348,15 +348,15 @@ class Simulation {
       n.last_persist_us = done;
       if (trace_ && !rd->entries.empty()) {
         Trace("node " + std::to_string(n.id) + " takes entries " +
-              std::to_string(rd->entries.front().index()) + "-" +
-              std::to_string(rd->entries.back().index()) + ", durable at " +
+              std::to_string(rd->entries.front()->index()) + "-" +
+              std::to_string(rd->entries.back()->index()) + ", durable at " +
               std::to_string(double(done) / 1000) + " ms");
       }
       const PeerId id = n.id;
       const int inc = n.incarnation;
       // Committed entries may be applied at once (they are durable already), and
       // reads queued; the rest waits for the persistence.
-      for (const EntryPB& e : rd->committed) Apply(n, e);
+      for (const EntryPtr& e : rd->committed) Apply(n, *e);
       for (const ReadState& r : rd->reads) n.reads.push_back({r.request_id, r.index});
       ServeReads(n);
       for (const SnapshotRequest& req : rd->snapshots) CopySnapshot(n, req);
@@ -378,8 +378,8 @@ class Simulation {
       Trace("node " + std::to_string(n.id) + " persists" +
             (rd.truncate_from ? " truncate from " + std::to_string(*rd.truncate_from) : "") +
             (rd.entries.empty() ? ""
-                                : " entries " + std::to_string(rd.entries.front().index()) + "-" +
-                                      std::to_string(rd.entries.back().index())));
+                                : " entries " + std::to_string(rd.entries.front()->index()) +
+                                      "-" + std::to_string(rd.entries.back()->index())));
     }
     if (rd.truncate_from) {
       const uint64_t from = *rd.truncate_from;
@@ -388,7 +388,8 @@ class Simulation {
         n.chain.resize(from - n.snap_index - 1);
       }
     }
-    for (const EntryPB& e : rd.entries) {
+    for (const EntryPtr& entry : rd.entries) {
+      const EntryPB& e = *entry;
       if (e.index() <= n.snap_index) continue;  // covered by a snapshot installed since
       if (e.index() != n.snap_index + n.log.size() + 1) {
         Fail("node " + std::to_string(n.id) + " persists entry " + std::to_string(e.index()) +

@@ -164,10 +164,11 @@ class ConsensusRuntime {
   // When server `id` was last heard from (a call from it, or an answer), or INT64_MIN.
   int64_t LastHeardUs(PeerId id) const;
 
-  // Reactor thread: the MultiUpdate handler. With `ctx` (the call, not yet answered)
-  // it may run a sleeping worker's part on this reactor after the read
+  // Reactor thread: the MultiUpdate handler. It takes the messages out of `req`
+  // (their entries' bytes are moved, not copied). With `ctx` (the call, not yet
+  // answered) it may run a sleeping worker's part on this reactor after the read
   // (--consensus_run_on_reactor).
-  void HandleMultiUpdate(const MultiUpdateRequestPB& req, MultiUpdateResponsePB* resp,
+  void HandleMultiUpdate(MultiUpdateRequestPB* req, MultiUpdateResponsePB* resp,
                          rpc::RpcContext* ctx) EXCLUDES(groups_mu_);
   // Takes worker `w`'s part for the calling thread if its thread sleeps with nothing
   // queued: true if taken (then RunBorrowed or ReleaseBorrow must follow).
@@ -186,7 +187,10 @@ class ConsensusRuntime {
   int64_t NextWakeUs(const RuntimeWorker* w) const;
 
   // Queues `task` on worker `w`: false (and dropped) once the worker stopped.
-  bool Post(RuntimeWorker* w, std::function<void()> task);
+  bool Post(RuntimeWorker* w, std::function<void()> task) { return Post(w, &task); }
+  // The same, but `*task` is moved from only when queued: the caller keeps a refused
+  // one (and the callback it holds).
+  bool Post(RuntimeWorker* w, std::function<void()>* task);
   // Worker thread: `g` has work (its Ready is handled before the worker sleeps).
   void Touch(RuntimeWorker* w, RaftGroup* g);
   void RunWorker(RuntimeWorker* w);

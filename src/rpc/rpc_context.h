@@ -69,6 +69,10 @@ class RpcContext : public InFlightHook {
   const std::string& service_name() const;
 
   const google::protobuf::Message* request() const { return request_; }
+  // The same request, for a handler that takes parts of it (moves its strings out,
+  // say) instead of copying them. The framework reads nothing of a request once its
+  // handler runs; not for a reactor fast path that may decline the call.
+  google::protobuf::Message* mutable_request() { return request_; }
   google::protobuf::Message* response() { return response_; }
 
   // Framework side ------------------------------------------------------------
