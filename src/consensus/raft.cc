@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <set>
 
 namespace nyala::consensus {
@@ -190,6 +192,7 @@ void Raft::BecomeFollower(uint64_t term, PeerId leader, int64_t now_us) {
   role_ = RaftRole::kFollower;
   leader_ = leader;
   progress_.clear();
+  appends_pending_ = false;
   round_sent_us_.clear();
   pending_reads_.clear();
   lease_expiry_us_ = 0;
@@ -876,13 +879,22 @@ void Raft::NoteRoundAck(PeerId from, uint64_t round) {
 }
 
 void Raft::MaybeCommit() {
-  std::vector<uint64_t> matches;
-  if (IsVoter(opts_.id)) matches.push_back(persisted_);
-  for (auto& [id, p] : progress_) {
-    if (IsVoter(id)) matches.push_back(p.match);
+  // Runs on every proposal and answer: no allocation for groups of up to 7 voters.
+  std::array<uint64_t, 7> small;
+  std::vector<uint64_t> large;
+  const size_t voters = size_t(config_.voters_size());
+  uint64_t* matches = small.data();
+  if (voters > small.size()) {
+    large.resize(voters);
+    matches = large.data();
   }
-  if (matches.size() < Quorum()) return;
-  std::sort(matches.rbegin(), matches.rend());
+  size_t n = 0;
+  if (IsVoter(opts_.id)) matches[n++] = persisted_;
+  for (auto& [id, p] : progress_) {
+    if (n < voters && IsVoter(id)) matches[n++] = p.match;
+  }
+  if (n < Quorum()) return;
+  std::sort(matches, matches + n, std::greater<uint64_t>());
   const uint64_t q = matches[Quorum() - 1];
   // Only an entry of this term is committed by counting replicas (thesis §3.6.2).
   if (q > commit_ && TermAt(q) == term_) {
@@ -948,7 +960,9 @@ Result<uint64_t> Raft::Propose(std::string data, int64_t now_us) {
   e->set_type(ENTRY_NORMAL);
   e->set_data(std::move(data));
   entries_.push_back(std::move(e));
-  BroadcastAppends();
+  // The appends leave with the next Ready: every proposal the driver makes before it
+  // takes that Ready travels in one append per follower, not one each.
+  appends_pending_ = true;
   MaybeCommit();  // a group of one
   return LastIndex();
 }
@@ -1098,13 +1112,17 @@ void Raft::ReportSnapshot(PeerId peer, uint64_t index, bool ok) {
 // Ready ------------------------------------------------------------------------
 
 bool Raft::HasReady() const {
-  return truncate_from_ || unstable_ <= LastIndex() || !msgs_.empty() || !reads_.empty() ||
+  return appends_pending_ || truncate_from_ || unstable_ <= LastIndex() || !msgs_.empty() || !reads_.empty() ||
          !snapshots_.empty() || std::min(commit_, persisted_) > applied_handed_ ||
          term_ != last_hard_state_.term() || vote_ != last_hard_state_.vote() ||
          commit_ != last_hard_state_.commit();
 }
 
 Ready Raft::TakeReady() {
+  if (appends_pending_) {
+    appends_pending_ = false;
+    BroadcastAppends();
+  }
   Ready rd;
   rd.truncate_from = truncate_from_;
   truncate_from_.reset();

@@ -17,7 +17,9 @@
 // - Log replication with pipelining: a follower in the replicate state is sent
 //   entries without waiting for answers, up to max_inflight_msgs messages and
 //   max_inflight_bytes bytes unanswered; a rejected append backs up by a whole term at
-//   a time (the follower names its conflicting term and where it starts).
+//   a time (the follower names its conflicting term and where it starts). Proposals
+//   are sent with the next Ready, so those made before the driver takes it travel
+//   together (one append per follower).
 // - Commitment only of entries of the leader's own term by counting replicas (thesis
 //   §3.6.2); a new leader appends a no-op to commit its term.
 // - Linearizable reads: under the leader's lease, at once; otherwise after a heartbeat
@@ -416,6 +418,7 @@ class Raft {
   uint64_t quiesce_round_ = 0;  // leader: the first quiesce heartbeat of this idle spell
   uint64_t quiet_round_ = 0;    // follower: the round of the heartbeat that quiesced it
 
+  bool appends_pending_ = false;  // leader: proposals not yet sent (see Propose)
   std::vector<MessagePB> msgs_;
   std::vector<ReadState> reads_;
   std::vector<SnapshotRequest> snapshots_;
