@@ -1112,8 +1112,8 @@ void Raft::ReportSnapshot(PeerId peer, uint64_t index, bool ok) {
 // Ready ------------------------------------------------------------------------
 
 bool Raft::HasReady() const {
-  return appends_pending_ || truncate_from_ || unstable_ <= LastIndex() || !msgs_.empty() || !reads_.empty() ||
-         !snapshots_.empty() || std::min(commit_, persisted_) > applied_handed_ ||
+  return appends_pending_ || truncate_from_ || unstable_ <= LastIndex() || !msgs_.empty() ||
+         !reads_.empty() || !snapshots_.empty() || std::min(commit_, persisted_) > applied_handed_ ||
          term_ != last_hard_state_.term() || vote_ != last_hard_state_.vote() ||
          commit_ != last_hard_state_.commit();
 }
