@@ -1113,15 +1113,15 @@ void Raft::ReportSnapshot(PeerId peer, uint64_t index, bool ok) {
 
 bool Raft::HasReady() const {
   return appends_pending_ || truncate_from_ || unstable_ <= LastIndex() || !msgs_.empty() ||
-         !reads_.empty() || !snapshots_.empty() || std::min(commit_, persisted_) > applied_handed_ ||
-         term_ != last_hard_state_.term() || vote_ != last_hard_state_.vote() ||
-         commit_ != last_hard_state_.commit();
+         !reads_.empty() || !snapshots_.empty() ||
+         std::min(commit_, persisted_) > applied_handed_ || term_ != last_hard_state_.term() ||
+         vote_ != last_hard_state_.vote() || commit_ != last_hard_state_.commit();
 }
 
 Ready Raft::TakeReady() {
   if (appends_pending_) {
     appends_pending_ = false;
-    BroadcastAppends();
+    if (role_ == RaftRole::kLeader) BroadcastAppends();
   }
   Ready rd;
   rd.truncate_from = truncate_from_;

@@ -122,9 +122,9 @@ bool PublishDroppedPeers(const char* flag, const std::string& value) {
 // Takes message `m` out of a received request into a message its group shares with
 // its in-memory log (Raft::Step). An append's entries are not copied: the new message
 // lives in an arena of its own, sized to hold it in one block, and each entry's bytes
-// are moved over from the request. So a follower allocates nothing per entry, and
-// frees each append's memory at once when its log lets go of the last entry (the
-// entries of one append belong to one group and are released together).
+// are moved over from the request. So a follower allocates nothing per entry beyond
+// the parse, and releases an append's memory together when its log lets go of the
+// last of its entries (they belong to one group and are compacted together).
 std::shared_ptr<const MessagePB> TakeMessage(MessagePB* m) {
   if (m->entries_size() == 0) return std::make_shared<const MessagePB>(*m);
   google::protobuf::ArenaOptions opts;
