@@ -96,10 +96,9 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Appends 256 bytes and fdatasyncs, for `seconds`: syncs per second. Into a file
-// preallocated as the log's segments are (--log_preallocate_segments), else growing.
-double MeasureFdatasync(const std::string& dir, double seconds) {
-  const std::string path = dir + "/fdatasync-probe";
+// A new file for a probe of the disk, preallocated as the log's segments are
+// (--log_preallocate_segments), else growing.
+int OpenProbeFile(const std::string& dir, const std::string& path) {
   int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   PCHECK(fd >= 0) << path;
   const LogOptions log = LogOptions::FromFlags(dir);
@@ -107,6 +106,13 @@ double MeasureFdatasync(const std::string& dir, double seconds) {
     // As the log does: where the file system cannot, the file grows.
     (void)fallocate(fd, 0, 0, off_t(log.segment_size_bytes));
   }
+  return fd;
+}
+
+// Appends 256 bytes and fdatasyncs, for `seconds`: syncs per second (OpenProbeFile).
+double MeasureFdatasync(const std::string& dir, double seconds) {
+  const std::string path = dir + "/fdatasync-probe";
+  const int fd = OpenProbeFile(dir, path);
   std::string block(256, 'x');
   int64_t n = 0;
   MonoTime start = MonoTime::Now();
@@ -157,10 +163,7 @@ double MeasureMajorityDurableUs(const std::string& dir, int streams, double seco
   for (int i = 0; i < streams; i++) {
     threads.emplace_back([&sh, i, dir, streams] {
       const std::string path = dir + "/majority-probe-" + std::to_string(i);
-      int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-      PCHECK(fd >= 0) << path;
-      const LogOptions log = LogOptions::FromFlags(dir);
-      if (log.preallocate) (void)fallocate(fd, 0, 0, off_t(log.segment_size_bytes));
+      const int fd = OpenProbeFile(dir, path);
       const std::string block(256, 'x');
       int64_t seen = 0;
       while (true) {

@@ -427,7 +427,9 @@ TEST_F(LogTest, RejectsInvalidAppendsWritingNothing) {
     // A new group starts at index 1.
     EXPECT_TRUE(log->Append(One(LogRecord::MakeEntry(3, 1, 2, "a"))).IsInvalidArgument());
     EXPECT_TRUE(log->Append(One(LogRecord::MakeTruncate(1, 0))).IsInvalidArgument());
-    LogRecord remove{RecordType::kRemoveGroup, 1, 0, 0, "", nullptr, 0};
+    LogRecord remove;
+    remove.type = RecordType::kRemoveGroup;
+    remove.group = 1;
     EXPECT_TRUE(log->Append(One(remove)).IsInvalidArgument());
     // Nothing was written, and nothing of those calls is remembered.
     EXPECT_EQ(log->Stats().records, before.records);

@@ -280,29 +280,41 @@ const char* RecordTypeName(RecordType type) {
   return "UNKNOWN";
 }
 
+namespace {
+LogRecord Record(RecordType type, uint64_t group, uint64_t term, uint64_t index,
+                 std::string payload = "") {
+  LogRecord r;
+  r.type = type;
+  r.group = group;
+  r.term = term;
+  r.index = index;
+  r.payload = std::move(payload);
+  return r;
+}
+}  // namespace
+
 LogRecord LogRecord::MakeEntry(uint64_t group, uint64_t term, uint64_t index, std::string data) {
-  return LogRecord{RecordType::kEntry, group, term, index, std::move(data), nullptr, 0};
+  return Record(RecordType::kEntry, group, term, index, std::move(data));
 }
 
 LogRecord LogRecord::MakeEntry(uint64_t group, uint64_t term, uint64_t index,
                                std::shared_ptr<const google::protobuf::MessageLite> data) {
-  LogRecord r{RecordType::kEntry, group, term, index, "", nullptr, 0};
+  LogRecord r = Record(RecordType::kEntry, group, term, index);
   r.message_size = data->ByteSizeLong();
   r.message = std::move(data);
   return r;
 }
 
 LogRecord LogRecord::MakeHardState(uint64_t group, const HardState& hs) {
-  return LogRecord{
-      RecordType::kHardState, group, hs.term, hs.commit_index, EncodeHardState(hs), nullptr, 0};
+  return Record(RecordType::kHardState, group, hs.term, hs.commit_index, EncodeHardState(hs));
 }
 
 LogRecord LogRecord::MakeTruncate(uint64_t group, uint64_t index) {
-  return LogRecord{RecordType::kTruncate, group, 0, index, "", nullptr, 0};
+  return Record(RecordType::kTruncate, group, 0, index);
 }
 
 LogRecord LogRecord::MakeSnapshotMark(uint64_t group, uint64_t term, uint64_t index) {
-  return LogRecord{RecordType::kSnapshotMark, group, term, index, "", nullptr, 0};
+  return Record(RecordType::kSnapshotMark, group, term, index);
 }
 
 LogOptions LogOptions::FromFlags(std::string dir) {
@@ -892,7 +904,7 @@ Status SharedLog::RemoveGroup(uint64_t group) {
     g.sub_snapshot = 0;
     g.durable = 0;
     std::vector<LogRecord> rec;
-    rec.push_back(LogRecord{RecordType::kRemoveGroup, group, 0, 0, "", nullptr, 0});
+    rec.push_back(Record(RecordType::kRemoveGroup, group, 0, 0));
     stats_.appends++;
     queue_.push_back(Pending{std::move(rec), [&p](const Status& s) { p.set_value(s); }});
     writer_cv_.notify_one();

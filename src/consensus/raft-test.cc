@@ -511,7 +511,7 @@ TEST(RaftTest, ALearnerDoesNotCountTowardAMajority) {
 
 // An append the driver shares is kept by the log as it is: the Ready hands back the
 // message's own entries (no copy), and they keep the message alive. One stepped by
-// reference is copied.
+// reference is copied first: the caller's message is its own again.
 TEST(RaftTest, ASharedAppendsEntriesAreKeptWithoutACopy) {
   RaftOptions o;
   o.id = 2;

@@ -381,14 +381,12 @@ void Raft::Send(MessagePB m) {
   msgs_.push_back(std::move(m));
 }
 
-Status Raft::Step(const MessagePB& m, int64_t now_us) { return StepMessage(m, nullptr, now_us); }
-
-Status Raft::Step(std::shared_ptr<const MessagePB> m, int64_t now_us) {
-  return StepMessage(*m, &m, now_us);
+Status Raft::Step(const MessagePB& m, int64_t now_us) {
+  return Step(std::make_shared<const MessagePB>(m), now_us);
 }
 
-Status Raft::StepMessage(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
-                         int64_t now_us) {
+Status Raft::Step(std::shared_ptr<const MessagePB> shared, int64_t now_us) {
+  const MessagePB& m = *shared;
   if (m.to() != opts_.id) {
     return Status::InvalidArgument("raft: message to node " + std::to_string(m.to()) +
                                    " stepped into node " + std::to_string(opts_.id));
@@ -458,7 +456,7 @@ Status Raft::StepMessage(const MessagePB& m, const std::shared_ptr<const Message
       StepVoteResponse(m, now_us);
       break;
     case MSG_APPEND:
-      StepAppend(m, shared, now_us);
+      StepAppend(shared, now_us);
       break;
     case MSG_HEARTBEAT:
       StepHeartbeat(m, now_us);
@@ -550,8 +548,8 @@ void Raft::HeardFromLeader(const MessagePB& m, int64_t now_us) {
   ResetElectionDeadline(now_us);
 }
 
-void Raft::StepAppend(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
-                      int64_t now_us) {
+void Raft::StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t now_us) {
+  const MessagePB& m = *append;
   HeardFromLeader(m, now_us);
   MessagePB r;
   r.set_type(MSG_APPEND_RESP);
@@ -579,16 +577,16 @@ void Raft::StepAppend(const MessagePB& m, const std::shared_ptr<const MessagePB>
     Send(std::move(r));
     return;
   }
-  if (AppendEntriesToLog(m, shared)) UpdateConfig(now_us);
+  if (AppendEntriesToLog(append)) UpdateConfig(now_us);
   const uint64_t match = m.index() + uint64_t(m.entries_size());
   CommitTo(std::min<uint64_t>(m.commit(), match));
   r.set_index(match);
   Send(std::move(r));
 }
 
-bool Raft::AppendEntriesToLog(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared) {
+bool Raft::AppendEntriesToLog(const std::shared_ptr<const MessagePB>& append) {
   bool config_changed = false;
-  for (const EntryPB& e : m.entries()) {
+  for (const EntryPB& e : append->entries()) {
     if (e.index() <= snap_index_) continue;  // in this node's snapshot already
     if (e.index() <= LastIndex()) {
       if (TermAt(e.index()) == e.term()) continue;
@@ -602,8 +600,8 @@ bool Raft::AppendEntriesToLog(const MessagePB& m, const std::shared_ptr<const Me
       persisted_ = std::min(persisted_, e.index() - 1);
     }
     CHECK_EQ(e.index(), LastIndex() + 1);
-    // Shared: an alias of the message's own pointer (no allocation, no copy).
-    entries_.push_back(shared ? EntryPtr(*shared, &e) : std::make_shared<const EntryPB>(e));
+    // An alias of the message's own pointer: no allocation, no copy.
+    entries_.push_back(EntryPtr(append, &e));
     NoteConfigEntry(e);
     config_changed |= e.type() == ENTRY_CONFIG;
   }

@@ -211,14 +211,14 @@ class Raft {
   // way to elect the preferred first leader of a new group at once. Nothing if this
   // node leads already; IllegalState if it may not campaign (not a voter).
   Status CampaignNow(int64_t now_us);
-  // A message from a peer. Messages of other groups, or to another node, are the
-  // driver's bug (InvalidArgument); stale and duplicate messages are fine. The entries
-  // of an append are copied into the log.
-  Status Step(const MessagePB& m, int64_t now_us);
-  // The same for a message the driver shares, which must not change any more: the log
-  // keeps the append's entries where they are, without copying them (each entry keeps
-  // the whole message alive while the log holds it).
+  // A message from a peer, which the driver shares and must not change any more: the
+  // log keeps an append's entries where they are, without copying them (each entry
+  // keeps the whole message alive while the log holds it). Messages of other groups,
+  // or to another node, are the driver's bug (InvalidArgument); stale and duplicate
+  // messages are fine.
   Status Step(std::shared_ptr<const MessagePB> m, int64_t now_us);
+  // The same for a message the driver keeps: it is copied first.
+  Status Step(const MessagePB& m, int64_t now_us);
   // Appends `data` to the log if this node is the leader: the entry's index. Else
   // IllegalState naming the known leader (or "no leader").
   Result<uint64_t> Propose(std::string data, int64_t now_us);
@@ -330,11 +330,8 @@ class Raft {
 
   void StepVoteRequest(const MessagePB& m, int64_t now_us);
   void StepVoteResponse(const MessagePB& m, int64_t now_us);
-  // `shared`: m, shared by the driver (its entries are kept, not copied), or null.
-  Status StepMessage(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
-                     int64_t now_us);
-  void StepAppend(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared,
-                  int64_t now_us);
+  // The log keeps the entries of `append` (see Step).
+  void StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t now_us);
   void StepHeartbeat(const MessagePB& m, int64_t now_us);
   void StepAppendResponse(const MessagePB& m, int64_t now_us);
   void StepHeartbeatResponse(const MessagePB& m, int64_t now_us);
@@ -350,9 +347,8 @@ class Raft {
   void NoteRoundAck(PeerId from, uint64_t round);
   void MaybeCommit();
   void ReleaseReads();
-  // Whether a configuration entry was appended or truncated away. `shared` as for
-  // StepAppend.
-  bool AppendEntriesToLog(const MessagePB& m, const std::shared_ptr<const MessagePB>* shared);
+  // Whether a configuration entry was appended or truncated away.
+  bool AppendEntriesToLog(const std::shared_ptr<const MessagePB>& append);
   // Sets the commit index (never backwards, never past what may be applied here).
   void CommitTo(uint64_t index);
   void Send(MessagePB m);

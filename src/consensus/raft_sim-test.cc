@@ -571,7 +571,8 @@ class Simulation {
               std::to_string(msg->index()) + " entries " + std::to_string(msg->entries_size()) +
               (msg->reject() ? " reject" : ""));
         // Odd nodes step it shared, as the runtime does (their logs keep the message's
-        // entries), even ones by reference (copied): both paths under every schedule.
+        // entries), even ones by reference (Step copies it first): both overloads under
+        // every schedule.
         Status s = to.id % 2 == 1 ? to.raft->Step(std::shared_ptr<const MessagePB>(msg), Local(to))
                                   : to.raft->Step(*msg, Local(to));
         if (!s.ok()) Fail("Step: " + s.ToString());
