@@ -65,7 +65,7 @@ class Cluster {
           Persist(n, rd);
           for (const EntryPtr& e : rd.committed) n.applied.push_back(*e);
           for (MessagePB& m : rd.messages) out.push_back(std::move(m));
-          n.raft->Advance(rd);
+          n.raft->Advance(rd, now_);
           moved = true;
         }
       }
@@ -551,6 +551,38 @@ TEST(RaftTest, ASharedAppendsEntriesAreKeptWithoutACopy) {
       EXPECT_EQ(holders, 2);  // `m` and `sent`
     }
   }
+}
+
+// A lone voter needs nobody's vote, but it leads only once its own vote is durable:
+// restarted without it, it could vote for another leader of the same term (which a
+// removed voter may still run for), and the runtime sends a leader's appends before
+// its Ready is durable.
+TEST(RaftTest, ALoneVoterLeadsOnlyOnceItsVoteIsDurable) {
+  RaftOptions o;
+  o.id = 1;
+  o.voters = {1};
+  Raft r(o, RaftPersistentState{}, 0);
+  ASSERT_TRUE(r.CampaignNow(0).ok());
+  EXPECT_EQ(r.role(), RaftRole::kCandidate);
+  Ready rd = r.TakeReady();
+  ASSERT_TRUE(rd.hard_state.has_value());
+  EXPECT_EQ(rd.hard_state->term(), 1u);
+  EXPECT_EQ(rd.hard_state->vote(), 1u);
+  EXPECT_TRUE(rd.entries.empty()) << "it appended as a leader before its vote was durable";
+  EXPECT_FALSE(r.Propose("early", 0).ok());
+
+  // An older Ready made durable late does not count: only this term's vote does.
+  r.Advance(Ready(), 1);
+  EXPECT_EQ(r.role(), RaftRole::kCandidate);
+  r.Advance(rd, 2);
+  EXPECT_EQ(r.role(), RaftRole::kLeader);
+  EXPECT_EQ(r.term(), 1u);
+  auto index = r.Propose("a", 3);
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  rd = r.TakeReady();
+  ASSERT_EQ(rd.entries.size(), 2u);  // the term's no-op and the proposal
+  r.Advance(rd, 4);
+  EXPECT_EQ(r.commit_index(), *index);
 }
 
 }  // namespace

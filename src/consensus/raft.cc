@@ -220,7 +220,9 @@ void Raft::BecomeCandidate(int64_t now_us) {
   leader_ = kNoPeer;
   quiesced_ = false;
   votes_.clear();
-  votes_[opts_.id] = true;
+  // Its own vote counts once it is durable (Advance): a node that led a term it could
+  // forget in a crash might vote for another leader of that term after restarting.
+  // Other voters answer only after that, but a lone voter needs nobody's answer.
   max_voter_lease_remaining_us_ = 0;
   ResetElectionDeadline(now_us);
 }
@@ -271,12 +273,8 @@ void Raft::Campaign(bool pre, int64_t now_us, bool forced) {
     BecomeCandidate(now_us);
   }
   if (forced) max_voter_lease_remaining_us_ = std::max<int64_t>(0, owed);
-  if (CountVotes(true) >= Quorum()) {  // a group of one
-    if (pre) {
-      Campaign(false, now_us);
-    } else {
-      BecomeLeader(now_us);
-    }
+  if (pre && CountVotes(true) >= Quorum()) {  // a group of one; it leads in Advance
+    Campaign(false, now_us);
     return;
   }
   for (PeerId v : config_.voters()) {
@@ -1146,7 +1144,7 @@ Ready Raft::TakeReady() {
   return rd;
 }
 
-void Raft::Advance(const Ready& ready) {
+void Raft::Advance(const Ready& ready, int64_t now_us) {
   // The newest entry of the Ready that is still in the log, unchanged, is durable, and
   // so is everything before it.
   for (auto it = ready.entries.rbegin(); it != ready.entries.rend(); ++it) {
@@ -1154,6 +1152,12 @@ void Raft::Advance(const Ready& ready) {
       persisted_ = std::max(persisted_, (*it)->index());
       break;
     }
+  }
+  if (role_ == RaftRole::kCandidate && ready.hard_state && ready.hard_state->term() == term_ &&
+      ready.hard_state->vote() == opts_.id && !votes_.count(opts_.id)) {
+    // The candidate's own vote is durable now (see BecomeCandidate).
+    votes_[opts_.id] = true;
+    if (CountVotes(true) >= Quorum()) BecomeLeader(now_us);
   }
   if (role_ == RaftRole::kLeader) MaybeCommit();
 }

@@ -13,7 +13,8 @@
 //   leader by bumping the term) and check-quorum (a leader that has not heard from a
 //   majority within an election timeout steps down). A node that heard from a leader
 //   within the minimum election timeout refuses votes for others (leader stickiness),
-//   which is what makes leases safe.
+//   which is what makes leases safe. A candidate's own vote counts once the driver
+//   made it durable (Advance), so a lone voter leads only then.
 // - Log replication with pipelining: a follower in the replicate state is sent
 //   entries without waiting for answers, up to max_inflight_msgs messages and
 //   max_inflight_bytes bytes unanswered; a rejected append backs up by a whole term at
@@ -258,10 +259,13 @@ class Raft {
   // handed for applying or persisted.
   Status Compact(uint64_t index);
   // Follower: the driver installed a copy of the state machine at `index` (entry term
-  // `term`, configuration `config` as the SnapshotRequest gave it). The log is kept after `index` if it holds that entry, else dropped; the
-  // driver's log must match (it keeps or drops the same). A copy older than the commit
-  // index changes nothing; a leader or candidate given a newer one steps down (the
-  // copy came from another leader).
+  // `term`, configuration `config` as the SnapshotRequest gave it). The log is kept
+  // after `index` if it holds that entry, else dropped; the driver's log must match (it
+  // keeps or drops the same), and it installs the copy only once every Ready taken
+  // before is durable, so that none of their entries lands on top of the copy (a log
+  // writes the copy after them). A copy older than the commit index changes nothing;
+  // a leader or candidate given a newer one steps down (the copy came from another
+  // leader).
   void RestoreSnapshot(uint64_t index, uint64_t term, const ConfigPB& config, int64_t now_us);
   // Leader: the copy to `peer` at `index` finished (`ok`) or failed; replication to it
   // resumes.
@@ -271,7 +275,8 @@ class Raft {
   bool HasReady() const;
   Ready TakeReady();
   // The driver finished `ready` (see Ready): its entries and hard state are durable.
-  void Advance(const Ready& ready);
+  // A candidate whose own vote is durable now may become the leader (a lone voter).
+  void Advance(const Ready& ready, int64_t now_us);
 
   RaftRole role() const { return role_; }
   uint64_t term() const { return term_; }

@@ -248,7 +248,7 @@ void RaftGroup::HandleReady(Ready rd) {
   }
   if (!now_msgs.empty()) runtime_->Send(id_, &now_msgs);
   if (!wait) {
-    raft_->Advance(rd);
+    raft_->Advance(rd, GetMonoTimeMicros());
     return;
   }
   rd.committed.clear();
@@ -312,7 +312,7 @@ void RaftGroup::OnPersisted(const Status& s) {
     InFlightReady f = std::move(persisting_.front());
     persisting_.pop_front();
     if (!f.ready.messages.empty()) runtime_->Send(id_, &f.ready.messages);
-    raft_->Advance(f.ready);
+    raft_->Advance(f.ready, GetMonoTimeMicros());
   }
 }
 
