@@ -561,12 +561,21 @@ TEST_F(RpcTest, InlineBatchCountsAgainstTheServiceThreads) {
   ASSERT_NO_FATAL_FAILURE(StartServer(1, 1, Sockaddr::Loopback(0), /*reactors=*/1));
   auto client = NewClient();
   CalculatorServiceProxy proxy(client, addr_);
-  // The ten leave in one sendmsg, so the server reads them at once.
-  const SleepOutcomes out = SleepAll(proxy, 10, /*ms=*/300, /*one_write=*/true);
-  EXPECT_EQ(out.ok, 2);
-  EXPECT_EQ(out.busy, 8);
-  // The batch ran long: the standby took the loop over meanwhile.
-  EXPECT_GE(server_->inline_call_handoffs(), 1);
+  // The ten leave in one sendmsg, so the server reads them at once; on a connection
+  // still being set up they may be split over two reads (the first call alone is no
+  // batch, and a service thread runs it), so the connection is made first, and the
+  // route must be seen within a bounded number of tries.
+  bool handed_off = false;
+  for (int attempt = 0; attempt < 5 && !handed_off; attempt++) {
+    ASSERT_NO_FATAL_FAILURE(WaitUntilCallsRunInline(proxy));  // connected, pool idle
+    const int64_t handoffs_before = server_->inline_call_handoffs();
+    const SleepOutcomes out = SleepAll(proxy, 10, /*ms=*/300, /*one_write=*/true);
+    EXPECT_EQ(out.ok, 2);
+    EXPECT_EQ(out.busy, 8);
+    // The batch ran long: the standby took the loop over meanwhile.
+    handed_off = server_->inline_call_handoffs() > handoffs_before;
+  }
+  EXPECT_TRUE(handed_off) << "a long inline batch never handed the loop to the standby";
   // And quick calls (two: the place and the queue) run on the reactor thread; with
   // --rpc_inline_batches off, on the service thread.
   auto threads_of_two_calls = [&] {
