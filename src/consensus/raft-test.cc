@@ -571,8 +571,15 @@ TEST(RaftTest, ALoneVoterLeadsOnlyOnceItsVoteIsDurable) {
   EXPECT_TRUE(rd.entries.empty()) << "it appended as a leader before its vote was durable";
   EXPECT_FALSE(r.Propose("early", 0).ok());
 
-  // An older Ready made durable late does not count: only this term's vote does.
+  // Only this term's vote counts: not a Ready without a hard state, nor one of an
+  // earlier term made durable late.
   r.Advance(Ready(), 1);
+  EXPECT_EQ(r.role(), RaftRole::kCandidate);
+  Ready earlier;
+  earlier.hard_state.emplace();
+  earlier.hard_state->set_term(0);
+  earlier.hard_state->set_vote(1);
+  r.Advance(earlier, 1);
   EXPECT_EQ(r.role(), RaftRole::kCandidate);
   r.Advance(rd, 2);
   EXPECT_EQ(r.role(), RaftRole::kLeader);
