@@ -105,7 +105,7 @@ void Histogram::IncrementBy(int64_t value, int64_t count) {
   }
   const size_t index = BucketIndex(static_cast<uint64_t>(std::min(value, max_trackable_value_)));
   DCHECK_LT(index, num_buckets_);
-  buckets_[ThisThreadStripe() * num_buckets_ + index].fetch_add(count,
+  buckets_[ThisCpuStripe() * num_buckets_ + index].fetch_add(count,
                                                                 std::memory_order_relaxed);
   count_.Add(count);
   // Unsigned so that an absurd sum wraps instead of being undefined.

@@ -1,11 +1,12 @@
 #include "common/striped.h"
 
+#include <sched.h>
+
 namespace nyala {
 
-size_t ThisThreadStripe() {
-  static std::atomic<size_t> next{0};
-  thread_local const size_t stripe = next.fetch_add(1, std::memory_order_relaxed) % kStripes;
-  return stripe;
+size_t ThisCpuStripe() {
+  const int cpu = sched_getcpu();
+  return cpu < 0 ? 0 : size_t(cpu) % kStripes;
 }
 
 }  // namespace nyala

@@ -376,7 +376,7 @@ void RunSyncCallOnCallerThread(const std::shared_ptr<Messenger>& messenger,
     OutboundCall* call;
     ~Tracked() { list->Remove(call); }
   } tracked{&messenger->caller_thread_calls(), call.get()};
-  tracked.list->Add(call.get(), uint32_t(call->call_id()));
+  tracked.list->Add(call.get());
   CallerConnection* conn = cache.Find(messenger.get(), call->remote());
   if (conn && !conn->StillOpen()) {
     cache.Erase(conn);

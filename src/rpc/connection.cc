@@ -24,6 +24,8 @@ constexpr int kMaxReadsPerEvent = 16;  // fairness between connections of one re
 // Frames from this size on are read into a buffer of their own (Connection::big_frame_).
 constexpr size_t kBigFrameBytes = 256 * 1024;
 constexpr int kMaxIovecs = 64;
+// The writer's buffer for small frame pieces, sent as one iovec (GatherFrames).
+constexpr size_t kGatherBytes = 16 * 1024;
 // How often a client connection with calls in flight checks their deadlines: a call
 // times out at most this much after its deadline.
 constexpr MonoDelta kTimeoutSweepInterval = MonoDelta::FromMilliseconds(5);
@@ -258,25 +260,10 @@ void Connection::FlushLocked() {
   writing_ = true;
   while (!outbox_.empty()) {
     iovec iov[kMaxIovecs];
-    int n = 0;
     size_t want = 0;
-    size_t skip = out_offset_;
-    for (auto it = outbox_.begin(); it != outbox_.end() && n < kMaxIovecs; ++it) {
-      auto add = [&](const std::string& s) {
-        if (n >= kMaxIovecs) return;
-        if (skip >= s.size()) {
-          skip -= s.size();
-          return;
-        }
-        iov[n].iov_base = const_cast<char*>(s.data()) + skip;
-        iov[n].iov_len = s.size() - skip;
-        want += iov[n].iov_len;
-        skip = 0;
-        n++;
-      };
-      add(it->head);
-      for (const auto& sc : it->sidecars) add(sc);
-    }
+    if (!gather_) gather_ = std::make_unique<char[]>(kGatherBytes);
+    const int n = GatherFrames(outbox_, out_offset_, gather_.get(), kGatherBytes, iov, kMaxIovecs,
+                               &want);
     // sendmsg rather than writev for MSG_NOSIGNAL: a write to a peer that has reset
     // the connection must fail with EPIPE, not raise SIGPIPE and kill the process.
     msghdr msg{};

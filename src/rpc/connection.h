@@ -146,6 +146,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // A thread is in FlushLocked's sendmsg, out_mu_ released; Shutdown() waits on
   // writer_done_ for it before it clears the outbox and closes the socket.
   bool writing_ GUARDED_BY(out_mu_) = false;
+  // The writer's copy of the small frames it sends in one iovec. Only the thread
+  // that set writing_ touches it, until it clears writing_ (not guarded by out_mu_:
+  // sendmsg reads it with the lock released).
+  std::unique_ptr<char[]> gather_;
   CondVar writer_done_;
 };
 

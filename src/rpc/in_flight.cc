@@ -1,6 +1,7 @@
 #include "rpc/in_flight.h"
 
 #include <glog/logging.h>
+#include <sched.h>
 
 namespace nyala::rpc {
 
@@ -12,9 +13,10 @@ InFlightList::~InFlightList() {
   for (auto& s : shards_) DCHECK(s.head.next_ == &s.head) << "calls still in flight";
 }
 
-void InFlightList::Add(InFlightHook* h, uint32_t hint) {
+void InFlightList::Add(InFlightHook* h) {
   DCHECK(h->next_ == nullptr);
-  h->shard_ = hint % kShards;
+  const int cpu = sched_getcpu();
+  h->shard_ = cpu < 0 ? 0 : uint32_t(cpu) % kShards;
   Shard& s = shards_[h->shard_];
   MutexLock l(s.mu);
   h->next_ = &s.head;

@@ -1,8 +1,9 @@
 // InFlightList: the calls a messenger is working on right now, for /rpcz. Objects
 // that take part derive from InFlightHook; Add() and Remove() cost one uncontended
 // lock and four pointer writes, so every call can be tracked. The list is split in
-// shards by a hint (the call id) so that reactors and service threads adding and
-// removing calls at once rarely meet on one lock.
+// shards by the CPU that adds the object, so that threads on different CPUs adding
+// and removing calls at once rarely meet on one lock or write one cache line (a
+// call is mostly removed on the CPU that added it).
 //
 // Thread-safety: thread-safe. ForEach() holds a shard's lock while it visits that
 // shard's objects, so an object being visited cannot be removed (and freed by its
@@ -37,8 +38,8 @@ class InFlightList {
   InFlightList(const InFlightList&) = delete;
   InFlightList& operator=(const InFlightList&) = delete;
 
-  // REQUIRES: `h` is in no list. `hint` spreads objects over the shards.
-  void Add(InFlightHook* h, uint32_t hint);
+  // REQUIRES: `h` is in no list.
+  void Add(InFlightHook* h);
   // REQUIRES: `h` was added to this list and not removed since.
   void Remove(InFlightHook* h);
   void ForEach(const std::function<void(const InFlightHook&)>& visit) const;

@@ -192,6 +192,10 @@ Status Messenger::RegisterService(std::unique_ptr<ServiceIf> service, int num_th
   if (services_.count(name)) return Status::AlreadyPresent("service already registered", name);
   pool->Start();
   services_.emplace(name, std::move(pool));
+  auto table = std::make_unique<ServiceTable>();
+  for (const auto& [n, p] : services_) table->emplace(n, p.get());
+  service_table_.store(table.get(), std::memory_order_release);
+  service_tables_.push_back(std::move(table));
   return Status::OK();
 }
 
@@ -199,10 +203,9 @@ void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn, const Requ
                                     std::unique_ptr<char[]> buffer, Slice payload,
                                     MonoTime arrival) {
   ServicePool* pool = nullptr;
-  {
-    SharedLock l(services_mu_);
-    auto it = services_.find(header.service_name());
-    if (it != services_.end()) pool = it->second.get();
+  if (const ServiceTable* table = service_table_.load(std::memory_order_acquire)) {
+    auto it = table->find(header.service_name());
+    if (it != table->end()) pool = it->second;
   }
   RpcMethodInfo* method = pool ? pool->service()->FindMethod(header.method_name()) : nullptr;
   auto ctx = std::make_unique<RpcContext>(std::move(conn), header, method, std::move(buffer),
@@ -262,7 +265,8 @@ void Messenger::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
       call->CompleteWithError(Status::ServiceUnavailable("client messenger is shutting down"));
       return;
     }
-    std::shared_ptr<Connection> conn = r->FindClientConnection(call->remote());
+    Connection* conn = r->FindClientConnectionOnLoop(call->remote());
+    std::shared_ptr<Connection> created;
     if (!conn) {
       const Sockaddr& remote = call->remote();
       int fd = socket(remote.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -279,9 +283,10 @@ void Messenger::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
             strerror(err), err));
         return;
       }
-      conn = std::make_shared<Connection>(r, this, fd, remote, Connection::Direction::kClient);
-      conn->Start();
-      r->AddClientConnection(conn);
+      created = std::make_shared<Connection>(r, this, fd, remote, Connection::Direction::kClient);
+      created->Start();
+      r->AddClientConnection(created);
+      conn = created.get();
     }
     conn->QueueOutboundCall(std::move(call));
   };

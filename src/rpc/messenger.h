@@ -147,6 +147,14 @@ class Messenger {
 
   mutable RwMutex services_mu_;
   std::unordered_map<std::string, std::unique_ptr<ServicePool>> services_ GUARDED_BY(services_mu_);
+  // What DispatchInboundCall reads on every call, without a lock (a shared lock's
+  // reader count would move between the reactors' CPUs on every call): a copy of
+  // services_' names and pools, replaced, never changed, by RegisterService. Pools
+  // live as long as the messenger; the old copies are kept until it goes (a
+  // messenger registers a handful of services).
+  using ServiceTable = std::unordered_map<std::string, ServicePool*>;
+  std::atomic<const ServiceTable*> service_table_{nullptr};
+  std::vector<std::unique_ptr<const ServiceTable>> service_tables_ GUARDED_BY(services_mu_);
 };
 
 }  // namespace nyala::rpc

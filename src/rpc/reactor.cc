@@ -291,6 +291,12 @@ std::shared_ptr<Connection> Reactor::FindClientConnection(const Sockaddr& remote
   return it == client_conns_.end() ? nullptr : it->second;
 }
 
+Connection* Reactor::FindClientConnectionOnLoop(const Sockaddr& remote) {
+  DCHECK(IsCurrentThread());
+  auto it = client_conns_.find(remote);
+  return it == client_conns_.end() ? nullptr : it->second.get();
+}
+
 void Reactor::AddClientConnection(std::shared_ptr<Connection> conn) {
   DCHECK(IsCurrentThread());
   Sockaddr remote = conn->remote();

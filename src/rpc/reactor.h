@@ -90,6 +90,10 @@ class Reactor {
   // by remote address.
   void AddServerConnection(std::shared_ptr<Connection> conn);
   std::shared_ptr<Connection> FindClientConnection(const Sockaddr& remote) EXCLUDES(client_mu_);
+  // The same on the reactor's own thread, without the lock or a reference count: only
+  // this thread changes the map, and a removed connection lives until the callback
+  // running now returns (RemoveConnection).
+  Connection* FindClientConnectionOnLoop(const Sockaddr& remote) NO_THREAD_SAFETY_ANALYSIS;
   void AddClientConnection(std::shared_ptr<Connection> conn);
   // Forgets `conn`; the object is freed after the current callback returns.
   void RemoveConnection(Connection* conn);

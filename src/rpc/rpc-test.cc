@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <optional>
+#include <random>
 #include <thread>
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/rpc_test_util.h"
+#include "rpc/serialization.h"
 #include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
 
@@ -97,6 +100,205 @@ TEST_F(RpcTest, ManyAsyncCallsInFlightOnOneConnection) {
     ASSERT_EQ(calls[i].resp.result(), i - 3);  // each answer matched to its own call id
   }
   client->Shutdown();
+}
+
+// The writer copies small frame pieces into one iovec and sends large ones as they
+// are (Connection::FlushLocked). Many calls at once, with bodies and sidecars on both
+// sides of that size limit and some large enough to fill the socket buffer (so sends
+// stop part-way through a gathered run), must each get their own bytes back.
+TEST_F(RpcTest, SmallAndLargeFramesInterleaveIntact) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(2, 5000));
+  auto client = NewClient(1);
+  CalculatorServiceProxy proxy(client, addr_);
+  constexpr int kCalls = 600;
+  const size_t kSizes[] = {0, 1, 37, 400, 511, 512, 513, 3000, 200 * 1024};
+  struct Call {
+    EchoRequestPB req;
+    EchoResponsePB resp;
+    RpcController rpc;
+    std::string sidecar;
+  };
+  std::vector<Call> calls(kCalls);
+  Mutex mu;
+  CondVar cv;
+  int done = 0;
+  for (int i = 0; i < kCalls; i++) {
+    Call& c = calls[i];
+    std::string data(kSizes[i % std::size(kSizes)], char('a' + i % 26));
+    if (!data.empty()) data[data.size() / 2] = char(i);
+    c.req.set_data(data);
+    c.sidecar.assign(kSizes[(i / 3) % std::size(kSizes)], char('A' + i % 26));
+    if (i % 2 == 0) c.rpc.AddOutboundSidecar(c.sidecar);
+    c.rpc.set_timeout(MonoDelta::FromSeconds(60));
+    proxy.EchoAsync(c.req, &c.resp, &c.rpc, [&] {
+      MutexLock l(mu);
+      done++;
+      cv.notify_one();
+    });
+  }
+  UniqueLock l(mu);
+  ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(90), [&] { return done == kCalls; }));
+  for (int i = 0; i < kCalls; i++) {
+    Call& c = calls[i];
+    ASSERT_TRUE(c.rpc.status().ok()) << "call " << i << ": " << c.rpc.status().ToString();
+    ASSERT_EQ(c.resp.data(), c.req.data()) << "call " << i;
+    if (i % 2 == 0) {
+      ASSERT_EQ(c.rpc.num_inbound_sidecars(), 1) << "call " << i;
+      Slice s;
+      ASSERT_OK(c.rpc.GetInboundSidecar(0, &s));
+      ASSERT_TRUE(s == Slice(c.sidecar)) << "call " << i;
+    } else {
+      ASSERT_EQ(c.rpc.num_inbound_sidecars(), 0) << "call " << i;
+    }
+  }
+  client->Shutdown();
+}
+
+// GatherFrames from every offset, with room for few or many entries and a small or
+// no gather buffer: the entries must hold exactly the next bytes of the stream, and
+// sending any part of them and gathering again from there must rebuild the stream.
+TEST(GatherFramesTest, DescribesTheStreamFromAnyOffset) {
+  std::mt19937 rng(7);
+  const size_t kPieceSizes[] = {0, 1, 5, kGatherPieceBytes - 1, kGatherPieceBytes,
+                                kGatherPieceBytes + 1, 2000};
+  auto piece = [&](char c) {
+    std::string p(kPieceSizes[rng() % std::size(kPieceSizes)], c);
+    for (char& ch : p) ch = char(c + rng() % 7);
+    return p;
+  };
+  std::deque<OutboundFrame> frames;
+  std::string stream;
+  for (int f = 0; f < 12; f++) {
+    OutboundFrame frame;
+    frame.head = piece(char('a' + f)) + "H";  // a head is never empty
+    stream += frame.head;
+    for (int s = int(rng() % 4); s > 0; s--) {
+      frame.sidecars.push_back(piece(char('A' + f)));
+      stream += frame.sidecars.back();
+    }
+    frames.push_back(std::move(frame));
+  }
+  std::vector<char> gather(4096);
+  iovec iov[64];
+  for (const int max_iov : {1, 2, 3, 64}) {
+    for (const size_t gather_size : {size_t(0), size_t(700), gather.size()}) {
+      for (size_t offset = 0; offset <= stream.size(); offset++) {
+        size_t bytes = 0;
+        const int n = GatherFrames(frames, offset, gather.data(), gather_size, iov, max_iov, &bytes);
+        ASSERT_LE(n, max_iov);
+        std::string got;
+        for (int i = 0; i < n; i++) {
+          const char* b = static_cast<char*>(iov[i].iov_base);
+          if (b >= gather.data() && b < gather.data() + gather.size()) {  // within its room
+            ASSERT_LE(b + iov[i].iov_len, gather.data() + gather_size) << "offset " << offset;
+          }
+          got.append(b, iov[i].iov_len);
+        }
+        ASSERT_EQ(got.size(), bytes);
+        ASSERT_EQ(got, stream.substr(offset, bytes))
+            << "offset " << offset << ", max_iov " << max_iov << ", gather " << gather_size;
+        ASSERT_EQ(bytes == 0, offset == stream.size()) << "offset " << offset;
+      }
+      // Sends of random lengths, each gathering again from where the last stopped.
+      std::string sent;
+      while (sent.size() < stream.size()) {
+        size_t bytes = 0;
+        const int n =
+            GatherFrames(frames, sent.size(), gather.data(), gather_size, iov, max_iov, &bytes);
+        size_t take = 1 + rng() % bytes;
+        for (int i = 0; i < n && take > 0; i++) {
+          const size_t k = std::min(take, iov[i].iov_len);
+          sent.append(static_cast<char*>(iov[i].iov_base), k);
+          take -= k;
+        }
+      }
+      ASSERT_EQ(sent, stream);
+    }
+  }
+}
+
+// The same writer against a peer that reads slowly through a small receive buffer:
+// sends stop at arbitrary bytes, inside gathered runs and inside large pieces, and
+// the next send must go on from exactly there. The peer is a plain socket, so the
+// test sees the byte stream itself: the preamble, then every frame once, in order.
+TEST_F(RpcTest, PartialSendsResumeAtTheRightByte) {
+  const int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  const int small = 4096;
+  ASSERT_EQ(setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0);
+  ASSERT_EQ(listen(lfd, 1), 0);
+  socklen_t len = sizeof(sin);
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&sin), &len), 0);
+  const Sockaddr raw_addr(reinterpret_cast<sockaddr*>(&sin), len);
+
+  auto client = NewClient(1);
+  CalculatorServiceProxy proxy(client, raw_addr);
+  constexpr int kCalls = 120;
+  const size_t kSizes[] = {0, 3, 100, 511, 512, 513, 1500, 1024 * 1024};
+  struct Call {
+    EchoRequestPB req;
+    EchoResponsePB resp;
+    RpcController rpc;
+    std::string sidecar;
+  };
+  std::vector<Call> calls(kCalls);
+  std::atomic<int> failed{0};
+  for (int i = 0; i < kCalls; i++) {
+    Call& c = calls[i];
+    std::string data(kSizes[i % std::size(kSizes)], char('a' + i % 26));
+    if (!data.empty()) data[data.size() / 2] = char(i);
+    c.req.set_data(data);
+    c.sidecar.assign(kSizes[(i / 3) % std::size(kSizes)], char('A' + i % 26));
+    if (i % 2 == 0) c.rpc.AddOutboundSidecar(c.sidecar);
+    c.rpc.set_timeout(MonoDelta::FromSeconds(60));
+    proxy.EchoAsync(c.req, &c.resp, &c.rpc, [&] { failed++; });  // never answered
+  }
+  const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  timeval tv{30, 0};  // a writer that stops sending fails the test, not hangs it
+  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+  std::string stream;
+  auto read_until = [&](size_t n) {
+    char chunk[777];  // small reads: the window reopens a little at a time
+    while (stream.size() < n) {
+      const ssize_t r = read(fd, chunk, std::min(sizeof(chunk), n - stream.size()));
+      if (r <= 0) return false;
+      stream.append(chunk, size_t(r));
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until(kPreambleLen));
+  EXPECT_EQ(stream, std::string(kPreamble, kPreambleLen));
+  size_t pos = kPreambleLen;
+  int32_t last_call_id = -1;
+  for (int i = 0; i < kCalls; i++) {
+    ASSERT_TRUE(read_until(pos + 4)) << "frame " << i << ": stream ended";
+    size_t frame_len = 0;
+    ASSERT_OK(PeekFrameLength(Slice(stream.data() + pos, 4), 64 << 20, &frame_len));
+    ASSERT_TRUE(read_until(pos + frame_len)) << "frame " << i << ": stream ended";
+    FrameParts parts;
+    ASSERT_OK(SplitFrame(Slice(stream.data() + pos + 4, frame_len - 4), &parts));
+    RequestHeaderPB header;
+    ASSERT_TRUE(header.ParseFromArray(parts.header.data(), int(parts.header.size())));
+    EXPECT_GT(header.call_id(), last_call_id) << "frame " << i;
+    last_call_id = header.call_id();
+    EXPECT_EQ(header.method_name(), "Echo");
+    EchoRequestPB body;
+    ASSERT_TRUE(body.ParseFromArray(parts.body.data(), int(parts.body.size())));
+    ASSERT_EQ(body.data(), calls[i].req.data()) << "frame " << i;
+    ASSERT_EQ(parts.sidecar_area.ToString(), i % 2 == 0 ? calls[i].sidecar : "") << "frame " << i;
+    pos += frame_len;
+  }
+  // Nothing after the last frame.
+  EXPECT_EQ(stream.size(), pos);
+  close(fd);
+  close(lfd);
+  client->Shutdown();
+  EXPECT_EQ(failed.load(), kCalls);
 }
 
 TEST_F(RpcTest, SidecarsTravelBothWays) {
@@ -235,6 +437,53 @@ TEST_F(RpcTest, CallExpiredInQueueIsNotRun) {
                                             {{"service", CalculatorServiceIf::kServiceName},
                                              {"method", CalculatorServiceIf::kAddMethodName}});
   EXPECT_EQ(latency->TotalCount(), 0);
+  client->Shutdown();
+}
+
+// The same for a call read together with the slow one: a batch runs its calls one
+// after another on one thread, taking the end of one as the start of the next
+// (ServicePool::RunInlineBatch, RunThread), and that start must be the real end.
+TEST_F(RpcTest, CallExpiredBehindAnotherOfItsBatchIsNotRun) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(1, 10));
+  auto client = NewClient();
+  CalculatorServiceProxy proxy(client, addr_);
+  Histogram* latency =
+      server_metrics_.FindOrCreateHistogram("rpc_handler_duration_seconds", "",
+                                            {{"service", CalculatorServiceIf::kServiceName},
+                                             {"method", CalculatorServiceIf::kAddMethodName}});
+  {
+    AddRequestPB first;
+    first.set_x(1);
+    first.set_y(2);
+    AddResponsePB first_resp;
+    RpcController first_rpc;
+    ASSERT_OK(proxy.Add(first, &first_resp, &first_rpc));  // connected
+  }
+  const int64_t before = latency->TotalCount();
+  SleepRequestPB slow;
+  slow.set_sleep_ms(300);
+  SleepResponsePB slow_resp;
+  RpcController slow_rpc;
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(1);
+  AddResponsePB resp;
+  RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromMilliseconds(100));
+  Semaphore done;
+  {
+    FlushScope one_write;  // both leave in one sendmsg
+    proxy.SleepAsync(slow, &slow_resp, &slow_rpc, [&] { done.Release(); });
+    proxy.AddAsync(req, &resp, &rpc, [&] { done.Release(); });
+  }
+  done.Acquire();
+  done.Acquire();
+  ASSERT_OK(slow_rpc.status());
+  EXPECT_TRUE(rpc.status().IsTimedOut()) << rpc.status().ToString();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(5), [&] {
+    ASSERT_EQ(server_->inbound_call_count(), 0);  // the server answered both
+  });
+  EXPECT_EQ(latency->TotalCount(), before);  // the expired Add never ran
   client->Shutdown();
 }
 

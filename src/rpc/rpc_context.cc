@@ -49,7 +49,7 @@ RpcContext::RpcContext(std::shared_ptr<Connection> conn, const RequestHeaderPB& 
   deadline_ = header.has_timeout_ms() && header.timeout_ms() > 0
                   ? arrival_ + MonoDelta::FromMilliseconds(header.timeout_ms())
                   : MonoTime::Max();
-  conn_->messenger()->inbound_calls().Add(this, uint32_t(call_id_));
+  conn_->messenger()->inbound_calls().Add(this);
   conn_->reactor()->CountInboundCall(+1);
 }
 
@@ -106,6 +106,20 @@ Status RpcContext::ParseRequest() {
                         "request sidecars");
   response_ = method_->response_prototype->New(&*arena_);
   return Status::OK();
+}
+
+namespace {
+thread_local MonoTime tls_last_response_time;
+}  // namespace
+
+MonoTime RpcContext::ThisThreadsLastResponseTime() { return tls_last_response_time; }
+
+void RpcContext::ForgetThisThreadsResponseTime() { tls_last_response_time = MonoTime(); }
+
+void RpcContext::RecordHandlerLatency() {
+  const MonoTime now = MonoTime::Now();
+  tls_last_response_time = now;
+  method_->handler_latency_us->Increment((now - handler_start_).ToMicroseconds());
 }
 
 void RpcContext::RunHandler(MonoTime now) {
@@ -180,7 +194,7 @@ void RpcContext::RespondSuccessWithSerializedBody(Slice serialized_body) {
   if (method_) {
     if (method_->calls) method_->calls->Increment();
     if (method_->handler_latency_us && handler_start_.Initialized()) {
-      method_->handler_latency_us->Increment((MonoTime::Now() - handler_start_).ToMicroseconds());
+      RecordHandlerLatency();
     }
   }
   delete this;
@@ -222,7 +236,7 @@ void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite
   if (method_) {
     if (method_->calls) method_->calls->Increment();
     if (method_->handler_latency_us && handler_start_.Initialized()) {
-      method_->handler_latency_us->Increment((MonoTime::Now() - handler_start_).ToMicroseconds());
+      RecordHandlerLatency();
     }
   }
   delete this;

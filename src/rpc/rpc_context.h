@@ -102,6 +102,12 @@ class RpcContext : public InFlightHook {
   // call (the context may be gone); false if the call must go to a service thread,
   // with the response reset.
   bool TryRunOnReactor();
+  // The clock read by the last response this thread sent (the end of that call's
+  // handler), or an uninitialized MonoTime if it sent none since
+  // ForgetThisThreadsResponseTime(). A loop running calls one after another takes it
+  // as the next call's start instead of reading the clock again.
+  static MonoTime ThisThreadsLastResponseTime();
+  static void ForgetThisThreadsResponseTime();
   // Whether a handler has started on the call (for /rpcz; any thread).
   bool running() const { return running_.load(std::memory_order_relaxed); }
   // For /rpcz: "service.method from addr, running for N ms".
@@ -109,6 +115,9 @@ class RpcContext : public InFlightHook {
 
  private:
   void SendResponse(bool is_error, const google::protobuf::MessageLite& body);
+  // Adds the time since handler_start_ to the method's handler latency, reading the
+  // clock once (and leaving the reading for ThisThreadsLastResponseTime()).
+  void RecordHandlerLatency();
 
   // Payloads up to this size are copied into the context itself (no allocation).
   // (A one-key Get's frame is about 100 bytes.) Sized so the whole context stays within

@@ -15,6 +15,47 @@ size_t OutboundFrame::size() const {
   return n;
 }
 
+int GatherFrames(const std::deque<OutboundFrame>& frames, size_t offset, char* gather,
+                 size_t gather_size, iovec* iov, int max_iov, size_t* bytes) {
+  int n = 0;
+  size_t total = 0;
+  size_t gathered = 0;  // bytes of `gather` used
+  bool in_run = false;  // iov[n - 1] is a run in `gather` that may grow
+  bool full = false;    // a piece did not fit: what iov holds is the prefix to send
+  size_t skip = offset;
+  auto add = [&](const std::string& s) {
+    if (full) return;
+    if (skip >= s.size()) {
+      skip -= s.size();
+      return;
+    }
+    const char* p = s.data() + skip;
+    const size_t len = s.size() - skip;
+    skip = 0;
+    const bool copy = len <= kGatherPieceBytes && gathered + len <= gather_size;
+    if (!(copy && in_run)) {
+      if (n == max_iov) {
+        full = true;
+        return;
+      }
+      iov[n].iov_base = copy ? gather + gathered : const_cast<char*>(p);
+      iov[n].iov_len = 0;
+      n++;
+    }
+    if (copy) memcpy(gather + gathered, p, len);
+    gathered += copy ? len : 0;
+    iov[n - 1].iov_len += len;
+    in_run = copy;
+    total += len;
+  };
+  for (auto it = frames.begin(); it != frames.end() && !full; ++it) {
+    add(it->head);
+    for (const auto& sc : it->sidecars) add(sc);
+  }
+  *bytes = total;
+  return n;
+}
+
 std::vector<uint32_t> SidecarOffsets(const std::vector<std::string>& sidecars) {
   std::vector<uint32_t> out;
   out.reserve(sidecars.size());

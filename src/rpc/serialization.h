@@ -12,7 +12,10 @@
 #include <google/protobuf/message_lite.h>
 #include <google/protobuf/repeated_field.h>
 
+#include <sys/uio.h>
+
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,18 @@ struct OutboundFrame {
   std::vector<std::string> sidecars;
   size_t size() const;
 };
+
+// The writer's gather step (Connection::FlushLocked): describes in `iov` the bytes of
+// `frames` from byte `offset` of the first frame on, in order, as far as `max_iov`
+// entries and `gather_size` bytes of `gather` allow. A piece (a frame's head or one of
+// its sidecars) of up to kGatherPieceBytes is copied into `gather`, and consecutive
+// copied pieces share one entry; a larger piece gets an entry of its own that points
+// into the frame. The kernel's cost per iovec entry is several times that of copying
+// a 50-byte response here. Returns the number of entries, and their total length in
+// *bytes: always a prefix of what is left to send, empty only when nothing is.
+constexpr size_t kGatherPieceBytes = 512;
+int GatherFrames(const std::deque<OutboundFrame>& frames, size_t offset, char* gather,
+                 size_t gather_size, iovec* iov, int max_iov, size_t* bytes);
 
 // Builds a frame. `header` must already list `sidecars`' offsets (see SidecarOffsets).
 // Fails (InvalidArgument) only if the frame would exceed `max_message_size`.

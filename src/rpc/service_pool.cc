@@ -267,18 +267,26 @@ void ServicePool::RunInlineBatch(void* arg) {
   auto* w = static_cast<Worker*>(arg);
   ServicePool* pool = w->pool;
   std::unique_ptr<RpcContext> ctx = std::move(w->call);
-  const int64_t start_us = GetMonoTimeMicros();
+  // One clock reading between two calls: the end of one (the time its response was
+  // sent, when it answered on this thread) is the start of the next.
+  MonoTime now = MonoTime::Now();
+  const MonoTime start = now;
   bool shared = false;
   for (int n = 1;; n++) {
-    RunCall(std::move(ctx));
+    RpcContext::ForgetThisThreadsResponseTime();
+    RunCall(std::move(ctx), now);
     if (n == kMaxInlineCalls) break;
     if (n % kMaxCallsPerBatch == 0) {
       if (FlushScope* scope = FlushScope::Current()) scope->FlushNow();
+      now = MonoTime::Now();
+    } else {
+      now = RpcContext::ThisThreadsLastResponseTime();
+      if (!now.Initialized()) now = MonoTime::Now();
     }
     // Calls that cost more than a few microseconds each are better run side by side:
     // once the batch has run kShareBatchAfterUs with calls still queued, one idle
     // service thread is woken to take from the queue too (once per batch).
-    const bool share = !shared && GetMonoTimeMicros() - start_us >= kShareBatchAfterUs;
+    const bool share = !shared && (now - start).ToMicroseconds() >= kShareBatchAfterUs;
     Worker* helper = nullptr;
     {
       MutexLock l(pool->mu_);
@@ -315,8 +323,9 @@ void ServicePool::ReturnPlace(Worker* w) {
   w->wake.Release();  // the next call, or (null) shutdown
 }
 
-void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
-  const MonoTime now = MonoTime::Now();
+void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) { RunCall(std::move(ctx), MonoTime::Now()); }
+
+void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx, MonoTime now) {
   if (now > ctx->deadline()) {
     LOG_EVERY_N(WARNING, 100) << "not running " << ctx->ToString()
                               << ": its deadline passed while it was queued";
@@ -370,9 +379,13 @@ void ServicePool::RunThread(Worker* self) {
     // Run this call and whatever queued up meanwhile, up to a batch; the responses
     // they queue leave together at the end.
     FlushScope scope;
+    MonoTime now = MonoTime::Now();
     for (int n = 1;; n++) {
-      RunCall(std::move(ctx));
+      RpcContext::ForgetThisThreadsResponseTime();
+      RunCall(std::move(ctx), now);
       if (n == kMaxCallsPerBatch) break;
+      now = RpcContext::ThisThreadsLastResponseTime();
+      if (!now.Initialized()) now = MonoTime::Now();
       MutexLock l(mu_);
       if (queue_.empty() || shutdown_) break;
       ctx = std::move(queue_.front());

@@ -78,6 +78,8 @@ class ServicePool {
   // Parses the request and runs the handler on this thread, answering the call if it
   // expired or does not parse. Used by service threads and for reactor-run methods.
   static void RunCall(std::unique_ptr<RpcContext> ctx);
+  // The same, with `now` (a recent clock reading) as the time the call starts.
+  static void RunCall(std::unique_ptr<RpcContext> ctx, MonoTime now);
   // Reactor thread, for methods with a reactor_handler: parses the call and tries the
   // fast path here; queues the call for a service thread if it declines.
   void RunOrQueueCall(std::unique_ptr<RpcContext> ctx);
