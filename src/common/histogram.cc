@@ -105,11 +105,12 @@ void Histogram::IncrementBy(int64_t value, int64_t count) {
   }
   const size_t index = BucketIndex(static_cast<uint64_t>(std::min(value, max_trackable_value_)));
   DCHECK_LT(index, num_buckets_);
-  buckets_[ThisCpuStripe() * num_buckets_ + index].fetch_add(count,
-                                                                std::memory_order_relaxed);
-  count_.Add(count);
+  const size_t stripe = ThisCpuStripe();
+  buckets_[stripe * num_buckets_ + index].fetch_add(count, std::memory_order_relaxed);
+  count_.AddToStripe(stripe, count);
   // Unsigned so that an absurd sum wraps instead of being undefined.
-  sum_.Add(static_cast<int64_t>(static_cast<uint64_t>(value) * static_cast<uint64_t>(count)));
+  sum_.AddToStripe(stripe, static_cast<int64_t>(static_cast<uint64_t>(value) *
+                                                static_cast<uint64_t>(count)));
 }
 
 int64_t Histogram::MinValue() const {

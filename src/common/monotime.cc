@@ -22,6 +22,15 @@ std::string MonoDelta::ToString() const {
   return buf;
 }
 
+MonoDelta MonoTime::CoarseResolution() {
+  static const MonoDelta res = [] {
+    timespec ts{};
+    clock_getres(CLOCK_MONOTONIC_COARSE, &ts);
+    return MonoDelta::FromNanoseconds(int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec);
+  }();
+  return res;
+}
+
 int64_t GetWallTimeMicros() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

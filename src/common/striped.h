@@ -26,7 +26,11 @@ size_t ThisCpuStripe();
 // this CPU's line; Load() sums the lines (not a snapshot while adders run).
 class StripedInt64 {
  public:
-  void Add(int64_t n) { lines_[ThisCpuStripe()].v.fetch_add(n, std::memory_order_relaxed); }
+  void Add(int64_t n) { AddToStripe(ThisCpuStripe(), n); }
+  // Add() with the stripe already known (a caller adding to several counters at once).
+  void AddToStripe(size_t stripe, int64_t n) {
+    lines_[stripe].v.fetch_add(n, std::memory_order_relaxed);
+  }
   int64_t Load() const {
     int64_t sum = 0;
     for (const Line& l : lines_) sum += l.v.load(std::memory_order_relaxed);

@@ -122,13 +122,13 @@ void Connection::Shutdown(const Status& reason) {
   close(fd_);
   VLOG(1) << "connection " << remote_.ToString() << " closed: " << reason.ToString();
 
-  std::unordered_map<int32_t, std::unique_ptr<OutboundCall>> calls;
+  std::vector<std::unique_ptr<OutboundCall>> calls;
   {
     MutexLock l(calls_mu_);
     calls_closed_ = true;
-    calls.swap(pending_calls_);
+    pending_calls_.TakeAll(&calls);
   }
-  for (auto& [id, call] : calls) {
+  for (auto& call : calls) {
     call->CompleteWithError(
         reason.CloneAndPrepend(std::string(call->method()) + " RPC to " + remote_.ToString()));
   }
@@ -137,7 +137,7 @@ void Connection::Shutdown(const Status& reason) {
 
 void Connection::ForEachPendingCall(const std::function<void(const OutboundCall&)>& visit) const {
   MutexLock l(calls_mu_);
-  for (const auto& [id, call] : pending_calls_) visit(*call);
+  pending_calls_.ForEach([&](int32_t, const OutboundCall& call) { visit(call); });
 }
 
 void Connection::QueueOutboundCall(std::unique_ptr<OutboundCall> call) {
@@ -161,13 +161,16 @@ std::unique_ptr<OutboundCall> Connection::TryQueueOutboundCall(std::unique_ptr<O
       call->RestoreFrame(std::move(frame));
       return call;
     }
-    auto [it, inserted] = pending_calls_.emplace(id, std::move(call));
-    if (!inserted) {
-      // A call id still in flight after 2^31 calls: keep the old call, fail the new.
-      LOG(ERROR) << "duplicate call id " << id << " to " << remote_.ToString();
-      return nullptr;
+    if (pending_calls_.Insert(id, &call)) {
+      if (has_deadline && !sweep_armed_) arm_sweep = sweep_armed_ = true;
     }
-    if (has_deadline && !sweep_armed_) arm_sweep = sweep_armed_ = true;
+  }
+  if (call) {
+    // A call id still in flight after 2^31 calls: keep the old call, fail the new.
+    LOG(ERROR) << "duplicate call id " << id << " to " << remote_.ToString();
+    call->CompleteWithError(Status::IllegalState("call id " + std::to_string(id) +
+                                                 " is still in flight to " + remote_.ToString()));
+    return nullptr;
   }
   // From here on the response may complete the call on the reactor at any moment.
   if (arm_sweep) {
@@ -200,16 +203,12 @@ void Connection::SweepTimedOutCalls() {
   std::vector<std::unique_ptr<OutboundCall>> expired;
   {
     MutexLock l(calls_mu_);
+    pending_calls_.TakeIf([&](const OutboundCall& call) { return call.deadline() <= now; },
+                          &expired);
     bool any_deadline = false;
-    for (auto it = pending_calls_.begin(); it != pending_calls_.end();) {
-      if (it->second->deadline() <= now) {
-        expired.push_back(std::move(it->second));
-        it = pending_calls_.erase(it);
-      } else {
-        any_deadline |= it->second->deadline() != MonoTime::Max();
-        ++it;
-      }
-    }
+    pending_calls_.ForEach([&](int32_t, const OutboundCall& call) {
+      any_deadline |= call.deadline() != MonoTime::Max();
+    });
     if (!any_deadline) {
       sweep_armed_ = false;
       event_del(sweep_event_.get());
@@ -502,11 +501,7 @@ bool Connection::HandleResponseFrame(Slice payload) {
   std::unique_ptr<OutboundCall> call;
   {
     MutexLock l(calls_mu_);
-    auto it = pending_calls_.find(header.call_id());
-    if (it != pending_calls_.end()) {
-      call = std::move(it->second);
-      pending_calls_.erase(it);
-    }
+    call = pending_calls_.Take(header.call_id());
   }
   if (!call) {
     if (header.call_id() < 0 && header.is_error()) {

@@ -18,12 +18,12 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "rpc/call_map.h"
 #include "rpc/libevent_util.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
@@ -133,7 +133,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Outbound calls awaiting their response (client). Completed outside the lock.
   mutable Mutex calls_mu_;
-  std::unordered_map<int32_t, std::unique_ptr<OutboundCall>> pending_calls_ GUARDED_BY(calls_mu_);
+  CallMap<OutboundCall> pending_calls_ GUARDED_BY(calls_mu_);
   bool calls_closed_ GUARDED_BY(calls_mu_) = false;
   bool sweep_armed_ GUARDED_BY(calls_mu_) = false;
 

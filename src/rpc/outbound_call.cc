@@ -61,9 +61,12 @@ OutboundCall::OutboundCall(Sockaddr remote, std::string_view service, std::strin
       response_(response),
       controller_(controller),
       callback_(std::move(callback)),
-      start_time_(MonoTime::Now()) {
-  deadline_ =
-      controller_->timeout() > MonoDelta() ? start_time_ + controller_->timeout() : MonoTime::Max();
+      start_time_(MonoTime::NowCoarse()) {
+  // The coarse clock lags by up to a tick: the deadline adds one, so that a call never
+  // times out early (the timeout sweep runs every few ms: it may be late by as much).
+  deadline_ = controller_->timeout() > MonoDelta()
+                  ? start_time_ + MonoTime::CoarseResolution() + controller_->timeout()
+                  : MonoTime::Max();
 }
 
 OutboundCall::~OutboundCall() = default;
@@ -71,22 +74,21 @@ OutboundCall::~OutboundCall() = default;
 Status OutboundCall::Serialize(int32_t call_id, const google::protobuf::Message& request,
                                uint32_t max_message_size, bool caller_waits) {
   call_id_ = call_id;
-  // One header per thread, cleared and refilled: its strings keep their buffers, so a
-  // call costs no allocation for them (Clear() keeps what the fields allocated).
-  thread_local RequestHeaderPB header;
-  header.Clear();
-  header.set_call_id(call_id);
-  header.set_service_name(service_.data(), service_.size());
-  header.set_method_name(method_.data(), method_.size());
+  RequestHeaderFields header;
+  header.call_id = call_id;
+  header.service_name = service_;
+  header.method_name = method_;
   if (controller_->timeout() > MonoDelta()) {
-    header.set_timeout_ms(uint32_t(std::max<int64_t>(1, controller_->timeout().ToMilliseconds())));
+    header.timeout_ms = uint32_t(std::max<int64_t>(1, controller_->timeout().ToMilliseconds()));
   }
-  if (controller_->request_id()) *header.mutable_request_id() = *controller_->request_id();
-  if (caller_waits) header.set_caller_waits(true);
-  for (uint32_t off : SidecarOffsets(controller_->outbound_sidecars_)) {
-    header.add_sidecar_offsets(off);
-  }
-  return SerializeFrame(header, request, std::move(controller_->outbound_sidecars_),
+  if (controller_->request_id()) header.request_id = &*controller_->request_id();
+  header.caller_waits = caller_waits;
+  header.sidecar_offsets = SidecarOffsets(controller_->outbound_sidecars_);
+  // One buffer per thread for the header's bytes: it keeps its capacity, so a call
+  // costs no allocation for them.
+  thread_local std::string header_bytes;
+  EncodeRequestHeader(header, &header_bytes);
+  return SerializeFrame(Slice(header_bytes), request, std::move(controller_->outbound_sidecars_),
                         max_message_size, &frame_);
 }
 

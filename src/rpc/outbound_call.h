@@ -48,6 +48,7 @@ class OutboundCall : public InFlightHook {
   void RestoreFrame(OutboundFrame frame) { frame_ = std::move(frame); }
   std::string_view method() const { return method_; }
   std::string_view service() const { return service_; }
+  // When the call was made, by MonoTime::NowCoarse(): for messages and /rpcz.
   MonoTime start_time() const { return start_time_; }
 
  private:

@@ -154,6 +154,69 @@ TEST_F(RpcTest, SmallAndLargeFramesInterleaveIntact) {
   client->Shutdown();
 }
 
+// EncodeRequestHeader writes what protobuf writes for the same RequestHeaderPB, byte
+// for byte, over the values each field can take (varints of every length, empty and
+// long strings, optional fields present and absent).
+TEST(EncodeRequestHeaderTest, MatchesProtobufsSerialization) {
+  std::mt19937 rng(3);
+  const int32_t kIds[] = {0, 1, 127, 128, 16383, 16384, 0x7fffffff, -1};
+  const uint32_t kNumbers[] = {0, 1, 127, 128, 300000, 0xffffffffu};
+  std::string encoded;
+  for (int i = 0; i < 2000; i++) {
+    RequestHeaderFields f;
+    RequestHeaderPB pb;
+    f.call_id = kIds[rng() % std::size(kIds)];
+    pb.set_call_id(f.call_id);
+    const std::string service(rng() % 3 == 0 ? 0 : rng() % 200, 's');
+    const std::string method(rng() % 20, 'm');
+    f.service_name = service;
+    f.method_name = method;
+    pb.set_service_name(service);
+    pb.set_method_name(method);
+    f.timeout_ms = kNumbers[rng() % std::size(kNumbers)];
+    if (f.timeout_ms != 0) pb.set_timeout_ms(f.timeout_ms);
+    RequestIdPB id;
+    if (rng() % 2) {
+      id.set_client_id(std::string(rng() % 40, 'c'));
+      id.set_seq_no(int64_t(rng()) - (1LL << 31));
+      if (rng() % 2) id.set_first_incomplete_seq_no(rng());
+      if (rng() % 2) id.set_attempt_no(rng() % 5);
+      f.request_id = &id;
+      *pb.mutable_request_id() = id;
+    }
+    for (int k = int(rng() % 4); k > 0; k--) {
+      f.sidecar_offsets.push_back(kNumbers[rng() % std::size(kNumbers)]);
+      pb.add_sidecar_offsets(f.sidecar_offsets.back());
+    }
+    f.caller_waits = rng() % 2;
+    if (f.caller_waits) pb.set_caller_waits(true);
+    EncodeRequestHeader(f, &encoded);
+    ASSERT_EQ(encoded, pb.SerializeAsString()) << pb.ShortDebugString();
+    RequestHeaderPB parsed;
+    ASSERT_TRUE(parsed.ParseFromString(encoded));
+    ASSERT_EQ(parsed.ShortDebugString(), pb.ShortDebugString());
+  }
+}
+
+TEST(EncodeResponseHeaderTest, MatchesProtobufsSerialization) {
+  std::mt19937 rng(5);
+  const int32_t kIds[] = {0, 1, 127, 128, 16384, 0x7fffffff, -1};
+  const uint32_t kOffsets[] = {0, 5, 128, 70000, 0xffffffffu};
+  std::string encoded;
+  for (int i = 0; i < 500; i++) {
+    ResponseHeaderPB pb;
+    const int32_t id = kIds[rng() % std::size(kIds)];
+    const bool is_error = rng() % 2;
+    std::vector<uint32_t> offsets;
+    for (int k = int(rng() % 4); k > 0; k--) offsets.push_back(kOffsets[rng() % std::size(kOffsets)]);
+    pb.set_call_id(id);
+    if (is_error) pb.set_is_error(true);
+    for (uint32_t off : offsets) pb.add_sidecar_offsets(off);
+    EncodeResponseHeader(id, is_error, offsets, &encoded);
+    ASSERT_EQ(encoded, pb.SerializeAsString()) << pb.ShortDebugString();
+  }
+}
+
 // GatherFrames from every offset, with room for few or many entries and a small or
 // no gather buffer: the entries must hold exactly the next bytes of the stream, and
 // sending any part of them and gathering again from there must rebuild the stream.

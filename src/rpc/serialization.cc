@@ -67,10 +67,14 @@ std::vector<uint32_t> SidecarOffsets(const std::vector<std::string>& sidecars) {
   return out;
 }
 
-Status SerializeFrame(const google::protobuf::MessageLite& header,
-                      const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
-                      uint32_t max_message_size, OutboundFrame* out) {
-  const size_t hlen = header.ByteSizeLong();
+namespace {
+
+// Fills out->head for a frame whose header is `hlen` bytes written by write_header(p)
+// (which returns one past the last byte), then `body` and `sidecars`.
+template <typename WriteHeader>
+Status BuildFrame(size_t hlen, const WriteHeader& write_header,
+                  const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
+                  uint32_t max_message_size, OutboundFrame* out) {
   const size_t blen = body.ByteSizeLong();
   size_t sidecar_bytes = 0;
   for (const auto& s : sidecars) sidecar_bytes += s.size();
@@ -87,12 +91,94 @@ Status SerializeFrame(const google::protobuf::MessageLite& header,
   EncodeFixed32BE(p, uint32_t(payload));
   p += kFrameLengthBytes;
   p = EncodeVarint64(p, hlen);
-  p = header.SerializeWithCachedSizesToArray(p);
+  p = write_header(p);
   p = EncodeVarint64(p, blen);
   p = body.SerializeWithCachedSizesToArray(p);
   DCHECK_EQ(size_t(p - reinterpret_cast<uint8_t*>(buf.data())), head_len);
   out->sidecars = std::move(sidecars);
   return Status::OK();
+}
+
+// Protobuf tags of RequestHeaderPB, then ResponseHeaderPB: (field number << 3) | wire
+// type (0 varint, 2 length-delimited).
+constexpr uint8_t kCallIdTag = (1 << 3) | 0;
+constexpr uint8_t kServiceNameTag = (2 << 3) | 2;
+constexpr uint8_t kMethodNameTag = (3 << 3) | 2;
+constexpr uint8_t kTimeoutMsTag = (4 << 3) | 0;
+constexpr uint8_t kRequestIdTag = (6 << 3) | 2;
+constexpr uint8_t kSidecarOffsetsTag = (7 << 3) | 0;  // proto2 repeated: not packed
+constexpr uint8_t kCallerWaitsTag = (8 << 3) | 0;
+constexpr uint8_t kResponseCallIdTag = (1 << 3) | 0;
+constexpr uint8_t kResponseIsErrorTag = (2 << 3) | 0;
+constexpr uint8_t kResponseSidecarOffsetsTag = (3 << 3) | 0;
+
+void PutString(std::string* out, uint8_t tag, std::string_view s) {
+  out->push_back(char(tag));
+  PutVarint64(out, s.size());
+  out->append(s);
+}
+
+}  // namespace
+
+void EncodeRequestHeader(const RequestHeaderFields& f, std::string* out) {
+  out->clear();
+  out->push_back(char(kCallIdTag));
+  PutVarint64(out, uint64_t(int64_t(f.call_id)));  // int32: negative values sign-extend
+  PutString(out, kServiceNameTag, f.service_name);
+  PutString(out, kMethodNameTag, f.method_name);
+  if (f.timeout_ms != 0) {
+    out->push_back(char(kTimeoutMsTag));
+    PutVarint64(out, f.timeout_ms);
+  }
+  if (f.request_id) {
+    out->push_back(char(kRequestIdTag));
+    PutVarint64(out, f.request_id->ByteSizeLong());
+    f.request_id->AppendToString(out);
+  }
+  for (uint32_t off : f.sidecar_offsets) {
+    out->push_back(char(kSidecarOffsetsTag));
+    PutVarint64(out, off);
+  }
+  if (f.caller_waits) {
+    out->push_back(char(kCallerWaitsTag));
+    out->push_back(1);
+  }
+}
+
+void EncodeResponseHeader(int32_t call_id, bool is_error,
+                          const std::vector<uint32_t>& sidecar_offsets, std::string* out) {
+  out->clear();
+  out->push_back(char(kResponseCallIdTag));
+  PutVarint64(out, uint64_t(int64_t(call_id)));
+  if (is_error) {
+    out->push_back(char(kResponseIsErrorTag));
+    out->push_back(1);
+  }
+  for (uint32_t off : sidecar_offsets) {
+    out->push_back(char(kResponseSidecarOffsetsTag));
+    PutVarint64(out, off);
+  }
+}
+
+Status SerializeFrame(const google::protobuf::MessageLite& header,
+                      const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
+                      uint32_t max_message_size, OutboundFrame* out) {
+  return BuildFrame(
+      header.ByteSizeLong(),
+      [&](uint8_t* p) { return header.SerializeWithCachedSizesToArray(p); }, body,
+      std::move(sidecars), max_message_size, out);
+}
+
+Status SerializeFrame(Slice header_bytes, const google::protobuf::MessageLite& body,
+                      std::vector<std::string> sidecars, uint32_t max_message_size,
+                      OutboundFrame* out) {
+  return BuildFrame(
+      header_bytes.size(),
+      [&](uint8_t* p) {
+        memcpy(p, header_bytes.data(), header_bytes.size());
+        return p + header_bytes.size();
+      },
+      body, std::move(sidecars), max_message_size, out);
 }
 
 Status PeekFrameLength(Slice buf, uint32_t max_message_size, size_t* frame_len) {

@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/slice.h"
 #include "common/status.h"
+#include "rpc/rpc_header.pb.h"
 
 namespace nyala::rpc {
 
@@ -50,11 +52,35 @@ constexpr size_t kGatherPieceBytes = 512;
 int GatherFrames(const std::deque<OutboundFrame>& frames, size_t offset, char* gather,
                  size_t gather_size, iovec* iov, int max_iov, size_t* bytes);
 
+// The fields of a RequestHeaderPB that a client sets on a call.
+struct RequestHeaderFields {
+  int32_t call_id = 0;
+  std::string_view service_name;
+  std::string_view method_name;
+  uint32_t timeout_ms = 0;                      // 0: none
+  const RequestIdPB* request_id = nullptr;      // null: none
+  std::vector<uint32_t> sidecar_offsets;
+  bool caller_waits = false;
+};
+// Replaces *out with the bytes RequestHeaderPB::SerializeAsString() gives for
+// `fields` (protobuf writes fields in number order), without building the message:
+// a client's every call would otherwise clear and refill one, strings included.
+void EncodeRequestHeader(const RequestHeaderFields& fields, std::string* out);
+
+// The same for a ResponseHeaderPB: a server's every response.
+void EncodeResponseHeader(int32_t call_id, bool is_error,
+                          const std::vector<uint32_t>& sidecar_offsets, std::string* out);
+
 // Builds a frame. `header` must already list `sidecars`' offsets (see SidecarOffsets).
 // Fails (InvalidArgument) only if the frame would exceed `max_message_size`.
 Status SerializeFrame(const google::protobuf::MessageLite& header,
                       const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
                       uint32_t max_message_size, OutboundFrame* out);
+
+// The same with the header's bytes already encoded (EncodeRequestHeader).
+Status SerializeFrame(Slice header_bytes, const google::protobuf::MessageLite& body,
+                      std::vector<std::string> sidecars, uint32_t max_message_size,
+                      OutboundFrame* out);
 
 // The offsets to put in a header for these sidecars.
 std::vector<uint32_t> SidecarOffsets(const std::vector<std::string>& sidecars);
