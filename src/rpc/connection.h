@@ -36,6 +36,8 @@ namespace nyala::rpc {
 class Messenger;
 class OutboundCall;
 class Reactor;
+class ServicePool;
+struct RpcMethodInfo;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -68,6 +70,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Any thread: sends `frame` as a fatal error, then closes the connection.
   void SendFatalAndClose(OutboundFrame frame, const Status& reason);
+
+  // Server, reactor thread: the method the last request on this connection named
+  // (Messenger::DispatchInboundCall). The calls of one connection mostly name one
+  // method, and finding it again costs a hash of the service name and a search of the
+  // method table. Pools and methods live as long as the messenger.
+  struct LastMethod {
+    std::string service;
+    std::string method;
+    ServicePool* pool = nullptr;
+    RpcMethodInfo* info = nullptr;
+  };
+  LastMethod* last_method() { return &last_method_; }
 
   Direction direction() const { return direction_; }
   const Sockaddr& remote() const { return remote_; }
@@ -127,6 +141,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t big_frame_len_ = 0;  // with the length prefix
   size_t big_frame_have_ = 0;
   MonoTime read_time_;  // when the last read returned bytes (reactor thread)
+  LastMethod last_method_;  // reactor thread
   bool preamble_seen_ = false;
   bool connecting_ = false;
   EventPtr sweep_event_;  // client: periodic check of call deadlines

@@ -202,12 +202,20 @@ Status Messenger::RegisterService(std::unique_ptr<ServiceIf> service, int num_th
 void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn, const RequestHeaderPB& header,
                                     std::unique_ptr<char[]> buffer, Slice payload,
                                     MonoTime arrival) {
+  Connection::LastMethod* last = conn->last_method();
   ServicePool* pool = nullptr;
-  if (const ServiceTable* table = service_table_.load(std::memory_order_acquire)) {
-    auto it = table->find(header.service_name());
-    if (it != table->end()) pool = it->second;
+  RpcMethodInfo* method = nullptr;
+  if (last->info && header.method_name() == last->method && header.service_name() == last->service) {
+    pool = last->pool;
+    method = last->info;
+  } else {
+    if (const ServiceTable* table = service_table_.load(std::memory_order_acquire)) {
+      auto it = table->find(header.service_name());
+      if (it != table->end()) pool = it->second;
+    }
+    method = pool ? pool->service()->FindMethod(header.method_name()) : nullptr;
+    if (method) *last = {header.service_name(), header.method_name(), pool, method};
   }
-  RpcMethodInfo* method = pool ? pool->service()->FindMethod(header.method_name()) : nullptr;
   auto ctx = std::make_unique<RpcContext>(std::move(conn), header, method, std::move(buffer),
                                           payload, arrival);
   if (!pool) {

@@ -84,12 +84,8 @@ Status OutboundCall::Serialize(int32_t call_id, const google::protobuf::Message&
   if (controller_->request_id()) header.request_id = &*controller_->request_id();
   header.caller_waits = caller_waits;
   header.sidecar_offsets = SidecarOffsets(controller_->outbound_sidecars_);
-  // One buffer per thread for the header's bytes: it keeps its capacity, so a call
-  // costs no allocation for them.
-  thread_local std::string header_bytes;
-  EncodeRequestHeader(header, &header_bytes);
-  return SerializeFrame(Slice(header_bytes), request, std::move(controller_->outbound_sidecars_),
-                        max_message_size, &frame_);
+  return SerializeRequestFrame(header, request, std::move(controller_->outbound_sidecars_),
+                               max_message_size, &frame_);
 }
 
 void OutboundCall::CompleteWithResponse(const ResponseHeaderPB& header, Slice body,

@@ -214,13 +214,10 @@ void RpcContext::RespondRpcFailure(ErrorStatusPB::RpcErrorCodePB code, const Sta
 }
 
 void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite& body) {
-  // One buffer per thread for the header's bytes: it keeps its capacity.
-  thread_local std::string header_bytes;
-  EncodeResponseHeader(call_id_, is_error, SidecarOffsets(outbound_sidecars_), &header_bytes);
   OutboundFrame frame;
   const uint32_t max_size = conn_->messenger()->max_message_size();
-  Status s = SerializeFrame(Slice(header_bytes), body, std::move(outbound_sidecars_), max_size,
-                            &frame);
+  Status s = SerializeResponseFrame(call_id_, is_error, body, std::move(outbound_sidecars_),
+                                    max_size, &frame);
   if (!s.ok()) {
     LOG(WARNING) << service_name() << "." << method_name() << " response to " << remote_.ToString()
                  << " dropped: " << s.ToString();
@@ -228,8 +225,7 @@ void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite
     err.set_code(ErrorStatusPB::ERROR_APPLICATION);
     err.set_message("response too large: " + s.message());
     err.set_app_status_code(Status::kInvalidArgument);
-    EncodeResponseHeader(call_id_, /*is_error=*/true, {}, &header_bytes);
-    CHECK_OK(SerializeFrame(Slice(header_bytes), err, {}, UINT32_MAX, &frame));
+    CHECK_OK(SerializeResponseFrame(call_id_, /*is_error=*/true, err, {}, UINT32_MAX, &frame));
   }
   conn_->Send(std::move(frame));
   if (method_) {

@@ -112,52 +112,100 @@ constexpr uint8_t kResponseCallIdTag = (1 << 3) | 0;
 constexpr uint8_t kResponseIsErrorTag = (2 << 3) | 0;
 constexpr uint8_t kResponseSidecarOffsetsTag = (3 << 3) | 0;
 
-void PutString(std::string* out, uint8_t tag, std::string_view s) {
-  out->push_back(char(tag));
-  PutVarint64(out, s.size());
-  out->append(s);
+uint8_t* PutBytes(uint8_t* p, uint8_t tag, std::string_view s) {
+  *p++ = tag;
+  p = EncodeVarint64(p, s.size());
+  memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+uint8_t* PutNumber(uint8_t* p, uint8_t tag, uint64_t v) {
+  *p++ = tag;
+  return EncodeVarint64(p, v);
+}
+
+// int32 fields: negative values are sign-extended to ten bytes, as protobuf does.
+uint64_t Int32Bits(int32_t v) { return uint64_t(int64_t(v)); }
+
+// The header's size. Also leaves request_id's size cached for WriteRequestHeader.
+size_t RequestHeaderSize(const RequestHeaderFields& f) {
+  size_t n = 1 + VarintLength(Int32Bits(f.call_id));
+  n += 1 + VarintLength(f.service_name.size()) + f.service_name.size();
+  n += 1 + VarintLength(f.method_name.size()) + f.method_name.size();
+  if (f.timeout_ms != 0) n += 1 + VarintLength(f.timeout_ms);
+  if (f.request_id) {
+    const size_t len = f.request_id->ByteSizeLong();
+    n += 1 + VarintLength(len) + len;
+  }
+  for (uint32_t off : f.sidecar_offsets) n += 1 + VarintLength(off);
+  if (f.caller_waits) n += 2;
+  return n;
+}
+
+uint8_t* WriteRequestHeader(const RequestHeaderFields& f, uint8_t* p) {
+  p = PutNumber(p, kCallIdTag, Int32Bits(f.call_id));
+  p = PutBytes(p, kServiceNameTag, f.service_name);
+  p = PutBytes(p, kMethodNameTag, f.method_name);
+  if (f.timeout_ms != 0) p = PutNumber(p, kTimeoutMsTag, f.timeout_ms);
+  if (f.request_id) {
+    p = PutNumber(p, kRequestIdTag, uint64_t(f.request_id->GetCachedSize()));
+    p = f.request_id->SerializeWithCachedSizesToArray(p);
+  }
+  for (uint32_t off : f.sidecar_offsets) p = PutNumber(p, kSidecarOffsetsTag, off);
+  if (f.caller_waits) p = PutNumber(p, kCallerWaitsTag, 1);
+  return p;
+}
+
+size_t ResponseHeaderSize(int32_t call_id, bool is_error,
+                          const std::vector<uint32_t>& sidecar_offsets) {
+  size_t n = 1 + VarintLength(Int32Bits(call_id)) + (is_error ? 2 : 0);
+  for (uint32_t off : sidecar_offsets) n += 1 + VarintLength(off);
+  return n;
+}
+
+uint8_t* WriteResponseHeader(int32_t call_id, bool is_error,
+                             const std::vector<uint32_t>& sidecar_offsets, uint8_t* p) {
+  p = PutNumber(p, kResponseCallIdTag, Int32Bits(call_id));
+  if (is_error) p = PutNumber(p, kResponseIsErrorTag, 1);
+  for (uint32_t off : sidecar_offsets) p = PutNumber(p, kResponseSidecarOffsetsTag, off);
+  return p;
 }
 
 }  // namespace
 
-void EncodeRequestHeader(const RequestHeaderFields& f, std::string* out) {
-  out->clear();
-  out->push_back(char(kCallIdTag));
-  PutVarint64(out, uint64_t(int64_t(f.call_id)));  // int32: negative values sign-extend
-  PutString(out, kServiceNameTag, f.service_name);
-  PutString(out, kMethodNameTag, f.method_name);
-  if (f.timeout_ms != 0) {
-    out->push_back(char(kTimeoutMsTag));
-    PutVarint64(out, f.timeout_ms);
-  }
-  if (f.request_id) {
-    out->push_back(char(kRequestIdTag));
-    PutVarint64(out, f.request_id->ByteSizeLong());
-    f.request_id->AppendToString(out);
-  }
-  for (uint32_t off : f.sidecar_offsets) {
-    out->push_back(char(kSidecarOffsetsTag));
-    PutVarint64(out, off);
-  }
-  if (f.caller_waits) {
-    out->push_back(char(kCallerWaitsTag));
-    out->push_back(1);
-  }
+void EncodeRequestHeader(const RequestHeaderFields& fields, std::string* out) {
+  out->resize(RequestHeaderSize(fields));
+  auto* begin = reinterpret_cast<uint8_t*>(out->data());
+  const uint8_t* end = WriteRequestHeader(fields, begin);
+  DCHECK_EQ(size_t(end - begin), out->size());
 }
 
 void EncodeResponseHeader(int32_t call_id, bool is_error,
                           const std::vector<uint32_t>& sidecar_offsets, std::string* out) {
-  out->clear();
-  out->push_back(char(kResponseCallIdTag));
-  PutVarint64(out, uint64_t(int64_t(call_id)));
-  if (is_error) {
-    out->push_back(char(kResponseIsErrorTag));
-    out->push_back(1);
-  }
-  for (uint32_t off : sidecar_offsets) {
-    out->push_back(char(kResponseSidecarOffsetsTag));
-    PutVarint64(out, off);
-  }
+  out->resize(ResponseHeaderSize(call_id, is_error, sidecar_offsets));
+  auto* begin = reinterpret_cast<uint8_t*>(out->data());
+  const uint8_t* end = WriteResponseHeader(call_id, is_error, sidecar_offsets, begin);
+  DCHECK_EQ(size_t(end - begin), out->size());
+}
+
+Status SerializeRequestFrame(const RequestHeaderFields& header,
+                             const google::protobuf::MessageLite& body,
+                             std::vector<std::string> sidecars, uint32_t max_message_size,
+                             OutboundFrame* out) {
+  return BuildFrame(
+      RequestHeaderSize(header), [&](uint8_t* p) { return WriteRequestHeader(header, p); }, body,
+      std::move(sidecars), max_message_size, out);
+}
+
+Status SerializeResponseFrame(int32_t call_id, bool is_error,
+                              const google::protobuf::MessageLite& body,
+                              std::vector<std::string> sidecars, uint32_t max_message_size,
+                              OutboundFrame* out) {
+  const std::vector<uint32_t> offsets = SidecarOffsets(sidecars);
+  return BuildFrame(
+      ResponseHeaderSize(call_id, is_error, offsets),
+      [&](uint8_t* p) { return WriteResponseHeader(call_id, is_error, offsets, p); }, body,
+      std::move(sidecars), max_message_size, out);
 }
 
 Status SerializeFrame(const google::protobuf::MessageLite& header,
@@ -169,17 +217,6 @@ Status SerializeFrame(const google::protobuf::MessageLite& header,
       std::move(sidecars), max_message_size, out);
 }
 
-Status SerializeFrame(Slice header_bytes, const google::protobuf::MessageLite& body,
-                      std::vector<std::string> sidecars, uint32_t max_message_size,
-                      OutboundFrame* out) {
-  return BuildFrame(
-      header_bytes.size(),
-      [&](uint8_t* p) {
-        memcpy(p, header_bytes.data(), header_bytes.size());
-        return p + header_bytes.size();
-      },
-      body, std::move(sidecars), max_message_size, out);
-}
 
 Status PeekFrameLength(Slice buf, uint32_t max_message_size, size_t* frame_len) {
   if (buf.size() < kFrameLengthBytes) return Status::Incomplete("need length prefix");

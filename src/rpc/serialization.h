@@ -63,11 +63,10 @@ struct RequestHeaderFields {
   bool caller_waits = false;
 };
 // Replaces *out with the bytes RequestHeaderPB::SerializeAsString() gives for
-// `fields` (protobuf writes fields in number order), without building the message:
-// a client's every call would otherwise clear and refill one, strings included.
+// `fields` (protobuf writes fields in number order), without building the message.
 void EncodeRequestHeader(const RequestHeaderFields& fields, std::string* out);
 
-// The same for a ResponseHeaderPB: a server's every response.
+// The same for a ResponseHeaderPB.
 void EncodeResponseHeader(int32_t call_id, bool is_error,
                           const std::vector<uint32_t>& sidecar_offsets, std::string* out);
 
@@ -77,10 +76,17 @@ Status SerializeFrame(const google::protobuf::MessageLite& header,
                       const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
                       uint32_t max_message_size, OutboundFrame* out);
 
-// The same with the header's bytes already encoded (EncodeRequestHeader).
-Status SerializeFrame(Slice header_bytes, const google::protobuf::MessageLite& body,
-                      std::vector<std::string> sidecars, uint32_t max_message_size,
-                      OutboundFrame* out);
+// Frames with the header written straight into them from its fields (as
+// EncodeRequestHeader/EncodeResponseHeader encode it), without a header message: a
+// client's and a server's every call. The response header lists `sidecars`' offsets.
+Status SerializeRequestFrame(const RequestHeaderFields& header,
+                             const google::protobuf::MessageLite& body,
+                             std::vector<std::string> sidecars, uint32_t max_message_size,
+                             OutboundFrame* out);
+Status SerializeResponseFrame(int32_t call_id, bool is_error,
+                              const google::protobuf::MessageLite& body,
+                              std::vector<std::string> sidecars, uint32_t max_message_size,
+                              OutboundFrame* out);
 
 // The offsets to put in a header for these sidecars.
 std::vector<uint32_t> SidecarOffsets(const std::vector<std::string>& sidecars);
