@@ -74,16 +74,20 @@ OutboundCall::~OutboundCall() = default;
 Status OutboundCall::Serialize(int32_t call_id, const google::protobuf::Message& request,
                                uint32_t max_message_size, bool caller_waits) {
   call_id_ = call_id;
-  RequestHeaderFields header;
-  header.call_id = call_id;
-  header.service_name = service_;
-  header.method_name = method_;
-  if (controller_->timeout() > MonoDelta()) {
-    header.timeout_ms = uint32_t(std::max<int64_t>(1, controller_->timeout().ToMilliseconds()));
-  }
-  if (controller_->request_id()) header.request_id = &*controller_->request_id();
-  header.caller_waits = caller_waits;
-  header.sidecar_offsets = SidecarOffsets(controller_->outbound_sidecars_);
+  const uint32_t timeout_ms =
+      controller_->timeout() > MonoDelta()
+          ? uint32_t(std::max<int64_t>(1, controller_->timeout().ToMilliseconds()))
+          : 0;
+  // Every field given, in order: a default-initialized header is zeroed first with a
+  // `rep stos`, which cost a few percent of rpc-bench's CPU on the development VM.
+  const RequestHeaderFields header{
+      call_id,
+      service_,
+      method_,
+      timeout_ms,
+      controller_->request_id() ? &*controller_->request_id() : nullptr,
+      SidecarOffsets(controller_->outbound_sidecars_),
+      caller_waits};
   return SerializeRequestFrame(header, request, std::move(controller_->outbound_sidecars_),
                                max_message_size, &frame_);
 }
