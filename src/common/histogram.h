@@ -10,8 +10,8 @@
 // Thread-safety: every method may be called from any thread. Recording is
 // lock-free: relaxed atomic adds on the bucket, the count and the sum of this
 // CPU's stripe (common/striped.h: kStripes copies of the buckets, so that threads
-// recording at once on different CPUs do not share cache lines; about 42 KB per histogram), plus a CAS
-// on min/max only when the value is a new extreme. Readers see each counter
+// recording at once on different CPUs do not share cache lines; about 42 KB per
+// histogram), plus a CAS on min/max only when the value is a new extreme. Readers see each counter
 // atomically but not a consistent snapshot across counters while writers run.
 // Reset() racing with recording may keep or lose the racing values.
 #pragma once

@@ -27,9 +27,15 @@ TEST(CallMapTest, AgreesWithAStdMapUnderRandomUse) {
       const int kind = int(rng() % 10);
       int32_t id;
       switch (rng() % 3) {
-        case 0: id = int32_t(rng() % 200); break;
-        case 1: id = next_id++; break;
-        default: id = int32_t(rng() & 0x7fffffff); break;
+        case 0:
+          id = int32_t(rng() % 200);
+          break;
+        case 1:
+          id = next_id++;
+          break;
+        default:
+          id = int32_t(rng() & 0x7fffffff);
+          break;
       }
       if (kind < 5) {
         auto v = std::make_unique<Value>(op);

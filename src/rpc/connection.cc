@@ -261,8 +261,8 @@ void Connection::FlushLocked() {
     iovec iov[kMaxIovecs];
     size_t want = 0;
     if (!gather_) gather_ = std::make_unique<char[]>(kGatherBytes);
-    const int n = GatherFrames(outbox_, out_offset_, gather_.get(), kGatherBytes, iov, kMaxIovecs,
-                               &want);
+    const int n =
+        GatherFrames(outbox_, out_offset_, gather_.get(), kGatherBytes, iov, kMaxIovecs, &want);
     // sendmsg rather than writev for MSG_NOSIGNAL: a write to a peer that has reset
     // the connection must fail with EPIPE, not raise SIGPIPE and kill the process.
     msghdr msg{};
@@ -276,8 +276,8 @@ void Connection::FlushLocked() {
     if (w < 0) {
       if (err == EINTR) continue;
       if (err == EAGAIN || err == EWOULDBLOCK) break;
-      FailWrite(Status::NetworkError("write to " + remote_.ToString() + " failed",
-                                     ErrnoString(err), err));
+      FailWrite(Status::NetworkError("write to " + remote_.ToString() + " failed", ErrnoString(err),
+                                     err));
       break;
     }
     messenger_->RecordBytesSent(w);

@@ -140,7 +140,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<char[]> big_frame_;
   size_t big_frame_len_ = 0;  // with the length prefix
   size_t big_frame_have_ = 0;
-  MonoTime read_time_;  // when the last read returned bytes (reactor thread)
+  MonoTime read_time_;      // when the last read returned bytes (reactor thread)
   LastMethod last_method_;  // reactor thread
   bool preamble_seen_ = false;
   bool connecting_ = false;

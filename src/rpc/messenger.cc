@@ -205,7 +205,8 @@ void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn, const Requ
   Connection::LastMethod* last = conn->last_method();
   ServicePool* pool = nullptr;
   RpcMethodInfo* method = nullptr;
-  if (last->info && header.method_name() == last->method && header.service_name() == last->service) {
+  if (last->info && header.method_name() == last->method &&
+      header.service_name() == last->service) {
     pool = last->pool;
     method = last->info;
   } else {

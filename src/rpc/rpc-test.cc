@@ -22,9 +22,9 @@
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/rpc_test_util.h"
-#include "rpc/serialization.h"
 #include "rpc/rtest.proxy.h"
 #include "rpc/rtest_service.h"
+#include "rpc/serialization.h"
 
 DECLARE_bool(rpc_inline_batches);
 DECLARE_bool(rpc_inline_calls);
@@ -208,7 +208,8 @@ TEST(EncodeResponseHeaderTest, MatchesProtobufsSerialization) {
     const int32_t id = kIds[rng() % std::size(kIds)];
     const bool is_error = rng() % 2;
     std::vector<uint32_t> offsets;
-    for (int k = int(rng() % 4); k > 0; k--) offsets.push_back(kOffsets[rng() % std::size(kOffsets)]);
+    for (int k = int(rng() % 4); k > 0; k--)
+      offsets.push_back(kOffsets[rng() % std::size(kOffsets)]);
     pb.set_call_id(id);
     if (is_error) pb.set_is_error(true);
     for (uint32_t off : offsets) pb.add_sidecar_offsets(off);
@@ -222,8 +223,8 @@ TEST(EncodeResponseHeaderTest, MatchesProtobufsSerialization) {
 // sending any part of them and gathering again from there must rebuild the stream.
 TEST(GatherFramesTest, DescribesTheStreamFromAnyOffset) {
   std::mt19937 rng(7);
-  const size_t kPieceSizes[] = {0, 1, 5, kGatherPieceBytes - 1, kGatherPieceBytes,
-                                kGatherPieceBytes + 1, 2000};
+  const size_t kPieceSizes[] = {
+      0, 1, 5, kGatherPieceBytes - 1, kGatherPieceBytes, kGatherPieceBytes + 1, 2000};
   auto piece = [&](char c) {
     std::string p(kPieceSizes[rng() % std::size(kPieceSizes)], c);
     for (char& ch : p) ch = char(c + rng() % 7);
@@ -247,7 +248,8 @@ TEST(GatherFramesTest, DescribesTheStreamFromAnyOffset) {
     for (const size_t gather_size : {size_t(0), size_t(700), gather.size()}) {
       for (size_t offset = 0; offset <= stream.size(); offset++) {
         size_t bytes = 0;
-        const int n = GatherFrames(frames, offset, gather.data(), gather_size, iov, max_iov, &bytes);
+        const int n =
+            GatherFrames(frames, offset, gather.data(), gather_size, iov, max_iov, &bytes);
         ASSERT_LE(n, max_iov);
         std::string got;
         for (int i = 0; i < n; i++) {

@@ -105,7 +105,8 @@ class RpcContext : public InFlightHook {
   // The clock read by the last response this thread sent (the end of that call's
   // handler), or an uninitialized MonoTime if it sent none since
   // ForgetThisThreadsResponseTime(). A loop running calls one after another takes it
-  // as the next call's start instead of reading the clock again.
+  // as the next call's start instead of reading the clock again (ServicePool, which
+  // reads the clock after all when the reading is older than the coarse clock's tick).
   static MonoTime ThisThreadsLastResponseTime();
   static void ForgetThisThreadsResponseTime();
   // Whether a handler has started on the call (for /rpcz; any thread).

@@ -212,11 +212,9 @@ Status SerializeFrame(const google::protobuf::MessageLite& header,
                       const google::protobuf::MessageLite& body, std::vector<std::string> sidecars,
                       uint32_t max_message_size, OutboundFrame* out) {
   return BuildFrame(
-      header.ByteSizeLong(),
-      [&](uint8_t* p) { return header.SerializeWithCachedSizesToArray(p); }, body,
-      std::move(sidecars), max_message_size, out);
+      header.ByteSizeLong(), [&](uint8_t* p) { return header.SerializeWithCachedSizesToArray(p); },
+      body, std::move(sidecars), max_message_size, out);
 }
-
 
 Status PeekFrameLength(Slice buf, uint32_t max_message_size, size_t* frame_len) {
   if (buf.size() < kFrameLengthBytes) return Status::Incomplete("need length prefix");

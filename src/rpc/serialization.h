@@ -57,8 +57,8 @@ struct RequestHeaderFields {
   int32_t call_id = 0;
   std::string_view service_name;
   std::string_view method_name;
-  uint32_t timeout_ms = 0;                      // 0: none
-  const RequestIdPB* request_id = nullptr;      // null: none
+  uint32_t timeout_ms = 0;                  // 0: none
+  const RequestIdPB* request_id = nullptr;  // null: none
   std::vector<uint32_t> sidecar_offsets;
   bool caller_waits = false;
 };

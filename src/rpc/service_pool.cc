@@ -263,12 +263,26 @@ void ServicePool::RunInlineCall(void* arg) {
   w->pool->ReturnPlace(w);
 }
 
+namespace {
+
+// The start of the next call a thread runs right after one: the clock reading the
+// last one's response took, unless that is older than the coarse clock's tick (the
+// handler went on after answering, or did not answer on this thread): then a fresh
+// reading. A start is thus never more than one tick (1-4 ms) behind.
+MonoTime NextCallStart() {
+  const MonoTime last = RpcContext::ThisThreadsLastResponseTime();
+  if (last.Initialized() && last >= MonoTime::NowCoarse()) return last;
+  return MonoTime::Now();
+}
+
+}  // namespace
+
 void ServicePool::RunInlineBatch(void* arg) {
   auto* w = static_cast<Worker*>(arg);
   ServicePool* pool = w->pool;
   std::unique_ptr<RpcContext> ctx = std::move(w->call);
   // One clock reading between two calls: the end of one (the time its response was
-  // sent, when it answered on this thread) is the start of the next.
+  // sent, when it answered on this thread) is the start of the next (NextCallStart).
   MonoTime now = MonoTime::Now();
   const MonoTime start = now;
   bool shared = false;
@@ -280,8 +294,7 @@ void ServicePool::RunInlineBatch(void* arg) {
       if (FlushScope* scope = FlushScope::Current()) scope->FlushNow();
       now = MonoTime::Now();
     } else {
-      now = RpcContext::ThisThreadsLastResponseTime();
-      if (!now.Initialized()) now = MonoTime::Now();
+      now = NextCallStart();
     }
     // Calls that cost more than a few microseconds each are better run side by side:
     // once the batch has run kShareBatchAfterUs with calls still queued, one idle
@@ -323,7 +336,9 @@ void ServicePool::ReturnPlace(Worker* w) {
   w->wake.Release();  // the next call, or (null) shutdown
 }
 
-void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) { RunCall(std::move(ctx), MonoTime::Now()); }
+void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx) {
+  RunCall(std::move(ctx), MonoTime::Now());
+}
 
 void ServicePool::RunCall(std::unique_ptr<RpcContext> ctx, MonoTime now) {
   if (now > ctx->deadline()) {
@@ -384,8 +399,7 @@ void ServicePool::RunThread(Worker* self) {
       RpcContext::ForgetThisThreadsResponseTime();
       RunCall(std::move(ctx), now);
       if (n == kMaxCallsPerBatch) break;
-      now = RpcContext::ThisThreadsLastResponseTime();
-      if (!now.Initialized()) now = MonoTime::Now();
+      now = NextCallStart();
       MutexLock l(mu_);
       if (queue_.empty() || shutdown_) break;
       ctx = std::move(queue_.front());
