@@ -7,6 +7,7 @@
 #include <atomic>
 #include <optional>
 #include <random>
+#include <span>
 #include <thread>
 
 #include <netinet/in.h>
@@ -102,6 +103,23 @@ TEST_F(RpcTest, ManyAsyncCallsInFlightOnOneConnection) {
   client->Shutdown();
 }
 
+// An Echo call of the two writer tests below: call `i` carries data of one of `sizes`
+// (one byte in the middle set to i) and, for even i, a sidecar of another.
+struct EchoCall {
+  EchoRequestPB req;
+  EchoResponsePB resp;
+  RpcController rpc;
+  std::string sidecar;
+};
+void PrepareEchoCall(int i, std::span<const size_t> sizes, EchoCall* c) {
+  std::string data(sizes[i % sizes.size()], char('a' + i % 26));
+  if (!data.empty()) data[data.size() / 2] = char(i);
+  c->req.set_data(data);
+  c->sidecar.assign(sizes[(i / 3) % sizes.size()], char('A' + i % 26));
+  if (i % 2 == 0) c->rpc.AddOutboundSidecar(c->sidecar);
+  c->rpc.set_timeout(MonoDelta::FromSeconds(60));
+}
+
 // The writer copies small frame pieces into one iovec and sends large ones as they
 // are (Connection::FlushLocked). Many calls at once, with bodies and sidecars on both
 // sides of that size limit and some large enough to fill the socket buffer (so sends
@@ -112,24 +130,13 @@ TEST_F(RpcTest, SmallAndLargeFramesInterleaveIntact) {
   CalculatorServiceProxy proxy(client, addr_);
   constexpr int kCalls = 600;
   const size_t kSizes[] = {0, 1, 37, 400, 511, 512, 513, 3000, 200 * 1024};
-  struct Call {
-    EchoRequestPB req;
-    EchoResponsePB resp;
-    RpcController rpc;
-    std::string sidecar;
-  };
-  std::vector<Call> calls(kCalls);
+  std::vector<EchoCall> calls(kCalls);
   Mutex mu;
   CondVar cv;
   int done = 0;
   for (int i = 0; i < kCalls; i++) {
-    Call& c = calls[i];
-    std::string data(kSizes[i % std::size(kSizes)], char('a' + i % 26));
-    if (!data.empty()) data[data.size() / 2] = char(i);
-    c.req.set_data(data);
-    c.sidecar.assign(kSizes[(i / 3) % std::size(kSizes)], char('A' + i % 26));
-    if (i % 2 == 0) c.rpc.AddOutboundSidecar(c.sidecar);
-    c.rpc.set_timeout(MonoDelta::FromSeconds(60));
+    EchoCall& c = calls[i];
+    PrepareEchoCall(i, kSizes, &c);
     proxy.EchoAsync(c.req, &c.resp, &c.rpc, [&] {
       MutexLock l(mu);
       done++;
@@ -139,7 +146,7 @@ TEST_F(RpcTest, SmallAndLargeFramesInterleaveIntact) {
   UniqueLock l(mu);
   ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(90), [&] { return done == kCalls; }));
   for (int i = 0; i < kCalls; i++) {
-    Call& c = calls[i];
+    EchoCall& c = calls[i];
     ASSERT_TRUE(c.rpc.status().ok()) << "call " << i << ": " << c.rpc.status().ToString();
     ASSERT_EQ(c.resp.data(), c.req.data()) << "call " << i;
     if (i % 2 == 0) {
@@ -304,22 +311,11 @@ TEST_F(RpcTest, PartialSendsResumeAtTheRightByte) {
   CalculatorServiceProxy proxy(client, raw_addr);
   constexpr int kCalls = 120;
   const size_t kSizes[] = {0, 3, 100, 511, 512, 513, 1500, 1024 * 1024};
-  struct Call {
-    EchoRequestPB req;
-    EchoResponsePB resp;
-    RpcController rpc;
-    std::string sidecar;
-  };
-  std::vector<Call> calls(kCalls);
+  std::vector<EchoCall> calls(kCalls);
   std::atomic<int> failed{0};
   for (int i = 0; i < kCalls; i++) {
-    Call& c = calls[i];
-    std::string data(kSizes[i % std::size(kSizes)], char('a' + i % 26));
-    if (!data.empty()) data[data.size() / 2] = char(i);
-    c.req.set_data(data);
-    c.sidecar.assign(kSizes[(i / 3) % std::size(kSizes)], char('A' + i % 26));
-    if (i % 2 == 0) c.rpc.AddOutboundSidecar(c.sidecar);
-    c.rpc.set_timeout(MonoDelta::FromSeconds(60));
+    EchoCall& c = calls[i];
+    PrepareEchoCall(i, kSizes, &c);
     proxy.EchoAsync(c.req, &c.resp, &c.rpc, [&] { failed++; });  // never answered
   }
   const int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
