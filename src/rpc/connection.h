@@ -72,12 +72,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void SendFatalAndClose(OutboundFrame frame, const Status& reason);
 
   // Server, reactor thread: the method the last request on this connection named
-  // (Messenger::DispatchInboundCall). The calls of one connection mostly name one
-  // method, and finding it again costs a hash of the service name and a search of the
-  // method table. Pools and methods live as long as the messenger.
+  // (Messenger::DispatchInboundCall), whose names are info->service_name and
+  // info->name. The calls of one connection mostly name one method, and finding it
+  // again costs a hash of the service name and a search of the method table. Pools
+  // and methods live as long as the messenger.
   struct LastMethod {
-    std::string service;
-    std::string method;
     ServicePool* pool = nullptr;
     RpcMethodInfo* info = nullptr;
   };

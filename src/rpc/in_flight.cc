@@ -1,7 +1,6 @@
 #include "rpc/in_flight.h"
 
 #include <glog/logging.h>
-#include <sched.h>
 
 namespace nyala::rpc {
 
@@ -15,8 +14,7 @@ InFlightList::~InFlightList() {
 
 void InFlightList::Add(InFlightHook* h) {
   DCHECK(h->next_ == nullptr);
-  const int cpu = sched_getcpu();
-  h->shard_ = cpu < 0 ? 0 : uint32_t(cpu) % kShards;
+  h->shard_ = uint32_t(ThisCpuStripe());
   Shard& s = shards_[h->shard_];
   MutexLock l(s.mu);
   h->next_ = &s.head;

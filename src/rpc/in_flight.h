@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "common/mutex.h"
+#include "common/striped.h"
 
 namespace nyala::rpc {
 
@@ -46,7 +47,7 @@ class InFlightList {
   size_t size() const;
 
  private:
-  static constexpr uint32_t kShards = 8;
+  static constexpr uint32_t kShards = kStripes;  // one per ThisCpuStripe()
   struct alignas(64) Shard {
     mutable Mutex mu;
     InFlightHook head GUARDED_BY(mu);  // sentinel of a circular list

@@ -205,8 +205,8 @@ void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn, const Requ
   Connection::LastMethod* last = conn->last_method();
   ServicePool* pool = nullptr;
   RpcMethodInfo* method = nullptr;
-  if (last->info && header.method_name() == last->method &&
-      header.service_name() == last->service) {
+  if (last->info && header.method_name() == last->info->name &&
+      header.service_name() == last->info->service_name) {
     pool = last->pool;
     method = last->info;
   } else {
@@ -215,7 +215,7 @@ void Messenger::DispatchInboundCall(std::shared_ptr<Connection> conn, const Requ
       if (it != table->end()) pool = it->second;
     }
     method = pool ? pool->service()->FindMethod(header.method_name()) : nullptr;
-    if (method) *last = {header.service_name(), header.method_name(), pool, method};
+    if (method) *last = {pool, method};
   }
   auto ctx = std::make_unique<RpcContext>(std::move(conn), header, method, std::move(buffer),
                                           payload, arrival);
