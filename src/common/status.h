@@ -130,6 +130,16 @@ inline std::ostream& operator<<(std::ostream& os, const Status& s) { return os <
     if (!_s.ok()) LOG(WARNING) << (msg) << ": " << _s.ToString(); \
   } while (0)
 
+// In debug builds, crashes if `expr` is not OK: an invariant the caller already
+// checked (never a value that came off the wire). Not evaluated in release builds.
+#ifndef NDEBUG
+#define DCHECK_OK(expr) CHECK_OK(expr)
+#else
+#define DCHECK_OK(expr) \
+  do {                  \
+  } while (0)
+#endif
+
 // Crashes if `expr` is not OK: only for start-up failures with no way forward.
 #define CHECK_OK(expr)               \
   do {                               \

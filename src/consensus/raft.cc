@@ -61,6 +61,124 @@ Status RaftOptions::Validate() const {
   return Status::OK();
 }
 
+Status ValidateConfig(const ConfigPB& config) {
+  if (config.voters_size() == 0) return Status::InvalidArgument("a configuration without voters");
+  std::set<PeerId> seen;
+  for (const auto* list : {&config.voters(), &config.learners()}) {
+    for (PeerId id : *list) {
+      if (id == kNoPeer) return Status::InvalidArgument("a configuration with member 0");
+      if (!seen.insert(id).second) {
+        return Status::InvalidArgument("a configuration lists member " + std::to_string(id) +
+                                       " twice");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// Checks one entry of a log (from the wire or the disk): its type, and the
+// configuration a configuration entry holds.
+Status ValidateEntry(const EntryPB& e) {
+  switch (e.type()) {
+    case ENTRY_NORMAL:
+    case ENTRY_NOOP:
+      return Status::OK();
+    case ENTRY_CONFIG: {
+      ConfigPB c;
+      if (!c.ParseFromString(e.data())) {
+        return Status::InvalidArgument("configuration entry " + std::to_string(e.index()) +
+                                       " does not parse");
+      }
+      return ValidateConfig(c).CloneAndPrepend("entry " + std::to_string(e.index()));
+    }
+    default:
+      return Status::InvalidArgument("entry " + std::to_string(e.index()) + " has unknown type " +
+                                     std::to_string(int(e.type())));
+  }
+}
+
+// Checks that `entries` follow (prev_index, prev_term): indexes contiguous, terms not
+// decreasing, each entry valid.
+template <typename Entries>
+Status ValidateRun(uint64_t prev_index, uint64_t prev_term, const Entries& entries) {
+  if (prev_index > UINT64_MAX - uint64_t(entries.size())) {
+    return Status::InvalidArgument("entry indexes overflow after " + std::to_string(prev_index));
+  }
+  uint64_t index = prev_index, term = prev_term;
+  for (const EntryPB& e : entries) {
+    if (e.index() != index + 1) {
+      return Status::InvalidArgument("entry " + std::to_string(e.index()) + " follows entry " +
+                                     std::to_string(index) + ": indexes must be contiguous");
+    }
+    if (e.term() < term) {
+      return Status::InvalidArgument("entry " + std::to_string(e.index()) + " has term " +
+                                     std::to_string(e.term()) + ", below term " +
+                                     std::to_string(term) + " of the entry before it");
+    }
+    RETURN_NOT_OK(ValidateEntry(e));
+    index = e.index();
+    term = e.term();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateMessage(const MessagePB& m) {
+  switch (m.type()) {
+    case MSG_PRE_VOTE:
+    case MSG_PRE_VOTE_RESP:
+    case MSG_VOTE:
+    case MSG_VOTE_RESP:
+    case MSG_APPEND:
+    case MSG_APPEND_RESP:
+    case MSG_HEARTBEAT:
+    case MSG_HEARTBEAT_RESP:
+    case MSG_TIMEOUT_NOW:
+      break;
+    default:
+      return Status::InvalidArgument("unknown message type " + std::to_string(int(m.type())));
+  }
+  if (m.type() != MSG_APPEND) {
+    if (m.entries_size() != 0) {
+      return Status::InvalidArgument(std::string(MessageTypePB_Name(m.type())) + " carries " +
+                                     std::to_string(m.entries_size()) + " entries");
+    }
+    return Status::OK();
+  }
+  if (m.log_term() > m.term()) {
+    return Status::InvalidArgument("an append of term " + std::to_string(m.term()) +
+                                   " follows an entry of term " + std::to_string(m.log_term()));
+  }
+  RETURN_NOT_OK(ValidateRun(m.index(), m.log_term(), m.entries()));
+  if (m.entries_size() > 0 && m.entries(m.entries_size() - 1).term() > m.term()) {
+    return Status::InvalidArgument("an append of term " + std::to_string(m.term()) +
+                                   " carries entries of term " +
+                                   std::to_string(m.entries(m.entries_size() - 1).term()));
+  }
+  return Status::OK();
+}
+
+Status RaftPersistentState::Validate() const {
+  if (snapshot_config) {
+    RETURN_NOT_OK(ValidateConfig(*snapshot_config).CloneAndPrepend("the snapshot's configuration"));
+  }
+  Status s = ValidateRun(snapshot_index, snapshot_term, entries);
+  if (!s.ok()) return Status::Corruption("the logged entries", s.message());
+  const uint64_t last = snapshot_index + entries.size();
+  if (applied > last) {
+    return Status::Corruption("the state machine applied up to " + std::to_string(applied),
+                              "but the log ends at " + std::to_string(last));
+  }
+  if (applied < snapshot_index) {
+    return Status::Corruption("the state machine applied only up to " + std::to_string(applied),
+                              "but the log starts after " + std::to_string(snapshot_index));
+  }
+  return Status::OK();
+}
+
 Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us)
     : opts_(std::move(options)),
       rng_(opts_.random_seed * 0x9E3779B97F4A7C15ULL + opts_.id),
@@ -68,7 +186,8 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
       vote_(state.hard_state.vote()),
       snap_index_(state.snapshot_index),
       snap_term_(state.snapshot_term) {
-  CHECK_OK(opts_.Validate());
+  DCHECK_OK(opts_.Validate());
+  DCHECK_OK(state.Validate());
   if (state.snapshot_config) {
     snap_config_ = *state.snapshot_config;
   } else {
@@ -77,7 +196,6 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
   }
   entries_.reserve(state.entries.size());
   for (const EntryPB& e : state.entries) {
-    CHECK_EQ(e.index(), LastIndex() + 1);
     entries_.push_back(std::make_shared<const EntryPB>(e));
     NoteConfigEntry(e);
   }
@@ -86,8 +204,6 @@ Raft::Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us
   unstable_ = LastIndex() + 1;
   // Applied entries were committed and durable before they were applied, even if the
   // hard state that carried the commit index did not reach the disk.
-  CHECK_LE(state.applied, LastIndex()) << "node " << opts_.id << ": applied past its log";
-  CHECK_GE(state.applied, snap_index_) << "node " << opts_.id << ": compacted past applied";
   commit_ = std::min<uint64_t>(std::max(state.hard_state.commit(), state.applied), LastIndex());
   applied_handed_ = state.applied;
   last_hard_state_ = state.hard_state;
@@ -111,12 +227,10 @@ bool Raft::IsMember(PeerId id) const {
 
 void Raft::NoteConfigEntry(const EntryPB& e) {
   if (e.type() != ENTRY_CONFIG) return;
+  // ValidateMessage (from the wire) or RaftPersistentState::Validate (from the disk)
+  // checked that it parses; a proposal is built here.
   ConfigPB c;
-  if (!c.ParseFromString(e.data()) || c.voters_size() == 0) {
-    // Only a leader writes these, after checking them; a bad one is a bug or damage.
-    LOG(DFATAL) << "node " << opts_.id << ": unreadable configuration entry " << e.index();
-    return;
-  }
+  c.ParseFromString(e.data());
   configs_[e.index()] = std::move(c);
 }
 
@@ -393,6 +507,7 @@ Status Raft::Step(std::shared_ptr<const MessagePB> shared, int64_t now_us) {
     return Status::InvalidArgument("raft: message from " + std::to_string(m.from()) +
                                    " stepped into node " + std::to_string(opts_.id));
   }
+  RETURN_NOT_OK_PREPEND(ValidateMessage(m), "raft");
   // Vote requests are answered whatever this node's configuration says (thesis §4.1:
   // its configuration may be older than the candidate's). A removed replica cannot
   // disrupt: its log falls behind, so its pre-votes fail, and stickiness holds.
@@ -454,13 +569,12 @@ Status Raft::Step(std::shared_ptr<const MessagePB> shared, int64_t now_us) {
       StepVoteResponse(m, now_us);
       break;
     case MSG_APPEND:
-      StepAppend(shared, now_us);
-      break;
+      return StepAppend(shared, now_us);
     case MSG_HEARTBEAT:
       StepHeartbeat(m, now_us);
       break;
     case MSG_APPEND_RESP:
-      if (role_ == RaftRole::kLeader) StepAppendResponse(m, now_us);
+      if (role_ == RaftRole::kLeader) return StepAppendResponse(m, now_us);
       break;
     case MSG_HEARTBEAT_RESP:
       if (role_ == RaftRole::kLeader) StepHeartbeatResponse(m, now_us);
@@ -546,7 +660,7 @@ void Raft::HeardFromLeader(const MessagePB& m, int64_t now_us) {
   ResetElectionDeadline(now_us);
 }
 
-void Raft::StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t now_us) {
+Status Raft::StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t now_us) {
   const MessagePB& m = *append;
   HeardFromLeader(m, now_us);
   MessagePB r;
@@ -557,7 +671,7 @@ void Raft::StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t no
     // Everything up to the commit index matches the leader's log already.
     r.set_index(commit_);
     Send(std::move(r));
-    return;
+    return Status::OK();
   }
   if (m.index() > LastIndex() || TermAt(m.index()) != m.log_term()) {
     r.set_reject(true);
@@ -573,37 +687,49 @@ void Raft::StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t no
       r.set_hint_term(conflict_term);
     }
     Send(std::move(r));
-    return;
+    return Status::OK();
   }
-  if (AppendEntriesToLog(append)) UpdateConfig(now_us);
+  bool config_changed = false;
+  RETURN_NOT_OK(AppendEntriesToLog(append, &config_changed));
+  if (config_changed) UpdateConfig(now_us);
   const uint64_t match = m.index() + uint64_t(m.entries_size());
   CommitTo(std::min<uint64_t>(m.commit(), match));
   r.set_index(match);
   Send(std::move(r));
+  return Status::OK();
 }
 
-bool Raft::AppendEntriesToLog(const std::shared_ptr<const MessagePB>& append) {
-  bool config_changed = false;
+Status Raft::AppendEntriesToLog(const std::shared_ptr<const MessagePB>& append,
+                                bool* config_changed) {
+  // ValidateMessage made the entries contiguous from the append's index, which
+  // StepAppend found in this log; nothing changes before the first entry that
+  // differs from this log, and that one must lie past the commit index.
+  *config_changed = false;
   for (const EntryPB& e : append->entries()) {
     if (e.index() <= snap_index_) continue;  // in this node's snapshot already
     if (e.index() <= LastIndex()) {
       if (TermAt(e.index()) == e.term()) continue;
-      CHECK_GT(e.index(), commit_) << ToString() << ": the leader overwrites a committed entry";
+      if (e.index() <= commit_) {
+        return Status::InvalidArgument(
+            "raft: an append of term " + std::to_string(append->term()) + " rewrites entry " +
+            std::to_string(e.index()) + " (term " + std::to_string(TermAt(e.index())) +
+            "), which is committed here (commit index " + std::to_string(commit_) + ")");
+      }
       entries_.resize(e.index() - snap_index_ - 1);
       auto dropped = configs_.lower_bound(e.index());
-      config_changed |= dropped != configs_.end();
+      *config_changed |= dropped != configs_.end();
       configs_.erase(dropped, configs_.end());
       truncate_from_ = std::min(truncate_from_.value_or(e.index()), e.index());
       unstable_ = std::min(unstable_, e.index());
       persisted_ = std::min(persisted_, e.index() - 1);
     }
-    CHECK_EQ(e.index(), LastIndex() + 1);
+    DCHECK_EQ(e.index(), LastIndex() + 1);
     // An alias of the message's own pointer: no allocation, no copy.
     entries_.push_back(EntryPtr(append, &e));
     NoteConfigEntry(e);
-    config_changed |= e.type() == ENTRY_CONFIG;
+    *config_changed |= e.type() == ENTRY_CONFIG;
   }
-  return config_changed;
+  return Status::OK();
 }
 
 void Raft::StepHeartbeat(const MessagePB& m, int64_t now_us) {
@@ -745,9 +871,16 @@ void Raft::SendAppends(PeerId to) {
   }
 }
 
-void Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
+Status Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
   auto it = progress_.find(m.from());
-  if (it == progress_.end()) return;
+  if (it == progress_.end()) return Status::OK();
+  // A leader's log only grows in its term: a follower cannot hold more of it.
+  if (!m.reject() && m.index() > LastIndex()) {
+    return Status::InvalidArgument("raft: an answer of term " + std::to_string(m.term()) +
+                                   " acknowledges entries up to " + std::to_string(m.index()) +
+                                   ", past this leader's last entry " +
+                                   std::to_string(LastIndex()));
+  }
   Progress& p = it->second;
   p.recently_active = true;
   NoteRoundAck(m.from(), m.round());
@@ -755,14 +888,14 @@ void Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
     // Answers to appends sent before the copy began; only the match may move.
     if (!m.reject() && m.index() > p.match) p.match = m.index();
     MaybeCommit();
-    return;
+    return Status::OK();
   }
   if (m.reject()) {
-    if (m.index() == 0 && m.reject_hint() == 0) return;  // a stale-term answer
+    if (m.index() == 0 && m.reject_hint() == 0) return Status::OK();  // a stale-term answer
     // Stale rejections (of an append already superseded) change nothing.
     if (p.state == Progress::State::kReplicate ? m.index() < p.match + 1
                                                : m.index() + 1 != p.next) {
-      return;
+      return Status::OK();
     }
     uint64_t next = m.reject_hint();
     if (m.hint_term() != 0) {
@@ -783,7 +916,7 @@ void Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
     p.inflight.clear();
     p.inflight_bytes = 0;
     SendAppends(m.from());
-    return;
+    return Status::OK();
   }
   if (m.index() > p.match) {
     p.match = m.index();
@@ -804,6 +937,7 @@ void Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
   MaybeCommit();
   SendAppends(m.from());
   if (transfer_to_ == m.from()) MaybeSendTimeoutNow(m.from());
+  return Status::OK();
 }
 
 void Raft::StepHeartbeatResponse(const MessagePB& m, int64_t now_us) {

@@ -150,7 +150,29 @@ struct RaftPersistentState {
   std::optional<ConfigPB> snapshot_config;
   std::vector<EntryPB> entries;  // contiguous from snapshot_index + 1
   uint64_t applied = 0;          // the state machine's durable applied index
+
+  // Whether a Raft instance may start from this state: entries contiguous from
+  // snapshot_index + 1 with terms not decreasing (and not below snapshot_term),
+  // valid configurations, and an applied index within [snapshot_index, last index].
+  // Corruption saying what does not hold (the state was damaged on disk, or the
+  // state machine and the log disagree).
+  Status Validate() const;
 };
+
+// Whether `m`, as it came off the wire, is a message the core may act on: checks
+// that need no state (Raft::Step also refuses what contradicts its own log). OK, or
+// InvalidArgument saying what is wrong:
+//  - a known message type; entries only in MSG_APPEND;
+//  - an append's entries have indexes contiguous from `index` + 1 (no overflow),
+//    terms not decreasing, none below `log_term` nor above the message's term, known
+//    types, and configuration entries that hold a valid configuration;
+//  - a response's `log_term` is not above its term.
+// Pure; any thread.
+Status ValidateMessage(const MessagePB& m);
+
+// Whether `config` is one a group may be in: at least one voter, no member 0, no
+// member listed twice (as voter or learner).
+Status ValidateConfig(const ConfigPB& config);
 
 // The leader needs the state machine at `index` (term `term`, configuration `config`)
 // copied to `peer`.
@@ -202,8 +224,8 @@ struct Ready {
 
 class Raft {
  public:
-  // REQUIRES: options.Validate() is OK; `state` is what the previous incarnation of
-  // this node persisted (empty for a new group).
+  // REQUIRES: options.Validate() and state.Validate() are OK; `state` is what the
+  // previous incarnation of this node persisted (empty for a new group).
   Raft(RaftOptions options, const RaftPersistentState& state, int64_t now_us);
 
   // Time passes: campaigns, heartbeats, check-quorum.
@@ -214,8 +236,10 @@ class Raft {
   Status CampaignNow(int64_t now_us);
   // A message from a peer, which the driver shares and must not change any more: the
   // log keeps an append's entries where they are, without copying them (each entry
-  // keeps the whole message alive while the log holds it). Messages of other groups,
-  // or to another node, are the driver's bug (InvalidArgument); stale and duplicate
+  // keeps the whole message alive while the log holds it). A message to another
+  // node, from none or from itself, one ValidateMessage refuses, an append that would
+  // rewrite a committed entry, or an answer acknowledging entries this leader never
+  // had is refused with InvalidArgument before its log changes; stale and duplicate
   // messages are fine.
   Status Step(std::shared_ptr<const MessagePB> m, int64_t now_us);
   // The same for a message the driver keeps: it is copied first.
@@ -335,10 +359,12 @@ class Raft {
 
   void StepVoteRequest(const MessagePB& m, int64_t now_us);
   void StepVoteResponse(const MessagePB& m, int64_t now_us);
-  // The log keeps the entries of `append` (see Step).
-  void StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t now_us);
+  // The log keeps the entries of `append` (see Step). InvalidArgument, nothing
+  // changed, if the append would rewrite a committed entry.
+  Status StepAppend(const std::shared_ptr<const MessagePB>& append, int64_t now_us);
   void StepHeartbeat(const MessagePB& m, int64_t now_us);
-  void StepAppendResponse(const MessagePB& m, int64_t now_us);
+  // InvalidArgument, nothing changed, if `m` acknowledges entries past this log.
+  Status StepAppendResponse(const MessagePB& m, int64_t now_us);
   void StepHeartbeatResponse(const MessagePB& m, int64_t now_us);
   void HeardFromLeader(const MessagePB& m, int64_t now_us);
 
@@ -352,8 +378,9 @@ class Raft {
   void NoteRoundAck(PeerId from, uint64_t round);
   void MaybeCommit();
   void ReleaseReads();
-  // Whether a configuration entry was appended or truncated away.
-  bool AppendEntriesToLog(const std::shared_ptr<const MessagePB>& append);
+  // Whether a configuration entry was appended or truncated away (`*config_changed`);
+  // InvalidArgument, nothing changed, if an entry conflicts with a committed one.
+  Status AppendEntriesToLog(const std::shared_ptr<const MessagePB>& append, bool* config_changed);
   // Sets the commit index (never backwards, never past what may be applied here).
   void CommitTo(uint64_t index);
   void Send(MessagePB m);

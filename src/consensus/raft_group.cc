@@ -37,6 +37,7 @@ Status StoppedStatus() {
 RaftGroup::RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog* log,
                      const GroupOptions& opts, std::unique_ptr<Raft> raft)
     : id_(opts.group_id),
+      name_(opts.name.empty() ? "consensus group " + std::to_string(opts.group_id) : opts.name),
       runtime_(runtime),
       worker_(worker),
       log_(log),
@@ -137,7 +138,7 @@ void RaftGroup::Campaign() {
   runtime_->Post(worker_, [self] {
     if (!self->failed_.ok()) return;
     Status s = self->raft_->CampaignNow(GetMonoTimeMicros());
-    LOG_IF(WARNING, !s.ok()) << "consensus group " << self->id_ << ": " << s.ToString();
+    LOG_IF(WARNING, !s.ok()) << self->name_ << ": " << s.ToString();
     self->runtime_->Touch(self->worker_, self.get());
   });
 }
@@ -151,7 +152,7 @@ void RaftGroup::ReportDurable(uint64_t index) {
     const uint64_t retained = uint64_t(std::max(FLAGS_raft_retained_entries, 0));
     if (durable > retained && durable - retained > self->raft_->snapshot_index()) {
       Status s = self->raft_->Compact(durable - retained);
-      LOG_IF(WARNING, !s.ok()) << "consensus group " << self->id_ << ": " << s.ToString();
+      LOG_IF(WARNING, !s.ok()) << self->name_ << ": " << s.ToString();
     }
   });
 }
@@ -168,8 +169,9 @@ void RaftGroup::Step(std::shared_ptr<const MessagePB> m, int64_t now_us) {
   const PeerId from = m->from();
   Status s = raft_->Step(std::move(m), now_us);
   if (!s.ok()) {
-    LOG_EVERY_N(WARNING, 100) << "consensus group " << id_ << ": message from server " << from
-                              << " refused: " << s.ToString();
+    runtime_->CountRefused();
+    LOG_EVERY_N(WARNING, 100) << name_ << ": a message from " << runtime_->PeerName(from)
+                              << " was refused: " << s.ToString();
   }
 }
 
@@ -219,7 +221,7 @@ void RaftGroup::HandleReady(Ready rd) {
   }
   for (const SnapshotRequest& s : rd.snapshots) {
     // Tablet copy arrives with replicated tablets; until then the follower stays behind.
-    LOG_EVERY_N(WARNING, 100) << "consensus group " << id_ << ": server " << s.peer
+    LOG_EVERY_N(WARNING, 100) << name_ << ": " << runtime_->PeerName(s.peer)
                               << " needs a copy of the state at index " << s.index
                               << ", which this runtime cannot send yet";
   }
@@ -376,10 +378,9 @@ void RaftGroup::NoteRole() {
 }
 
 void RaftGroup::Fail(const Status& s) {
-  LOG(ERROR) << "consensus group " << id_ << " failed and stops: " << s.ToString();
+  LOG(ERROR) << name_ << ": its consensus group failed and stops: " << s.ToString();
   failed_ = s;
-  FailPending(Status::ServiceUnavailable("consensus group " + std::to_string(id_) + " failed",
-                                         s.ToString()));
+  FailPending(Status::ServiceUnavailable(name_ + ": its consensus group failed", s.ToString()));
   PublishInfo();
   if (sm_ != nullptr) sm_->GroupFailed(s);
 }

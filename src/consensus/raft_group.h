@@ -69,6 +69,8 @@ class StateMachine {
 
 struct GroupOptions {
   uint64_t group_id = 0;
+  // What log lines call the group ("tablet <id>"); "consensus group <group_id>" if empty.
+  std::string name;
   // The group's first configuration (a new replica's, or one created with the table);
   // what the log holds overrides it.
   std::vector<PeerId> voters;
@@ -103,6 +105,8 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   RaftGroup& operator=(const RaftGroup&) = delete;
 
   uint64_t id() const { return id_; }
+  // GroupOptions::name, for log lines and errors.
+  const std::string& name() const { return name_; }
 
   // Replicates `data` as a log entry. `done` runs once the entry is committed and
   // applied on this server (OK); at once with IllegalState when this server is not
@@ -197,6 +201,7 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   PeerId leader() const { return raft_->leader(); }
 
   const uint64_t id_;
+  const std::string name_;
   ConsensusRuntime* const runtime_;
   RuntimeWorker* const worker_;
   SharedLog* const log_;

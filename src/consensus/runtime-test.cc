@@ -595,6 +595,135 @@ TEST_F(RuntimeTest, BadCallsGetClearErrorsAndTheServerKeepsServing) {
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(6, 1));
 }
 
+// A peer that forges or garbles Raft messages of a group this server hosts: each is
+// refused and counted, the server's groups keep their logs, and the group keeps
+// replicating (raft_bad_input-test.cc has one test per kind against the core).
+TEST_F(RuntimeTest, ForgedRaftMessagesAreRefusedAndTheGroupKeepsServing) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(8));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(8));
+  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 8, 5, "before"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(8, 5));
+  const PeerId follower = leader == 1 ? 2 : 1;
+  const GroupInfo before = servers_[follower].groups.at(8)->info();
+  const uint64_t term = before.term;
+  const uint64_t last = before.last_index;
+
+  auto entry = [](uint64_t t, uint64_t i, EntryTypePB type = ENTRY_NORMAL,
+                  std::string data = "forged") {
+    EntryPB e;
+    e.set_term(t);
+    e.set_index(i);
+    e.set_type(type);
+    e.set_data(std::move(data));
+    return e;
+  };
+  // Appends in the leader's name, each with something wrong.
+  std::vector<MessagePB> bad;
+  auto append = [&](uint64_t log_term, uint64_t index, std::vector<EntryPB> entries) {
+    MessagePB m;
+    m.set_type(MSG_APPEND);
+    m.set_from(leader);
+    m.set_to(follower);
+    m.set_term(term);
+    m.set_log_term(log_term);
+    m.set_index(index);
+    m.set_commit(last + 2);
+    for (EntryPB& e : entries) *m.add_entries() = std::move(e);
+    bad.push_back(m);
+    return &bad.back();
+  };
+  append(term, last, {entry(term, last + 1), entry(term, last + 3)});      // a gap
+  append(term, last, {entry(term, last + 2)});                             // not after `index`
+  append(term, last, {entry(term, last + 1), entry(term - 1, last + 2)});  // term goes down
+  append(term, last, {entry(term + 1, last + 1)});  // term above the message's
+  append(term + 1, last, {});                       // log_term above the term
+  append(term, UINT64_MAX, {entry(term, 0)});       // indexes overflow
+  append(term, last, {entry(term, last + 1, ENTRY_CONFIG, "\xff\xfe")});     // unreadable config
+  append(term, last, {entry(term, last + 1, static_cast<EntryTypePB>(9))});  // unknown type
+  append(term, last, {})->set_type(static_cast<MessageTypePB>(99));          // unknown message
+  append(term, last, {entry(term, last + 1)})->set_type(MSG_HEARTBEAT);  // entries in a heartbeat
+
+  auto client = rpc::Messenger::Create(rpc::MessengerOptions{});
+  ASSERT_OK(client.status());
+  ConsensusServiceProxy proxy(*client, servers_[follower].addr);
+  const uint64_t refused = servers_[follower].runtime->Stats().messages_refused;
+  {
+    MultiUpdateRequestPB req;
+    req.set_from_server(leader);
+    req.set_to_server(follower);
+    for (const MessagePB& m : bad) {
+      GroupMessagePB* gm = req.add_messages();
+      gm->set_group(8);
+      *gm->mutable_message() = m;
+    }
+    MultiUpdateResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    ASSERT_OK(proxy.MultiUpdate(req, &resp, &rpc));
+    EXPECT_EQ(resp.unknown_groups_size(), 0);
+  }
+  AssertEventually(kWait, [&] {
+    ASSERT_EQ(servers_[follower].runtime->Stats().messages_refused, refused + bad.size());
+  });
+  GroupInfo after = servers_[follower].groups.at(8)->info();
+  EXPECT_TRUE(after.status.ok()) << after.status.ToString();
+  EXPECT_LE(after.last_index, last + 1) << "a forged entry reached the log";  // +1: a no-op
+  // A forged answer in a follower's name, acknowledging entries the leader never had.
+  {
+    const uint64_t refused_at_leader = servers_[leader].runtime->Stats().messages_refused;
+    MultiUpdateRequestPB req;
+    req.set_from_server(follower);
+    req.set_to_server(leader);
+    GroupMessagePB* gm = req.add_messages();
+    gm->set_group(8);
+    MessagePB* m = gm->mutable_message();
+    m->set_type(MSG_APPEND_RESP);
+    m->set_from(follower);
+    m->set_to(leader);
+    m->set_term(term);
+    m->set_index(last + 1'000'000);
+    MultiUpdateResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    ConsensusServiceProxy to_leader(*client, servers_[leader].addr);
+    ASSERT_OK(to_leader.MultiUpdate(req, &resp, &rpc));
+    AssertEventually(kWait, [&] {
+      ASSERT_EQ(servers_[leader].runtime->Stats().messages_refused, refused_at_leader + 1);
+    });
+  }
+  (*client)->Shutdown();
+  ASSERT_OK(ProposeAndWait(leader, 8, "after"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(8, 6));
+  EXPECT_EQ(servers_[follower].sms.at(8)->data().back(), "after");
+}
+
+// A group whose state machine says it applied past the end of its log (its log was
+// lost or damaged) does not start, with an error naming it; the server's other
+// groups run on.
+TEST_F(RuntimeTest, AGroupWhoseStateIsDamagedFailsAloneAndTheOthersRun) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(3));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(3));
+  RecordingStateMachine sm;
+  GroupOptions g;
+  g.group_id = 33;
+  g.name = "tablet damaged-one";
+  g.voters = {1, 2, 3};
+  g.state_machine = &sm;
+  g.applied = 500;  // nothing of group 33 is in the log
+  auto r = servers_[1].runtime->CreateGroup(g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find("tablet damaged-one"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find("applied up to 500"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(servers_[1].runtime->GetGroup(33), nullptr);
+  ASSERT_OK(ProposeAndWait(leader, 3, "the others run"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(3, 1));
+}
+
 // Groups whose state machines do not report durable state keep old log segments
 // alive and are asked to flush; once they do, the segments go.
 TEST_F(RuntimeTest, GroupsThatPinOldSegmentsAreAskedToFlush) {

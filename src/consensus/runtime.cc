@@ -197,6 +197,7 @@ struct ConsensusRuntime::Peer {
   explicit Peer(PeerId id) : id(id) {}
   const PeerId id;
   Mutex mu;
+  std::string name GUARDED_BY(mu);  // AddPeer's
   std::unique_ptr<ConsensusServiceProxy> proxy GUARDED_BY(mu);
   MultiUpdateRequestPB queued GUARDED_BY(mu);
   int in_flight GUARDED_BY(mu) = 0;
@@ -343,7 +344,7 @@ void ConsensusRuntime::Shutdown() {
   log_.reset();
 }
 
-void ConsensusRuntime::AddPeer(PeerId id, const rpc::Sockaddr& addr) {
+void ConsensusRuntime::AddPeer(PeerId id, const rpc::Sockaddr& addr, std::string name) {
   std::shared_ptr<Peer> p;
   {
     ExclusiveLock l(peers_mu_);
@@ -353,6 +354,15 @@ void ConsensusRuntime::AddPeer(PeerId id, const rpc::Sockaddr& addr) {
   }
   MutexLock l(p->mu);
   p->proxy = std::make_unique<ConsensusServiceProxy>(opts_.messenger, addr);
+  if (!name.empty()) p->name = std::move(name);
+}
+
+std::string ConsensusRuntime::PeerName(PeerId id) const {
+  if (auto p = FindPeer(id)) {
+    MutexLock l(p->mu);
+    if (!p->name.empty()) return "server " + p->name;
+  }
+  return "server " + std::to_string(id);
 }
 
 std::shared_ptr<ConsensusRuntime::Peer> ConsensusRuntime::FindPeer(PeerId id) const {
@@ -437,10 +447,12 @@ Result<RaftPersistentState> ConsensusRuntime::LoadState(const GroupOptions& g) {
 
 Result<std::shared_ptr<RaftGroup>> ConsensusRuntime::CreateGroup(const GroupOptions& options) {
   if (stopping_) return Status::ServiceUnavailable("the consensus runtime is shutting down");
-  const std::string name = "consensus group " + std::to_string(options.group_id);
+  const std::string name =
+      options.name.empty() ? "consensus group " + std::to_string(options.group_id) : options.name;
   if (options.group_id == 0) return Status::InvalidArgument("group id must not be 0");
   if (GetGroup(options.group_id)) return Status::AlreadyPresent(name, "is running already");
   ASSIGN_OR_RETURN(RaftPersistentState state, LoadState(options));
+  RETURN_NOT_OK_PREPEND(state.Validate(), name);
   RaftOptions ro = GroupRaftOptions(options);
   RETURN_NOT_OK_PREPEND(ro.Validate(), name);
   auto raft = std::make_unique<Raft>(std::move(ro), state, GetMonoTimeMicros());
@@ -510,6 +522,7 @@ RuntimeStats ConsensusRuntime::Stats() const {
   s.server_heartbeats = counters_.server_heartbeats;
   s.messages_received = counters_.messages_received;
   s.messages_dropped = counters_.messages_dropped;
+  s.messages_refused = counters_.messages_refused;
   s.group_ticks = counters_.group_ticks;
   s.wakeups = counters_.wakeups;
   s.flush_requests = counters_.flush_requests;

@@ -98,6 +98,7 @@ struct RuntimeStats {
   uint64_t server_heartbeats = 0;
   uint64_t messages_received = 0;
   uint64_t messages_dropped = 0;  // unknown group, full outbox, or failed call
+  uint64_t messages_refused = 0;  // invalid for their group (Raft::Step refused them)
   uint64_t group_ticks = 0;       // Raft::Tick calls, over every group
   uint64_t wakeups = 0;           // quiesced followers woken for a silent leader server
   uint64_t flush_requests = 0;    // StateMachine::FlushRequested calls
@@ -115,8 +116,11 @@ class ConsensusRuntime {
   ConsensusRuntime(const ConsensusRuntime&) = delete;
   ConsensusRuntime& operator=(const ConsensusRuntime&) = delete;
 
-  // Where server `id` listens (a new address replaces the old one).
-  void AddPeer(PeerId id, const rpc::Sockaddr& addr) EXCLUDES(peers_mu_);
+  // Where server `id` listens (a new address replaces the old one); `name` (its uuid)
+  // is what log lines call it.
+  void AddPeer(PeerId id, const rpc::Sockaddr& addr, std::string name = {}) EXCLUDES(peers_mu_);
+  // "server <name>" as AddPeer named it, else "server <id>" (this server: its own).
+  std::string PeerName(PeerId id) const EXCLUDES(peers_mu_);
 
   // Creates the group, or opens it again from what the log holds of it (its hard
   // state and entries): AlreadyPresent if it runs already; the log's Corruption if
@@ -148,6 +152,8 @@ class ConsensusRuntime {
   RaftOptions GroupRaftOptions(const GroupOptions& g) const;
   Result<RaftPersistentState> LoadState(const GroupOptions& g);
 
+  // A group's core refused a message from a peer (RaftGroup::Step).
+  void CountRefused() { counters_.messages_refused.fetch_add(1, std::memory_order_relaxed); }
   // Worker thread: queues `msgs` of `group` for their destinations and sends.
   void Send(uint64_t group, std::vector<MessagePB>* msgs) EXCLUDES(peers_mu_);
   std::shared_ptr<Peer> FindPeer(PeerId id) const EXCLUDES(peers_mu_);
@@ -221,8 +227,8 @@ class ConsensusRuntime {
 
   struct Counters {
     std::atomic<uint64_t> calls_sent{0}, messages_sent{0}, server_heartbeats{0},
-        messages_received{0}, messages_dropped{0}, group_ticks{0}, wakeups{0}, flush_requests{0},
-        inline_runs{0};
+        messages_received{0}, messages_dropped{0}, messages_refused{0}, group_ticks{0}, wakeups{0},
+        flush_requests{0}, inline_runs{0};
   };
   mutable Counters counters_;
 };

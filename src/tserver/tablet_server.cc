@@ -134,6 +134,11 @@ void TabletServer::RegisterConsensusGauges() {
   m->RegisterFunctionCounter("consensus_messages_dropped_total",
                              "Raft messages dropped (unknown group, full outbox, failed call)", {},
                              rt_stat(&consensus::RuntimeStats::messages_dropped), this);
+  m->RegisterFunctionCounter(
+      "consensus_messages_refused_total",
+      "Raft messages refused as invalid for their group (each is logged with the tablet and "
+      "the sender)",
+      {}, rt_stat(&consensus::RuntimeStats::messages_refused), this);
   m->RegisterFunctionGauge(
       "tserver_replicas_leading", "Tablet replicas on this server that lead their group", {},
       [this] {
