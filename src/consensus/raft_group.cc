@@ -8,7 +8,6 @@
 
 #include "common/monotime.h"
 #include "consensus/log.h"
-#include "consensus/runtime.h"
 #include "rpc/rpc_context.h"
 
 DEFINE_int32(raft_retained_entries, 10000,
@@ -34,11 +33,10 @@ Status StoppedStatus() {
 
 }  // namespace
 
-RaftGroup::RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog* log,
-                     const GroupOptions& opts, std::unique_ptr<Raft> raft)
+RaftGroup::RaftGroup(GroupWorker* worker, SharedLog* log, const GroupOptions& opts,
+                     std::unique_ptr<Raft> raft)
     : id_(opts.group_id),
       name_(opts.name.empty() ? "consensus group " + std::to_string(opts.group_id) : opts.name),
-      runtime_(runtime),
       worker_(worker),
       log_(log),
       sm_(opts.state_machine),
@@ -65,7 +63,7 @@ struct RaftGroup::AppendTask {
     Result<uint64_t> index = AppendToRaft(self->raft_.get(), GetMonoTimeMicros());
     if (!index.ok()) return done(index.status(), 0);
     self->TrackProposal(*index, std::move(done));
-    self->runtime_->Touch(self->worker_, self.get());
+    self->worker_->Touch(self.get());
   }
 
   Result<uint64_t> AppendToRaft(Raft* raft, int64_t now) {
@@ -92,10 +90,11 @@ void RaftGroup::ChangeConfig(ConfigChange change, PeerId peer, Callback done) {
 
 void RaftGroup::Append(AppendTask task) {
   std::function<void()> run = std::move(task);
-  if (!runtime_->Post(worker_, &run)) run.target<AppendTask>()->done(StoppedStatus(), 0);
+  if (!worker_->Post(&run)) run.target<AppendTask>()->done(StoppedStatus(), 0);
 }
 
 void RaftGroup::TrackProposal(uint64_t index, Callback done) {
+  DCHECK(worker_->IsCurrentThread());
   auto [it, inserted] = proposals_.try_emplace(index);
   if (!inserted) {
     // An entry this node proposed at that index in an earlier term was overwritten
@@ -118,9 +117,9 @@ void RaftGroup::Read(std::function<void(const Status&)> done) {
     Status s = self->raft_->ReadIndex(id, GetMonoTimeMicros());
     if (!s.ok()) return done(s);
     self->reads_[id] = PendingRead{0, std::move(done)};
-    self->runtime_->Touch(self->worker_, self.get());
+    self->worker_->Touch(self.get());
   };
-  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus());
+  if (!PostToWorker(std::move(task))) done(StoppedStatus());
 }
 
 void RaftGroup::TransferLeadership(PeerId to, std::function<void(const Status&)> done) {
@@ -128,24 +127,24 @@ void RaftGroup::TransferLeadership(PeerId to, std::function<void(const Status&)>
   auto task = [self, to, done]() {
     if (!self->failed_.ok()) return done(self->failed_);
     done(self->raft_->TransferLeadership(to, GetMonoTimeMicros()));
-    self->runtime_->Touch(self->worker_, self.get());
+    self->worker_->Touch(self.get());
   };
-  if (!runtime_->Post(worker_, std::move(task))) done(StoppedStatus());
+  if (!PostToWorker(std::move(task))) done(StoppedStatus());
 }
 
 void RaftGroup::Campaign() {
   auto self = shared_from_this();
-  runtime_->Post(worker_, [self] {
+  PostToWorker([self] {
     if (!self->failed_.ok()) return;
     Status s = self->raft_->CampaignNow(GetMonoTimeMicros());
     LOG_IF(WARNING, !s.ok()) << self->name_ << ": " << s.ToString();
-    self->runtime_->Touch(self->worker_, self.get());
+    self->worker_->Touch(self.get());
   });
 }
 
 void RaftGroup::ReportDurable(uint64_t index) {
   auto self = shared_from_this();
-  runtime_->Post(worker_, [self, index] {
+  PostToWorker([self, index] {
     if (!self->failed_.ok()) return;
     const uint64_t durable = std::min(index, self->applied_);
     self->log_->SetDurableIndex(self->id_, durable);
@@ -162,28 +161,70 @@ GroupInfo RaftGroup::info() const {
   return info_;
 }
 
-// --- Worker thread -------------------------------------------------------------
+// --- Worker -----------------------------------------------------------------------
+
+bool RaftGroup::running() const {
+  DCHECK(worker_->IsCurrentThread());
+  return failed_.ok();
+}
+
+bool RaftGroup::quiesced() const {
+  DCHECK(worker_->IsCurrentThread());
+  return raft_->quiesced();
+}
+
+RaftRole RaftGroup::role() const {
+  DCHECK(worker_->IsCurrentThread());
+  return raft_->role();
+}
+
+PeerId RaftGroup::leader() const {
+  DCHECK(worker_->IsCurrentThread());
+  return raft_->leader();
+}
+
+const ConfigPB& RaftGroup::config() const {
+  DCHECK(worker_->IsCurrentThread());
+  return raft_->config();
+}
+
+bool RaftGroup::MarkDirty() {
+  DCHECK(worker_->IsCurrentThread());
+  if (dirty_) return false;
+  dirty_ = true;
+  return true;
+}
+
+void RaftGroup::RequestFlush() {
+  DCHECK(worker_->IsCurrentThread());
+  if (failed_.ok() && sm_ != nullptr) sm_->FlushRequested();
+}
 
 void RaftGroup::Step(std::shared_ptr<const MessagePB> m, int64_t now_us) {
+  DCHECK(worker_->IsCurrentThread());
   if (!failed_.ok()) return;
   const PeerId from = m->from();
   Status s = raft_->Step(std::move(m), now_us);
   if (!s.ok()) {
-    runtime_->CountRefused();
-    LOG_EVERY_N(WARNING, 100) << name_ << ": a message from " << runtime_->PeerName(from)
+    worker_->CountRefused();
+    LOG_EVERY_N(WARNING, 100) << name_ << ": a message from " << worker_->PeerName(from)
                               << " was refused: " << s.ToString();
   }
 }
 
 void RaftGroup::Tick(int64_t now_us) {
+  DCHECK(worker_->IsCurrentThread());
   if (failed_.ok()) raft_->Tick(now_us);
 }
 
 void RaftGroup::WakeUp(int64_t now_us) {
+  DCHECK(worker_->IsCurrentThread());
   if (failed_.ok()) raft_->WakeUp(now_us);
 }
 
 void RaftGroup::Process() {
+  DCHECK(worker_->IsCurrentThread());
+  dirty_ = false;
   if (!failed_.ok()) return;
   while (failed_.ok() && raft_->HasReady()) HandleReady(raft_->TakeReady());
   NoteRole();
@@ -197,6 +238,7 @@ void RaftGroup::PublishLease() {
 }
 
 void RaftGroup::HandleReady(Ready rd) {
+  DCHECK(worker_->IsCurrentThread());
   // Before this Ready's messages leave: a leader that gave its lease up (a transfer)
   // must not be read from under it once its successor may be elected.
   PublishLease();
@@ -221,7 +263,7 @@ void RaftGroup::HandleReady(Ready rd) {
   }
   for (const SnapshotRequest& s : rd.snapshots) {
     // Tablet copy arrives with replicated tablets; until then the follower stays behind.
-    LOG_EVERY_N(WARNING, 100) << name_ << ": " << runtime_->PeerName(s.peer)
+    LOG_EVERY_N(WARNING, 100) << name_ << ": " << worker_->PeerName(s.peer)
                               << " needs a copy of the state at index " << s.index
                               << ", which this runtime cannot send yet";
   }
@@ -248,7 +290,7 @@ void RaftGroup::HandleReady(Ready rd) {
     }
     rd.messages.swap(later);
   }
-  if (!now_msgs.empty()) runtime_->Send(id_, &now_msgs);
+  if (!now_msgs.empty()) worker_->Send(id_, &now_msgs);
   if (!wait) {
     raft_->Advance(rd, GetMonoTimeMicros());
     return;
@@ -273,23 +315,23 @@ void RaftGroup::HandleReady(Ready rd) {
   // answers and proposals, a follower the next appends) while the writer thread syncs
   // (2026-12-04, consensus-bench, 256 in flight: with every leader fdatasync inline,
   // a quarter fewer commits a second).
-  const bool write_here = has_records && rd.entries.size() <= 1 && persisting_.empty() &&
-                          runtime_->LogWritesHere(worker_);
+  const bool write_here =
+      has_records && rd.entries.size() <= 1 && persisting_.empty() && worker_->LogWritesHere();
   persisting_.push_back(InFlightReady{!has_records, std::move(rd)});
   if (has_records) {
     auto self = shared_from_this();
     auto done = [self, msgs = std::move(on_durable)](const Status& s) mutable {
       if (s.ok() && !msgs.empty()) {
-        self->runtime_->Send(self->id_, &msgs);
+        self->worker_->Send(self->id_, &msgs);
         // Written by a reactor's inline task (AppendHereIfIdle): out now, not when the
         // task ends.
         rpc::FlushPendingSends();
       }
       // Then back to the group's worker. A stopped runtime failed the group's
       // callbacks already.
-      self->runtime_->Post(self->worker_, [self, s] {
+      self->PostToWorker([self, s] {
         self->OnPersisted(s);
-        self->runtime_->Touch(self->worker_, self.get());
+        self->worker_->Touch(self.get());
       });
     };
     if (write_here) {
@@ -302,6 +344,7 @@ void RaftGroup::HandleReady(Ready rd) {
 }
 
 void RaftGroup::OnPersisted(const Status& s) {
+  DCHECK(worker_->IsCurrentThread());
   if (!failed_.ok()) return;
   if (!s.ok()) return Fail(s);
   for (InFlightReady& f : persisting_) {
@@ -313,7 +356,7 @@ void RaftGroup::OnPersisted(const Status& s) {
   while (!persisting_.empty() && persisting_.front().durable) {
     InFlightReady f = std::move(persisting_.front());
     persisting_.pop_front();
-    if (!f.ready.messages.empty()) runtime_->Send(id_, &f.ready.messages);
+    if (!f.ready.messages.empty()) worker_->Send(id_, &f.ready.messages);
     raft_->Advance(f.ready, GetMonoTimeMicros());
   }
 }
@@ -386,6 +429,7 @@ void RaftGroup::Fail(const Status& s) {
 }
 
 void RaftGroup::FailPending(const Status& s) {
+  DCHECK(worker_->IsCurrentThread());
   auto proposals = std::move(proposals_);
   proposals_.clear();
   auto reads = std::move(reads_);
@@ -395,10 +439,11 @@ void RaftGroup::FailPending(const Status& s) {
 }
 
 void RaftGroup::Stop() {
+  DCHECK(worker_->IsCurrentThread());
   if (!failed_.ok()) return;
-  failed_ = Status::Aborted("consensus group " + std::to_string(id_) + " was removed");
-  FailPending(Status::Aborted("consensus group " + std::to_string(id_) + " was removed",
-                              "the outcome is unknown"));
+  failed_ = Status::Aborted(name_ + ": its consensus group was removed");
+  FailPending(
+      Status::Aborted(name_ + ": its consensus group was removed", "the outcome is unknown"));
   PublishInfo();
 }
 

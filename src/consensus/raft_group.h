@@ -4,9 +4,12 @@
 // state machine it applies committed entries to.
 //
 // A group's Raft instance and state machine are touched only by the one runtime
-// worker thread the group is assigned to; every call below posts a task to that
-// worker and returns at once. Callbacks run on that worker thread: they must not
-// block, and may call this group (or any other) again.
+// worker the group is assigned to (its thread, or a reactor that borrowed its part:
+// "the worker" below); every call of the first public section posts a task to that
+// worker and returns at once. Callbacks run on the worker: they must not block, and
+// may call this group (or any other) again. The group reaches its runtime only
+// through GroupWorker, and the runtime drives it through the second public section,
+// whose methods DCHECK that they run on the worker.
 //
 // Durability: the driver persists each Ready's entries, truncation and hard state in
 // the shared log and sends the Ready's messages only once they are durable (a
@@ -38,9 +41,33 @@
 
 namespace nyala::consensus {
 
-class ConsensusRuntime;
+class RaftGroup;
 class SharedLog;
-struct RuntimeWorker;
+
+// The worker a group belongs to, as the group sees it: the group's one door to the
+// runtime that drives it (ConsensusRuntime implements it for each of its workers).
+class GroupWorker {
+ public:
+  virtual ~GroupWorker() = default;
+  // Any thread: queues `*task` to run on this worker. False once the worker stopped,
+  // and `*task` is then left to the caller (it is moved from only when queued).
+  virtual bool Post(std::function<void()>* task) = 0;
+  // Any thread: whether the calling thread runs this worker's part now (its thread,
+  // or a reactor that borrowed it; during shutdown, the thread shutting it down).
+  virtual bool IsCurrentThread() const = 0;
+  // Worker only: `group` has work; its Ready is handled before the worker sleeps.
+  virtual void Touch(RaftGroup* group) = 0;
+  // Worker only: whether log appends may be written and synced on this thread
+  // (SharedLog::AppendHereIfIdle): on a reactor that borrowed the worker's part.
+  virtual bool LogWritesHere() const = 0;
+  // The worker, or the log's writer thread once a Ready's records are durable: sends
+  // `msgs` of group `group` to their servers (moved from).
+  virtual void Send(uint64_t group, std::vector<MessagePB>* msgs) = 0;
+  // Any thread: what log lines call server `id` ("server <uuid>").
+  virtual std::string PeerName(PeerId id) const = 0;
+  // Any thread: a message from a peer was refused as invalid (counted).
+  virtual void CountRefused() = 0;
+};
 
 // What a group applies committed entries to (a tablet). Called on the group's worker
 // thread, in log order, every committed entry once per incarnation of the group:
@@ -100,6 +127,10 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // `index` is the entry's index when it was appended (0 if it never was).
   using Callback = std::function<void(const Status& s, uint64_t index)>;
 
+  // Made by ConsensusRuntime::CreateGroup: `worker` and `log` must outlive the group;
+  // `raft` was built from what the log holds of the group.
+  RaftGroup(GroupWorker* worker, SharedLog* log, const GroupOptions& opts,
+            std::unique_ptr<Raft> raft);
   ~RaftGroup();
   RaftGroup(const RaftGroup&) = delete;
   RaftGroup& operator=(const RaftGroup&) = delete;
@@ -150,8 +181,36 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
     return now_us < lease_expiry_us_.load(std::memory_order_acquire);
   }
 
+  // --- The runtime's side: worker only (DCHECKed), except worker().
+  GroupWorker* worker() const { return worker_; }
+  // A message from a peer (refused ones are logged and counted). `m` is shared with
+  // the in-memory log, which keeps its entries.
+  void Step(std::shared_ptr<const MessagePB> m, int64_t now_us);
+  void Tick(int64_t now_us);
+  // Raft::WakeUp: a quiesced group whose peers went silent runs its timers again.
+  void WakeUp(int64_t now_us);
+  // Takes and handles every Ready the core has.
+  void Process();
+  // ConsensusRuntime::RemoveGroup: the group stops for good; nothing reaches the state
+  // machine after this returns.
+  void Stop();
+  // Fails every pending callback with `s` (the runtime shuts down).
+  void FailPending(const Status& s);
+  // Asks the state machine to make its applied state durable (it keeps old log
+  // segments alive), unless the group failed.
+  void RequestFlush();
+  // Whether the group runs: not failed, nor stopped.
+  bool running() const;
+  // The core's state, for the runtime's liveness checks.
+  bool quiesced() const;
+  RaftRole role() const;
+  PeerId leader() const;
+  const ConfigPB& config() const;
+  // The runtime's list of groups to Process: false if the group is in it already,
+  // else marks it so (true). Process clears the mark.
+  bool MarkDirty();
+
  private:
-  friend class ConsensusRuntime;
   struct PendingProposal {
     uint64_t term;
     Callback done;
@@ -166,22 +225,16 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
     Ready ready;
   };
 
-  RaftGroup(ConsensusRuntime* runtime, RuntimeWorker* worker, SharedLog* log,
-            const GroupOptions& opts, std::unique_ptr<Raft> raft);
-
   struct AppendTask;
   // Posts `task` (Raft::Propose or ProposeConfigChange) to the worker; its callback as
   // for Propose.
   void Append(AppendTask task);
 
-  // --- Worker thread only.
+  // Any thread: GroupWorker::Post of a task it may drop when refused.
+  bool PostToWorker(std::function<void()> task) { return worker_->Post(&task); }
+
+  // --- Worker only.
   void TrackProposal(uint64_t index, Callback done);
-  // `m` is shared with the in-memory log, which keeps its entries.
-  void Step(std::shared_ptr<const MessagePB> m, int64_t now_us);
-  void Tick(int64_t now_us);
-  void WakeUp(int64_t now_us);
-  // Takes and handles every Ready the core has.
-  void Process();
   void HandleReady(Ready rd);
   // The oldest of this group's log appends finished.
   void OnPersisted(const Status& s);
@@ -190,24 +243,15 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // Leadership lost or term changed: pending reads fail (Raft dropped them).
   void NoteRole();
   void Fail(const Status& s);
-  // Fails every pending callback with `s` (the group stops).
-  void FailPending(const Status& s);
-  // ConsensusRuntime::RemoveGroup: the group stops for good; nothing reaches the state
-  // machine after this returns.
-  void Stop();
   void PublishInfo();
-  bool quiesced() const { return raft_->quiesced(); }
-  RaftRole role() const { return raft_->role(); }
-  PeerId leader() const { return raft_->leader(); }
 
   const uint64_t id_;
   const std::string name_;
-  ConsensusRuntime* const runtime_;
-  RuntimeWorker* const worker_;
+  GroupWorker* const worker_;
   SharedLog* const log_;
   StateMachine* const sm_;
 
-  // Worker thread only.
+  // Worker only.
   std::unique_ptr<Raft> raft_;
   Status failed_;
   uint64_t applied_ = 0;

@@ -698,6 +698,30 @@ TEST_F(RuntimeTest, ForgedRaftMessagesAreRefusedAndTheGroupKeepsServing) {
   EXPECT_EQ(servers_[follower].sms.at(8)->data().back(), "after");
 }
 
+#ifndef NDEBUG
+// The runtime's side of a group runs on the group's worker only; a call from another
+// thread is a bug that the DCHECKs catch (in builds with assertions, as
+// scripts/check.sh makes).
+TEST_F(RuntimeTest, AGroupsWorkerOnlyMethodsCheckTheirThread) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(5));
+  std::shared_ptr<RaftGroup> g = servers_[1].groups.at(5);
+  EXPECT_FALSE(g->worker()->IsCurrentThread());
+  EXPECT_DEATH(g->Tick(GetMonoTimeMicros()), "IsCurrentThread");
+  EXPECT_DEATH(g->Process(), "IsCurrentThread");
+  EXPECT_DEATH(g->FailPending(Status::Aborted("test")), "IsCurrentThread");
+  // On the worker they run.
+  std::atomic<bool> ran{false};
+  std::function<void()> task = [&] {
+    EXPECT_TRUE(g->worker()->IsCurrentThread());
+    EXPECT_TRUE(g->running());
+    ran = true;
+  };
+  ASSERT_TRUE(g->worker()->Post(&task));
+  AssertEventually(kWait, [&] { ASSERT_TRUE(ran.load()); });
+}
+#endif
+
 // A group whose state machine says it applied past the end of its log (its log was
 // lost or damaged) does not start, with an error naming it; the server's other
 // groups run on.

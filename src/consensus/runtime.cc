@@ -151,7 +151,21 @@ std::shared_ptr<const MessagePB> TakeMessage(MessagePB* m) {
 }  // namespace
 
 // One worker thread and the groups it drives.
-struct RuntimeWorker {
+// One worker of the runtime; the GroupWorker its groups see.
+struct RuntimeWorker : public GroupWorker {
+  explicit RuntimeWorker(ConsensusRuntime* rt) : rt(rt) {}
+
+  bool Post(std::function<void()>* task) override { return rt->Post(this, task); }
+  bool IsCurrentThread() const override {
+    return owner.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  void Touch(RaftGroup* g) override { rt->Touch(this, g); }
+  bool LogWritesHere() const override { return log_writes_here; }
+  void Send(uint64_t group, std::vector<MessagePB>* msgs) override { rt->Send(group, msgs); }
+  std::string PeerName(PeerId id) const override { return rt->PeerName(id); }
+  void CountRefused() override { rt->CountRefused(); }
+
+  ConsensusRuntime* const rt;
   int index = 0;
   Mutex mu;
   CondVar cv;
@@ -164,6 +178,9 @@ struct RuntimeWorker {
   bool borrowed GUARDED_BY(mu) = false;
   // The thread waits for a borrower to finish (it is notified then).
   bool waiting_for_borrower GUARDED_BY(mu) = false;
+  // The thread that runs the worker's part now (set while running or borrowed; by
+  // Shutdown once the thread is joined), for IsCurrentThread.
+  std::atomic<std::thread::id> owner{};
   // When the sleeping thread wakes on its own (for ticks and timers).
   int64_t sleep_until_us GUARDED_BY(mu) = 0;
   std::thread thread;
@@ -290,7 +307,7 @@ Result<std::unique_ptr<ConsensusRuntime>> ConsensusRuntime::Start(RuntimeOptions
       std::make_unique<ConsensusServiceImpl>(rt->service_target_), 1, 100));
   const int64_t now = GetMonoTimeMicros();
   for (int i = 0; i < rt->opts_.num_threads; i++) {
-    auto w = std::make_unique<RuntimeWorker>();
+    auto w = std::make_unique<RuntimeWorker>(rt.get());
     w->index = i;
     w->next_tick_us = now;
     w->next_liveness_us = now + rt->server_heartbeat_interval_us_;
@@ -322,6 +339,8 @@ void ConsensusRuntime::Shutdown() {
   }
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
+    // A borrower finished before the thread, which waits for it.
+    w->owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }
   // The workers are gone: this thread is the only one touching the groups now.
   std::vector<std::shared_ptr<RaftGroup>> groups;
@@ -457,7 +476,7 @@ Result<std::shared_ptr<RaftGroup>> ConsensusRuntime::CreateGroup(const GroupOpti
   RETURN_NOT_OK_PREPEND(ro.Validate(), name);
   auto raft = std::make_unique<Raft>(std::move(ro), state, GetMonoTimeMicros());
   RuntimeWorker* w = workers_[options.group_id % workers_.size()].get();
-  std::shared_ptr<RaftGroup> group(new RaftGroup(this, w, log_.get(), options, std::move(raft)));
+  auto group = std::make_shared<RaftGroup>(w, log_.get(), options, std::move(raft));
   {
     ExclusiveLock l(groups_mu_);
     if (!groups_.emplace(options.group_id, group).second) {
@@ -488,7 +507,7 @@ Status ConsensusRuntime::RemoveGroup(uint64_t id) {
     g = it->second;
     groups_.erase(it);
   }
-  RuntimeWorker* w = g->worker_;
+  auto* w = static_cast<RuntimeWorker*>(g->worker());
   std::promise<void> stopped;
   auto task = [w, g, &stopped] {
     g->Stop();
@@ -547,12 +566,8 @@ bool ConsensusRuntime::Post(RuntimeWorker* w, std::function<void()>* task) {
 }
 
 void ConsensusRuntime::Touch(RuntimeWorker* w, RaftGroup* g) {
-  if (g->dirty_) return;
-  g->dirty_ = true;
-  w->dirty.push_back(g);
+  if (g->MarkDirty()) w->dirty.push_back(g);
 }
-
-bool ConsensusRuntime::LogWritesHere(const RuntimeWorker* w) { return w->log_writes_here; }
 
 int64_t ConsensusRuntime::NextWakeUs(const RuntimeWorker* w) const {
   int64_t deadline = w->next_liveness_us;
@@ -565,9 +580,8 @@ void ConsensusRuntime::ProcessDirty(RuntimeWorker* w) {
   // Handling a Ready may touch other groups of this worker (a callback proposing).
   for (size_t i = 0; i < w->dirty.size(); i++) {
     RaftGroup* g = w->dirty[i];
-    g->dirty_ = false;
     g->Process();
-    if (g->failed_.ok() && !g->quiesced()) {
+    if (g->running() && !g->quiesced()) {
       w->awake.insert(g);
     } else {
       w->awake.erase(g);
@@ -605,6 +619,7 @@ void ConsensusRuntime::RunWorker(RuntimeWorker* w) {
         last = true;
       }
       w->running = true;
+      w->owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
       batch.swap(w->tasks);
     }
     for (auto& task : batch) task();
@@ -613,6 +628,7 @@ void ConsensusRuntime::RunWorker(RuntimeWorker* w) {
     if (!last) RunTimers(w, now);
     ProcessDirty(w);
     MutexLock l(w->mu);
+    w->owner.store(std::thread::id(), std::memory_order_relaxed);
     w->running = false;
   }
 }
@@ -621,6 +637,7 @@ bool ConsensusRuntime::TryBorrow(RuntimeWorker* w) {
   MutexLock l(w->mu);
   if (w->stop || w->running || w->borrowed || !w->tasks.empty()) return false;
   w->borrowed = true;
+  w->owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
   return true;
 }
 
@@ -649,6 +666,7 @@ void ConsensusRuntime::ReleaseBorrow(RuntimeWorker* w, int64_t wake_us) {
   bool notify;
   {
     MutexLock l(w->mu);
+    w->owner.store(std::thread::id(), std::memory_order_relaxed);
     w->borrowed = false;
     // The thread sleeps until its old deadline unless told: tell it when there is work,
     // when it waits for the borrower, or when a group woke and must tick sooner.
@@ -675,15 +693,15 @@ void ConsensusRuntime::RunTimers(RuntimeWorker* w, int64_t now) {
       if (!g->quiesced()) continue;
       if (g->role() == RaftRole::kLeader) {
         size_t heard = 0;
-        const ConfigPB& config = g->raft_->config();
+        const ConfigPB& config = g->config();
         for (PeerId v : config.voters()) {
-          if (v == g->raft_->id() || LastHeardUs(v) > now - opts_.election_timeout_min_us) {
+          if (v == opts_.server_id || LastHeardUs(v) > now - opts_.election_timeout_min_us) {
             heard++;
           }
         }
         if (heard >= size_t(config.voters_size()) / 2 + 1) continue;
-        VLOG(1) << "consensus group " << g->id() << ": heard from the servers of " << heard
-                << " of " << config.voters_size() << " voters; waking the leader up";
+        VLOG(1) << g->name() << ": heard from the servers of " << heard << " of "
+                << config.voters_size() << " voters; waking the leader up";
         g->WakeUp(now);
         Touch(w, g.get());
         counters_.wakeups.fetch_add(1, std::memory_order_relaxed);
@@ -691,8 +709,7 @@ void ConsensusRuntime::RunTimers(RuntimeWorker* w, int64_t now) {
       }
       const PeerId leader = g->leader();
       if (leader != kNoPeer && LastHeardUs(leader) > now - opts_.election_timeout_min_us) continue;
-      VLOG(1) << "consensus group " << g->id() << ": leader server " << leader
-              << " is silent; waking up";
+      VLOG(1) << g->name() << ": leader " << PeerName(leader) << " is silent; waking up";
       g->WakeUp(now);
       Touch(w, g.get());
       counters_.wakeups.fetch_add(1, std::memory_order_relaxed);
@@ -712,11 +729,9 @@ void ConsensusRuntime::RunTimers(RuntimeWorker* w, int64_t now) {
 void ConsensusRuntime::AskPinningGroupsToFlush() {
   for (uint64_t id : log_->GroupsPinning(size_t(std::max(FLAGS_log_max_old_segments, 0)))) {
     std::shared_ptr<RaftGroup> g = GetGroup(id);
-    if (!g || g->sm_ == nullptr) continue;
+    if (!g) continue;
     counters_.flush_requests.fetch_add(1, std::memory_order_relaxed);
-    Post(g->worker_, [g] {
-      if (g->failed_.ok()) g->sm_->FlushRequested();
-    });
+    Post(static_cast<RuntimeWorker*>(g->worker()), [g] { g->RequestFlush(); });
   }
 }
 

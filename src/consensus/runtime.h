@@ -73,6 +73,7 @@ class RpcContext;
 namespace nyala::consensus {
 
 class MultiUpdateRequestPB;
+struct RuntimeWorker;
 class MultiUpdateResponsePB;
 struct ServiceTarget;
 
@@ -144,7 +145,7 @@ class ConsensusRuntime {
   RuntimeStats Stats() const;
 
  private:
-  friend class RaftGroup;
+  friend struct RuntimeWorker;  // runtime.cc: a worker, the GroupWorker of its groups
   friend class ConsensusServiceImpl;
   struct Peer;
 
@@ -186,9 +187,6 @@ class ConsensusRuntime {
   void ReleaseBorrow(RuntimeWorker* w, int64_t wake_us);
   // The worker's part (its thread or a borrower): handles the Ready of every touched group.
   void ProcessDirty(RuntimeWorker* w);
-  // The worker's part: whether its log appends may be written on this thread
-  // (SharedLog::AppendHereIfIdle): on a reactor that borrowed it.
-  static bool LogWritesHere(const RuntimeWorker* w);
   // The worker's part: when its timers are next due.
   int64_t NextWakeUs(const RuntimeWorker* w) const;
 
