@@ -66,6 +66,8 @@ class Cluster {
           for (const EntryPtr& e : rd.committed) n.applied.push_back(*e);
           for (MessagePB& m : rd.messages) out.push_back(std::move(m));
           n.raft->Advance(rd, now_);
+          snapshot_requests_ += rd.snapshots.size();
+          for (const FetchRequest& f : rd.fetches) ServeFetch(n, f);
           moved = true;
         }
       }
@@ -158,6 +160,16 @@ class Cluster {
   void Record(bool on) { record_ = on; }
   const std::vector<MessagePB>& recorded() const { return recorded_; }
 
+  // Answers the leader's fetches from the log it persisted (which the tests never
+  // compact), `batch` entries at a time; 0: the log lacks them (StorageMissing).
+  void ServeFetchesInBatchesOf(size_t batch) { fetch_batch_ = batch; }
+  int fetches_served() const { return fetches_served_; }
+  // The next `n` fetches are answered with entries from one index too far on, which
+  // the leader must refuse.
+  void ServeWrongEntries(int n) { wrong_left_ = n; }
+  int wrong_entries_refused() const { return wrong_refused_; }
+  size_t snapshot_requests() const { return snapshot_requests_; }
+
   // Restarts a node from what it persisted.
   void Restart(PeerId id) {
     Node& n = nodes_.at(id);
@@ -177,6 +189,28 @@ class Cluster {
     std::vector<EntryPB> applied;
   };
 
+  void ServeFetch(Node& n, const FetchRequest& f) {
+    if (fetch_batch_ == 0 || f.index == 0 || f.index > n.log.size()) {
+      n.raft->StorageMissing(f.peer, f.index);
+      return;
+    }
+    const uint64_t from = wrong_left_ > 0 ? f.index + 1 : f.index;
+    std::vector<EntryPtr> entries;
+    for (uint64_t i = from; i <= n.log.size() && entries.size() < fetch_batch_; i++) {
+      entries.push_back(std::make_shared<const EntryPB>(n.log[i - 1]));
+    }
+    const uint64_t prev_term = from > 1 ? n.log[from - 2].term() : 0;
+    Status s = n.raft->SendFromStorage(f.peer, prev_term, entries);
+    if (wrong_left_ > 0) {
+      wrong_left_--;
+      EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+      if (s.IsInvalidArgument()) wrong_refused_++;
+      return;
+    }
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    fetches_served_++;
+  }
+
   static void Persist(Node& n, const Ready& rd) {
     if (rd.truncate_from) n.log.resize(*rd.truncate_from - 1);
     for (const EntryPtr& e : rd.entries) {
@@ -194,6 +228,11 @@ class Cluster {
   std::set<std::pair<PeerId, PeerId>> cut_links_;
   bool record_ = false;
   std::vector<MessagePB> recorded_;
+  size_t fetch_batch_ = 0;
+  int fetches_served_ = 0;
+  int wrong_left_ = 0;
+  int wrong_refused_ = 0;
+  size_t snapshot_requests_ = 0;
   int64_t now_ = 0;
 };
 
@@ -551,6 +590,73 @@ TEST(RaftTest, ASharedAppendsEntriesAreKeptWithoutACopy) {
       EXPECT_EQ(holders, 2);  // `m` and `sent`
     }
   }
+}
+
+// A follower that missed entries the leader has compacted from its in-memory log is
+// sent them from the leader's log on disk (the driver reads them back), a batch per
+// round trip, and never needs a copy of the state machine.
+TEST(RaftTest, AFollowerBehindTheCompactedLogIsServedFromStorage) {
+  Cluster c({1, 2, 3}, [](RaftOptions* o) { o->fetch_from_storage = true; });
+  c.ServeFetchesInBatchesOf(7);
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  const PeerId behind = l == 3 ? 2 : 3;
+  c.Cut(behind);
+  for (int i = 0; i < 60; i++) c.Propose("e" + std::to_string(i));
+  c.Run(50 * kMs);
+  const uint64_t last = c.raft(l).last_index();
+  ASSERT_TRUE(c.raft(l).Compact(last - 5).ok());
+  ASSERT_EQ(c.raft(l).snapshot_index(), last - 5);
+  c.Uncut(behind);
+  c.Run(500 * kMs);
+  EXPECT_EQ(c.raft(behind).last_index(), last);
+  EXPECT_EQ(c.Applied(behind), c.Applied(l));
+  // 55 entries it lacked below the in-memory log, 7 a time.
+  EXPECT_GE(c.fetches_served(), 8);
+  EXPECT_EQ(c.snapshot_requests(), 0u);
+  // It takes new entries as any follower.
+  c.Propose("after");
+  EXPECT_EQ(c.raft(behind).last_index(), last + 1);
+}
+
+// When the leader's log on disk lacks them too, the follower needs a copy.
+TEST(RaftTest, AFollowerBehindTheLogOnDiskNeedsACopy) {
+  Cluster c({1, 2, 3}, [](RaftOptions* o) { o->fetch_from_storage = true; });
+  c.ServeFetchesInBatchesOf(0);
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  const PeerId behind = l == 3 ? 2 : 3;
+  c.Cut(behind);
+  for (int i = 0; i < 20; i++) c.Propose("e" + std::to_string(i));
+  c.Run(50 * kMs);
+  ASSERT_TRUE(c.raft(l).Compact(c.raft(l).last_index() - 2).ok());
+  c.Uncut(behind);
+  c.Run(300 * kMs);
+  EXPECT_EQ(c.snapshot_requests(), 1u);
+  EXPECT_EQ(c.fetches_served(), 0);
+  EXPECT_LT(c.raft(behind).last_index(), c.raft(l).snapshot_index());
+}
+
+// Entries the driver hands back that do not fit the leader's log (here: not from the
+// index asked for) are refused with nothing sent; the follower is asked for again at
+// the next heartbeat answer and catches up once the driver answers right.
+TEST(RaftTest, EntriesFromStorageThatDoNotFitAreRefused) {
+  Cluster c({1, 2, 3}, [](RaftOptions* o) { o->fetch_from_storage = true; });
+  c.ServeFetchesInBatchesOf(10);
+  c.ServeWrongEntries(2);
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  const PeerId behind = l == 3 ? 2 : 3;
+  c.Cut(behind);
+  for (int i = 0; i < 20; i++) c.Propose("e" + std::to_string(i));
+  c.Run(50 * kMs);
+  const uint64_t last = c.raft(l).last_index();
+  ASSERT_TRUE(c.raft(l).Compact(last - 2).ok());
+  c.Uncut(behind);
+  c.Run(500 * kMs);
+  EXPECT_EQ(c.wrong_entries_refused(), 2);
+  EXPECT_EQ(c.raft(behind).last_index(), last);
+  EXPECT_EQ(c.snapshot_requests(), 0u);
 }
 
 // A lone voter needs nobody's vote, but it leads only once its own vote is durable:

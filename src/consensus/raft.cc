@@ -827,13 +827,20 @@ void Raft::BroadcastAppends() {
 
 void Raft::SendAppends(PeerId to) {
   Progress& p = progress_[to];
-  if (p.state == Progress::State::kSnapshot) return;  // waiting for ReportSnapshot
+  // Waiting for ReportSnapshot, or for SendFromStorage or StorageMissing.
+  if (p.state == Progress::State::kSnapshot || p.state == Progress::State::kFetch) return;
   if (p.next - 1 < snap_index_) {
-    // The entries it needs are compacted away: it needs a copy of the state machine.
-    p.state = Progress::State::kSnapshot;
+    // The entries it needs are compacted away here: the driver reads them back from
+    // its log if it can, else the follower needs a copy of the state machine.
     p.inflight.clear();
     p.inflight_bytes = 0;
-    snapshots_.push_back({to, snap_index_, snap_term_, snap_config_});
+    if (opts_.fetch_from_storage) {
+      p.state = Progress::State::kFetch;
+      fetches_.push_back({to, p.next});
+    } else {
+      p.state = Progress::State::kSnapshot;
+      snapshots_.push_back({to, snap_index_, snap_term_, snap_config_});
+    }
     return;
   }
   auto send_from = [&](uint64_t next, bool allow_empty) -> std::pair<uint64_t, int64_t> {
@@ -884,8 +891,9 @@ Status Raft::StepAppendResponse(const MessagePB& m, int64_t now_us) {
   Progress& p = it->second;
   p.recently_active = true;
   NoteRoundAck(m.from(), m.round());
-  if (p.state == Progress::State::kSnapshot) {
-    // Answers to appends sent before the copy began; only the match may move.
+  if (p.state == Progress::State::kSnapshot || p.state == Progress::State::kFetch) {
+    // Answers to appends sent before the copy or the read began; only the match may
+    // move.
     if (!m.reject() && m.index() > p.match) p.match = m.index();
     MaybeCommit();
     return Status::OK();
@@ -949,7 +957,10 @@ void Raft::StepHeartbeatResponse(const MessagePB& m, int64_t now_us) {
   if (m.quiesce() && quiesce_round_ != 0 && m.round() >= quiesce_round_ && p.match == LastIndex()) {
     p.quiesced = true;
   }
-  if (p.match >= LastIndex() || p.state == Progress::State::kSnapshot) return;
+  if (p.match >= LastIndex() || p.state == Progress::State::kSnapshot ||
+      p.state == Progress::State::kFetch) {
+    return;
+  }
   // The follower is behind. Appends may have been lost (or it restarted): in probe,
   // probe again; in replicate, make room for one more append if the window is full,
   // and if everything was sent already, send an empty append after the last one, which
@@ -1239,11 +1250,68 @@ void Raft::ReportSnapshot(PeerId peer, uint64_t index, bool ok) {
   SendAppends(peer);
 }
 
+Status Raft::SendFromStorage(PeerId peer, uint64_t prev_term,
+                             const std::vector<EntryPtr>& entries) {
+  if (role_ != RaftRole::kLeader) return Status::OK();
+  auto it = progress_.find(peer);
+  if (it == progress_.end() || it->second.state != Progress::State::kFetch) return Status::OK();
+  Progress& p = it->second;
+  auto refuse = [&](const std::string& why) {
+    // Asked for again at the next heartbeat answer, as if the read had failed.
+    p.state = Progress::State::kProbe;
+    p.probe_sent = true;
+    return Status::InvalidArgument("raft: entries read back for node " + std::to_string(peer) +
+                                   " " + why);
+  };
+  if (entries.empty() || entries.front()->index() != p.next) {
+    return refuse("do not start at index " + std::to_string(p.next));
+  }
+  uint64_t index = p.next - 1, term = prev_term;
+  for (const EntryPtr& e : entries) {
+    if (e->index() != index + 1 || e->term() < term || e->term() > term_) {
+      return refuse("are not a log: entry " + std::to_string(e->index()) + " of term " +
+                    std::to_string(e->term()) + " after entry " + std::to_string(index) +
+                    " of term " + std::to_string(term));
+    }
+    if (e->index() > LastIndex() ||
+        (e->index() >= snap_index_ && TermAt(e->index()) != e->term())) {
+      return refuse("disagree with this log at entry " + std::to_string(e->index()));
+    }
+    index = e->index();
+    term = e->term();
+  }
+  MessagePB m;
+  m.set_type(MSG_APPEND);
+  m.set_to(peer);
+  m.set_index(p.next - 1);
+  m.set_log_term(prev_term);
+  m.set_commit(commit_);
+  m.set_round(round_);
+  for (const EntryPtr& e : entries) *m.add_entries() = *e;
+  Send(std::move(m));
+  // Its answer moves the follower to replicate at what it holds; if that is still
+  // below the in-memory log, the next batch is asked for.
+  p.state = Progress::State::kProbe;
+  p.probe_sent = true;
+  return Status::OK();
+}
+
+void Raft::StorageMissing(PeerId peer, uint64_t index) {
+  if (role_ != RaftRole::kLeader) return;
+  auto it = progress_.find(peer);
+  if (it == progress_.end() || it->second.state != Progress::State::kFetch ||
+      it->second.next != index) {
+    return;
+  }
+  it->second.state = Progress::State::kSnapshot;
+  snapshots_.push_back({peer, snap_index_, snap_term_, snap_config_});
+}
+
 // Ready ------------------------------------------------------------------------
 
 bool Raft::HasReady() const {
   return appends_pending_ || truncate_from_ || unstable_ <= LastIndex() || !msgs_.empty() ||
-         !reads_.empty() || !snapshots_.empty() ||
+         !reads_.empty() || !snapshots_.empty() || !fetches_.empty() ||
          std::min(commit_, persisted_) > applied_handed_ || term_ != last_hard_state_.term() ||
          vote_ != last_hard_state_.vote() || commit_ != last_hard_state_.commit();
 }
@@ -1275,6 +1343,7 @@ Ready Raft::TakeReady() {
   applied_handed_ = std::max(applied_handed_, apply_to);
   rd.reads.swap(reads_);
   rd.snapshots.swap(snapshots_);
+  rd.fetches.swap(fetches_);
   return rd;
 }
 

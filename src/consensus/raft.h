@@ -43,9 +43,14 @@
 //
 // - Log compaction: the driver may drop entries its state machine has applied and
 //   made durable (Compact). A follower that needs entries no longer in the leader's
-//   log is named in the Ready's `snapshots`: the driver copies the state machine to
-//   it (tablet copy), the follower's driver calls RestoreSnapshot, and the leader's
-//   ReportSnapshot resumes replication after the snapshot's index.
+//   in-memory log is named in the Ready's `fetches` when the driver keeps a log it can
+//   read them back from (RaftOptions::fetch_from_storage): it hands them back with
+//   SendFromStorage, one bounded batch per round trip, until the follower reaches the
+//   in-memory log. When the driver's log lacks them too (StorageMissing), or without
+//   fetch_from_storage, the follower is named in the Ready's `snapshots`: the driver
+//   copies the state machine to it (tablet copy), the follower's driver calls
+//   RestoreSnapshot, and the leader's ReportSnapshot resumes replication after the
+//   snapshot's index.
 //
 // - Membership change one server at a time (thesis §4.1): a configuration is a log
 //   entry (ENTRY_CONFIG) and takes effect on a node as soon as it is in its log,
@@ -123,6 +128,9 @@ struct RaftOptions {
   int64_t max_msg_bytes = 1 << 20;
   // Quiesce when idle (see the file comment).
   bool quiesce_when_idle = true;
+  // The driver can read compacted entries back from its own log (Ready::fetches);
+  // without it, a follower behind the compaction point needs a snapshot at once.
+  bool fetch_from_storage = false;
   // When the commit index advances, send followers that are owed nothing else an
   // empty append that carries it. Off (the multi-group runtime's choice), they learn
   // it with the next append or heartbeat: one round trip per commit fewer, which
@@ -183,6 +191,14 @@ struct SnapshotRequest {
   ConfigPB config;
 };
 
+// The leader's in-memory log no longer holds what `peer` needs, from `index` on: the
+// driver reads entries from `index` on back from its log (a bounded batch) and hands
+// them to Raft::SendFromStorage, or calls Raft::StorageMissing if its log lacks them.
+struct FetchRequest {
+  PeerId peer = kNoPeer;
+  uint64_t index = 0;
+};
+
 enum class ConfigChange {
   kAddLearner,      // a new member that receives the log but does not vote
   kPromoteLearner,  // the learner becomes a voter (it must hold everything committed)
@@ -205,6 +221,8 @@ const char* RaftRoleName(RaftRole role);
 //   3. apply `committed` in order (they are durable here already);
 //   4. serve each of `reads` once the applied index reaches its index;
 //   5. call Raft::Advance() with this Ready.
+// `snapshots` and `fetches` start work that ends in a later call (ReportSnapshot,
+// SendFromStorage or StorageMissing), any time after.
 // Steps 1-2 may happen asynchronously while the driver keeps calling Step/Tick; the
 // next Ready can be taken before Advance() of this one only if it is persisted after.
 struct Ready {
@@ -215,10 +233,11 @@ struct Ready {
   std::vector<EntryPtr> committed;
   std::vector<ReadState> reads;
   std::vector<SnapshotRequest> snapshots;  // copies to start (any time)
+  std::vector<FetchRequest> fetches;       // entries to read back from the log
 
   bool empty() const {
     return !truncate_from && entries.empty() && !hard_state && messages.empty() &&
-           committed.empty() && reads.empty() && snapshots.empty();
+           committed.empty() && reads.empty() && snapshots.empty() && fetches.empty();
   }
 };
 
@@ -294,6 +313,17 @@ class Raft {
   // Leader: the copy to `peer` at `index` finished (`ok`) or failed; replication to it
   // resumes.
   void ReportSnapshot(PeerId peer, uint64_t index, bool ok);
+  // Leader: the answer to a FetchRequest for `peer`: `entries`, read back from the
+  // driver's log from the request's index on (at least one), and `prev_term`, the term
+  // of the entry before them. They go to `peer` in one append if it still waits for
+  // them; an answer that comes too late (leadership or the follower's position
+  // changed) is ignored. InvalidArgument, nothing sent, if the entries are not
+  // contiguous, do not start at the index asked for, run past this log, or disagree
+  // with it where they overlap; the follower is then asked for again.
+  Status SendFromStorage(PeerId peer, uint64_t prev_term, const std::vector<EntryPtr>& entries);
+  // Leader: the driver's log lacks what the FetchRequest for `peer` at `index` asked
+  // for: the follower needs a copy (a SnapshotRequest in the next Ready).
+  void StorageMissing(PeerId peer, uint64_t index);
   uint64_t snapshot_index() const { return snap_index_; }
 
   bool HasReady() const;
@@ -317,7 +347,9 @@ class Raft {
  private:
   // Replication state of one follower, on the leader.
   struct Progress {
-    enum class State { kProbe, kReplicate, kSnapshot };
+    // kFetch: waiting for the driver to read entries back from its log
+    // (SendFromStorage or StorageMissing).
+    enum class State { kProbe, kReplicate, kSnapshot, kFetch };
     uint64_t match = 0;
     uint64_t next = 1;
     State state = State::kProbe;
@@ -450,6 +482,7 @@ class Raft {
   std::vector<MessagePB> msgs_;
   std::vector<ReadState> reads_;
   std::vector<SnapshotRequest> snapshots_;
+  std::vector<FetchRequest> fetches_;
 };
 
 }  // namespace nyala::consensus

@@ -26,6 +26,10 @@ HardState ToLogHardState(const HardStatePB& hs) {
   return out;
 }
 
+// Entry bytes read back from the log per batch for a lagging follower: one append
+// message's worth (RaftOptions::max_msg_bytes).
+constexpr uint64_t kReadBackBatchBytes = 1 << 20;
+
 Status StoppedStatus() {
   return Status::ServiceUnavailable("the consensus runtime is shutting down",
                                     "the outcome of calls in flight is unknown");
@@ -261,6 +265,7 @@ void RaftGroup::HandleReady(Ready rd) {
       unlogged_hs_.reset();
     }
   }
+  for (const FetchRequest& f : rd.fetches) FetchFromLog(f);
   for (const SnapshotRequest& s : rd.snapshots) {
     // Tablet copy arrives with replicated tablets; until then the follower stays behind.
     LOG_EVERY_N(WARNING, 100) << name_ << ": " << worker_->PeerName(s.peer)
@@ -341,6 +346,56 @@ void RaftGroup::HandleReady(Ready rd) {
       log_->AppendAsync(std::move(records), std::move(done));
     }
   }
+}
+
+void RaftGroup::FetchFromLog(const FetchRequest& f) {
+  DCHECK(worker_->IsCurrentThread());
+  auto self = shared_from_this();
+  auto read = [self, f] {
+    std::vector<LogEntry> got;
+    Status s = self->log_->ReadEntries(self->id_, f.index, kReadBackBatchBytes, &got);
+    uint64_t prev_term = 0;
+    if (s.ok() && f.index > 1) {
+      Result<uint64_t> t = self->log_->TermAt(self->id_, f.index - 1);
+      if (t.ok()) {
+        prev_term = *t;
+      } else {
+        s = t.status();
+      }
+    }
+    std::vector<EntryPtr> entries;
+    entries.reserve(got.size());
+    for (const LogEntry& e : got) {
+      if (!s.ok()) break;
+      auto pb = std::make_shared<EntryPB>();
+      if (!pb->ParseFromString(e.data) || pb->index() != e.index || pb->term() != e.term) {
+        s = Status::Corruption("log entry " + std::to_string(e.index) + " does not parse");
+        break;
+      }
+      entries.push_back(std::move(pb));
+    }
+    if (s.ok() && entries.empty()) s = Status::NotFound("no entry from " + std::to_string(f.index));
+    if (s.ok()) self->worker_->CountReadBack(entries.size());
+    self->PostToWorker([self, f, s, prev_term, entries = std::move(entries)] {
+      if (!self->failed_.ok()) return;
+      if (!s.ok()) {
+        LOG(WARNING) << self->name_ << ": " << self->worker_->PeerName(f.peer)
+                     << " needs entries from " << f.index
+                     << ", which the log on disk no longer holds (" << s.ToString()
+                     << "): it needs a copy of the tablet";
+        self->raft_->StorageMissing(f.peer, f.index);
+      } else {
+        LOG_EVERY_N(INFO, 50) << self->name_ << ": " << self->worker_->PeerName(f.peer)
+                              << " is behind the entries kept in memory; sending it entries "
+                              << f.index << "-" << entries.back()->index()
+                              << " read back from the log on disk";
+        Status r = self->raft_->SendFromStorage(f.peer, prev_term, entries);
+        LOG_IF(WARNING, !r.ok()) << self->name_ << ": " << r.ToString();
+      }
+      self->worker_->Touch(self.get());
+    });
+  };
+  if (!worker_->PostToReader(std::move(read))) raft_->StorageMissing(f.peer, f.index);
 }
 
 void RaftGroup::OnPersisted(const Status& s) {
@@ -455,6 +510,7 @@ void RaftGroup::PublishInfo() {
   info_.commit_index = raft_->commit_index();
   info_.applied_index = applied_;
   info_.last_index = raft_->last_index();
+  info_.snapshot_index = raft_->snapshot_index();
   info_.quiesced = raft_->quiesced();
   // The configuration changes only with a configuration entry or a snapshot.
   const std::pair<uint64_t, uint64_t> config_at{raft_->config_index(), raft_->snapshot_index()};

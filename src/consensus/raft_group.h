@@ -67,6 +67,11 @@ class GroupWorker {
   virtual std::string PeerName(PeerId id) const = 0;
   // Any thread: a message from a peer was refused as invalid (counted).
   virtual void CountRefused() = 0;
+  // Any thread: runs `task` on the runtime's log-reading thread, off every worker (it
+  // may block on the disk). False, `task` dropped, once the runtime shuts down.
+  virtual bool PostToReader(std::function<void()> task) = 0;
+  // Any thread: `n` entries were read back from the log for a lagging follower.
+  virtual void CountReadBack(uint64_t n) = 0;
 };
 
 // What a group applies committed entries to (a tablet). Called on the group's worker
@@ -117,6 +122,9 @@ struct GroupInfo {
   uint64_t commit_index = 0;
   uint64_t applied_index = 0;
   uint64_t last_index = 0;
+  // Entries up to here are compacted from memory (a follower that needs them is sent
+  // them from the log on disk, or a copy).
+  uint64_t snapshot_index = 0;
   bool quiesced = false;
   ConfigPB config;
   Status status;  // not OK once the group failed (its log failed, or was damaged)
@@ -236,6 +244,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // --- Worker only.
   void TrackProposal(uint64_t index, Callback done);
   void HandleReady(Ready rd);
+  // Reads the entries `f` asks for back from the log, on the reader thread, and hands
+  // them to the core on the worker (Raft::SendFromStorage, or StorageMissing).
+  void FetchFromLog(const FetchRequest& f);
   // The oldest of this group's log appends finished.
   void OnPersisted(const Status& s);
   void ApplyCommitted(const std::vector<EntryPtr>& committed);

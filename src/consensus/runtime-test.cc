@@ -26,6 +26,7 @@
 DECLARE_bool(consensus_run_on_reactor);
 DECLARE_bool(rpc_reactor_methods);
 DECLARE_int32(log_max_old_segments);
+DECLARE_int32(raft_retained_entries);
 
 namespace nyala::consensus {
 namespace {
@@ -593,6 +594,37 @@ TEST_F(RuntimeTest, BadCallsGetClearErrorsAndTheServerKeepsServing) {
   (*client)->Shutdown();
   ASSERT_OK(ProposeAndWait(leader, 6, "still serving"));
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(6, 1));
+}
+
+// A follower that was down while its group took more entries than the leader keeps
+// in memory (--raft_retained_entries below the durable index) catches up from the
+// leader's log on disk, read back in batches, without a copy of the state.
+TEST_F(RuntimeTest, AFollowerBehindTheMemoryLogCatchesUpFromTheLogOnDisk) {
+  gflags::FlagSaver saver;
+  FLAGS_raft_retained_entries = 10;
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(11));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(11));
+  const PeerId down = leader == 3 ? 2 : 3;
+  StopServer(down);
+  servers_[down].sms.erase(11);  // its state is what its log replays
+  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 11, 400, "d"));
+  // The state machines report everything durable: memory keeps 10 entries below it.
+  for (auto& [id, s] : servers_) {
+    if (!s.runtime) continue;
+    const uint64_t applied = s.groups.at(11)->info().applied_index;
+    s.groups.at(11)->ReportDurable(applied);
+  }
+  AssertEventually(kWait,
+                   [&] { ASSERT_GE(servers_[leader].groups.at(11)->info().snapshot_index, 380u); });
+  const uint64_t read_back = servers_[leader].runtime->Stats().entries_read_back;
+  ASSERT_NO_FATAL_FAILURE(StartServer(down));
+  Connect();
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(11, {down}));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(11, 400));
+  EXPECT_GE(servers_[leader].runtime->Stats().entries_read_back, read_back + 380);
+  ASSERT_OK(ProposeAndWait(leader, 11, "after"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(11, 401));
 }
 
 // A peer that forges or garbles Raft messages of a group this server hosts: each is

@@ -65,6 +65,10 @@
 #include "consensus/raft_group.h"
 #include "rpc/sockaddr.h"
 
+namespace nyala {
+class TaskThread;
+}  // namespace nyala
+
 namespace nyala::rpc {
 class Messenger;
 class RpcContext;
@@ -100,6 +104,7 @@ struct RuntimeStats {
   uint64_t messages_received = 0;
   uint64_t messages_dropped = 0;  // unknown group, full outbox, or failed call
   uint64_t messages_refused = 0;  // invalid for their group (Raft::Step refused them)
+  uint64_t entries_read_back = 0;  // read back from the log for followers behind memory
   uint64_t group_ticks = 0;       // Raft::Tick calls, over every group
   uint64_t wakeups = 0;           // quiesced followers woken for a silent leader server
   uint64_t flush_requests = 0;    // StateMachine::FlushRequested calls
@@ -208,6 +213,9 @@ class ConsensusRuntime {
   // the groups and workers use it without the lock, and are stopped by then.
   Mutex log_mu_;
   std::unique_ptr<SharedLog> log_;
+  // Reads the log back for followers behind a group's in-memory log (off the workers);
+  // stopped by Shutdown before the log goes.
+  std::unique_ptr<TaskThread> reader_;
   std::shared_ptr<ServiceTarget> service_target_;
   std::vector<std::unique_ptr<RuntimeWorker>> workers_;
   std::atomic<bool> stopping_{false};
@@ -225,8 +233,8 @@ class ConsensusRuntime {
 
   struct Counters {
     std::atomic<uint64_t> calls_sent{0}, messages_sent{0}, server_heartbeats{0},
-        messages_received{0}, messages_dropped{0}, messages_refused{0}, group_ticks{0}, wakeups{0},
-        flush_requests{0}, inline_runs{0};
+        messages_received{0}, messages_dropped{0}, messages_refused{0}, entries_read_back{0},
+        group_ticks{0}, wakeups{0}, flush_requests{0}, inline_runs{0};
   };
   mutable Counters counters_;
 };

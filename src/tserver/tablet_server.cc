@@ -139,6 +139,10 @@ void TabletServer::RegisterConsensusGauges() {
       "Raft messages refused as invalid for their group (each is logged with the tablet and "
       "the sender)",
       {}, rt_stat(&consensus::RuntimeStats::messages_refused), this);
+  m->RegisterFunctionCounter(
+      "consensus_entries_read_back_total",
+      "Raft log entries read back from the log on disk for followers behind the in-memory log", {},
+      rt_stat(&consensus::RuntimeStats::entries_read_back), this);
   m->RegisterFunctionGauge(
       "tserver_replicas_leading", "Tablet replicas on this server that lead their group", {},
       [this] {
