@@ -608,7 +608,8 @@ TEST_F(RuntimeTest, AFollowerBehindTheMemoryLogCatchesUpFromTheLogOnDisk) {
   const PeerId down = leader == 3 ? 2 : 3;
   StopServer(down);
   servers_[down].sms.erase(11);  // its state is what its log replays
-  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 11, 400, "d"));
+  // 8 KiB entries: 3 MiB to catch up, several batches of 1 MiB.
+  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 11, 400, std::string(8 << 10, 'd')));
   // The state machines report everything durable: memory keeps 10 entries below it.
   for (auto& [id, s] : servers_) {
     if (!s.runtime) continue;
