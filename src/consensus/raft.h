@@ -214,6 +214,22 @@ struct ReadState {
 enum class RaftRole { kFollower, kPreCandidate, kCandidate, kLeader };
 const char* RaftRoleName(RaftRole role);
 
+// How a leader replicates to one follower.
+enum class FollowerState {
+  kProbe,      // one append at a time, finding where its log matches
+  kReplicate,  // appends pipelined
+  kSnapshot,   // it needs a copy of the state machine (ReportSnapshot ends it)
+  kFetch,      // catching up from entries the driver reads back from its log
+};
+const char* FollowerStateName(FollowerState state);
+
+// A leader's view of one follower.
+struct FollowerProgress {
+  PeerId id = kNoPeer;
+  uint64_t match = 0;  // its log matches the leader's up to here
+  FollowerState state = FollowerState::kProbe;
+};
+
 // One batch of work for the driver, in this order:
 //   1. persist `truncate_from` (drop the log from that index on), `entries`, and
 //      `hard_state` if set — durably;
@@ -325,6 +341,9 @@ class Raft {
   // for: the follower needs a copy (a SnapshotRequest in the next Ready).
   void StorageMissing(PeerId peer, uint64_t index);
   uint64_t snapshot_index() const { return snap_index_; }
+  // Leader: every other member's replication state, by id, into `out` (cleared
+  // first; empty if not the leader). Reuses its capacity: no allocation when steady.
+  void Followers(std::vector<FollowerProgress>* out) const;
 
   bool HasReady() const;
   Ready TakeReady();
@@ -349,7 +368,7 @@ class Raft {
   struct Progress {
     // kFetch: waiting for the driver to read entries back from its log
     // (SendFromStorage or StorageMissing).
-    enum class State { kProbe, kReplicate, kSnapshot, kFetch };
+    using State = FollowerState;
     uint64_t match = 0;
     uint64_t next = 1;
     State state = State::kProbe;

@@ -13,6 +13,18 @@
 DEFINE_int32(raft_retained_entries, 10000,
              "Entries a Raft group keeps in memory below the index its state machine reported "
              "durable, for followers that lag behind");
+DEFINE_int32(log_min_seconds_to_retain, 300,
+             "Seconds a Raft group's entries stay in the consensus log on disk after its state "
+             "machine made them durable, so that a follower that was down this long (a restart, "
+             "an upgrade) catches up from the log instead of needing a copy of the tablet. "
+             "Bounded by --log_max_segments_to_retain");
+DEFINE_validator(log_min_seconds_to_retain, [](const char*, int32_t v) { return v >= 0; });
+DEFINE_int32(log_max_segments_to_retain, 6,
+             "Old consensus log segments (of --log_segment_size_mb each) the server keeps at "
+             "most for --log_min_seconds_to_retain; past this many, durable entries leave the "
+             "log at once. Keep it below --log_max_old_segments, or groups are asked to flush "
+             "for what only retention keeps");
+DEFINE_validator(log_max_segments_to_retain, [](const char*, int32_t v) { return v >= 0; });
 
 namespace nyala::consensus {
 
@@ -151,13 +163,38 @@ void RaftGroup::ReportDurable(uint64_t index) {
   PostToWorker([self, index] {
     if (!self->failed_.ok()) return;
     const uint64_t durable = std::min(index, self->applied_);
-    self->log_->SetDurableIndex(self->id_, durable);
+    self->log_->SetDurableIndex(self->id_, self->LogRetentionFloor(durable));
     const uint64_t retained = uint64_t(std::max(FLAGS_raft_retained_entries, 0));
     if (durable > retained && durable - retained > self->raft_->snapshot_index()) {
       Status s = self->raft_->Compact(durable - retained);
       LOG_IF(WARNING, !s.ok()) << self->name_ << ": " << s.ToString();
     }
   });
+}
+
+uint64_t RaftGroup::LogRetentionFloor(uint64_t durable) {
+  DCHECK(worker_->IsCurrentThread());
+  const int64_t now = GetMonoTimeMicros();
+  const int64_t keep_us = int64_t{std::max(FLAGS_log_min_seconds_to_retain, 0)} * 1'000'000;
+  // One sample a second at most: (when, durable index then).
+  if (durable_samples_.empty() || now - durable_samples_.back().first >= 1'000'000) {
+    durable_samples_.emplace_back(now, durable);
+  }
+  // The newest sample at least keep_us old is the floor; older ones are not needed.
+  while (durable_samples_.size() > 1 && now - durable_samples_[1].first >= keep_us) {
+    durable_samples_.pop_front();
+  }
+  uint64_t floor = durable;
+  if (now - durable_samples_.front().first >= keep_us) {
+    floor = durable_samples_.front().second;
+  } else {
+    floor = std::min(durable, retained_floor_);  // younger than keep_us: keep it all
+  }
+  if (log_->Stats().segments_live > uint64_t(std::max(FLAGS_log_max_segments_to_retain, 0)) + 1) {
+    floor = durable;  // the log holds as much as retention may keep: let go
+  }
+  retained_floor_ = std::max(retained_floor_, std::min(floor, durable));
+  return retained_floor_;
 }
 
 GroupInfo RaftGroup::info() const {
@@ -511,6 +548,7 @@ void RaftGroup::PublishInfo() {
   info_.applied_index = applied_;
   info_.last_index = raft_->last_index();
   info_.snapshot_index = raft_->snapshot_index();
+  raft_->Followers(&info_.followers);
   info_.quiesced = raft_->quiesced();
   // The configuration changes only with a configuration entry or a snapshot.
   const std::pair<uint64_t, uint64_t> config_at{raft_->config_index(), raft_->snapshot_index()};

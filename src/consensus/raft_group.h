@@ -127,6 +127,8 @@ struct GroupInfo {
   uint64_t snapshot_index = 0;
   bool quiesced = false;
   ConfigPB config;
+  // On the leader: each other member's replication state.
+  std::vector<FollowerProgress> followers;
   Status status;  // not OK once the group failed (its log failed, or was damaged)
 };
 
@@ -244,6 +246,11 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // --- Worker only.
   void TrackProposal(uint64_t index, Callback done);
   void HandleReady(Ready rd);
+  // What the log may drop up to, for a durable index `durable`: the durable index of
+  // --log_min_seconds_to_retain ago (the entries since stay on disk, for followers
+  // that come back), or `durable` once the log holds more than
+  // --log_max_segments_to_retain old segments. Never decreases.
+  uint64_t LogRetentionFloor(uint64_t durable);
   // Reads the entries `f` asks for back from the log, on the reader thread, and hands
   // them to the core on the worker (Raft::SendFromStorage, or StorageMissing).
   void FetchFromLog(const FetchRequest& f);
@@ -270,6 +277,10 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   uint64_t next_read_id_ = 1;
   std::map<uint64_t, PendingRead> reads_;  // by request id
   std::deque<InFlightReady> persisting_;
+  // LogRetentionFloor's state: (monotonic time, durable index reported then), oldest
+  // first; and the floor last given to the log.
+  std::deque<std::pair<int64_t, uint64_t>> durable_samples_;
+  uint64_t retained_floor_ = 0;
   HardStatePB logged_hs_;                   // the newest hard state handed to the log
   std::optional<HardStatePB> unlogged_hs_;  // a newer one differing only in commit
   RaftRole last_role_ = RaftRole::kFollower;

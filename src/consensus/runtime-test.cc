@@ -27,6 +27,8 @@ DECLARE_bool(consensus_run_on_reactor);
 DECLARE_bool(rpc_reactor_methods);
 DECLARE_int32(log_max_old_segments);
 DECLARE_int32(raft_retained_entries);
+DECLARE_int32(log_min_seconds_to_retain);
+DECLARE_int32(log_max_segments_to_retain);
 
 namespace nyala::consensus {
 namespace {
@@ -626,6 +628,57 @@ TEST_F(RuntimeTest, AFollowerBehindTheMemoryLogCatchesUpFromTheLogOnDisk) {
   EXPECT_GE(servers_[leader].runtime->Stats().entries_read_back, read_back + 380);
   ASSERT_OK(ProposeAndWait(leader, 11, "after"));
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(11, 401));
+}
+
+// Entries made durable stay in the log on disk for --log_min_seconds_to_retain, over
+// segment rolls and checkpoints, so a follower down meanwhile catches up from the log;
+// without retention they leave the log and the leader finds the follower needs a copy.
+TEST_F(RuntimeTest, TheLogKeepsDurableEntriesForAFollowerThatComesBack) {
+  gflags::FlagSaver saver;
+  FLAGS_raft_retained_entries = 10;
+  FLAGS_log_max_segments_to_retain = 1000;
+  for (int retain_s : {300, 0}) {
+    SCOPED_TRACE("--log_min_seconds_to_retain=" + std::to_string(retain_s));
+    FLAGS_log_min_seconds_to_retain = retain_s;
+    const uint64_t group = 20 + retain_s;
+    segment_size_ = 256 << 10;  // 3 MiB of entries roll a dozen segments
+    for (PeerId id : {1, 2, 3}) StopServer(id);
+    for (PeerId id : {1, 2, 3}) ASSERT_NO_FATAL_FAILURE(StartServer(id));
+    Connect();
+    ASSERT_NO_FATAL_FAILURE(CreateGroup(group));
+    PeerId leader = kNoPeer;
+    ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(group));
+    const PeerId down = leader == 3 ? 2 : 3;
+    StopServer(down);
+    servers_[down].sms.erase(group);
+    for (int round = 0; round < 4; round++) {
+      ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, group, 100, std::string(8 << 10, 'a' + round)));
+      for (auto& [id, s] : servers_) {
+        if (s.runtime) s.groups.at(group)->ReportDurable(s.groups.at(group)->info().applied_index);
+      }
+    }
+    AssertEventually(
+        kWait, [&] { ASSERT_GE(servers_[leader].groups.at(group)->info().snapshot_index, 380u); });
+    // The rolls wrote checkpoints: without retention the entries left the log.
+    ASSERT_GT(servers_[leader].runtime->log()->Stats().segments_live, 1u);
+    const uint64_t read_back = servers_[leader].runtime->Stats().entries_read_back;
+    ASSERT_NO_FATAL_FAILURE(StartServer(down));
+    Connect();
+    ASSERT_NO_FATAL_FAILURE(CreateGroup(group, {down}));
+    if (retain_s > 0) {
+      ASSERT_NO_FATAL_FAILURE(WaitForSameData(group, 400));
+      EXPECT_GE(servers_[leader].runtime->Stats().entries_read_back, read_back + 380);
+      continue;
+    }
+    AssertEventually(kWait, [&] {
+      bool needs_copy = false;
+      for (const FollowerProgress& f : servers_[leader].groups.at(group)->info().followers) {
+        if (f.id == down) needs_copy = f.state == FollowerState::kSnapshot;
+      }
+      ASSERT_TRUE(needs_copy);
+    });
+    EXPECT_LT(servers_[down].groups.at(group)->info().last_index, 380u);
+  }
 }
 
 // A peer that forges or garbles Raft messages of a group this server hosts: each is
