@@ -20,10 +20,12 @@ class ReplicationITest : public NyalaTest {
   void SetUp() override {
     NyalaTest::SetUp();
     // A shorter election timeout than the default: failovers take ~1 s, not ~2 s.
-    cluster_ = std::make_unique<itest::ClientTestCluster>(
-        test_dir(), 3, std::vector<std::string>{"--raft_election_timeout_ms=500"});
+    cluster_ = std::make_unique<itest::ClientTestCluster>(test_dir(), 3, TserverFlags());
     ASSERT_OK(cluster_->Start());
     client_ = cluster_->client();
+  }
+  virtual std::vector<std::string> TserverFlags() const {
+    return {"--raft_election_timeout_ms=500"};
   }
   void TearDown() override {
     client_.reset();
@@ -487,6 +489,51 @@ TEST_F(ReplicationITest, AScanResumesOnTheNewLeaderAfterTheLastKeyReturned) {
   ASSERT_EQ(int64_t(keys.size()), kRows);
   for (int64_t k = 0; k < kRows; k++) ASSERT_EQ(keys[size_t(k)], k);
   ASSERT_OK(cluster_->tserver(leader)->Restart());
+}
+
+}  // namespace
+}  // namespace nyala::client
+
+namespace nyala::client {
+namespace {
+
+// Leaders keep only 100 entries in memory below what their state machine made durable
+// (reported every 100 ms), so a follower down for a few thousand writes needs more
+// than memory holds.
+class CatchUpITest : public ReplicationITest {
+ protected:
+  std::vector<std::string> TserverFlags() const override {
+    return {"--raft_election_timeout_ms=500", "--raft_retained_entries=100",
+            "--tablet_durable_report_interval_ms=100"};
+  }
+};
+
+// A follower killed while its tablet takes many times more entries than the leader
+// keeps in memory comes back, catches up from the leader's log on disk, and then
+// counts toward a majority: the table takes writes with either other server down.
+TEST_F(CatchUpITest, AFollowerThatMissedMoreThanMemoryHoldsCatchesUpFromTheLog) {
+  auto t = CreateTable("catch_up", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10),
+                    [&] { ASSERT_GE(leader = LeaderIndex("catch_up"), 0); });
+  const int down = (leader + 1) % 3;
+  const int other = (leader + 2) % 3;
+  Writer w;
+  w.Start(client_, t, MonoDelta::FromSeconds(20));
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  cluster_->tserver(down)->Kill(9);
+  ASSERT_WRITES_GO_ON(w, 3000, MonoDelta::FromSeconds(60));
+  const uint64_t missed_to = ReplicaState(leader).committed_index();
+  ASSERT_OK(cluster_->tserver(down)->Restart());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
+                    [&] { ASSERT_GE(ReplicaState(down).applied_index(), missed_to); });
+  // With the other follower down, every write needs the one that came back.
+  ASSERT_OK(cluster_->tserver(other)->Shutdown());
+  ASSERT_WRITES_GO_ON(w, 300, MonoDelta::FromSeconds(20));
+  ASSERT_OK(cluster_->tserver(other)->Restart());
+  w.Stop();
+  EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+  ExpectAcknowledgedRows(&w, ScanAll(t));
 }
 
 }  // namespace
