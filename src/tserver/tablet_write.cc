@@ -12,7 +12,7 @@
 #include "common/wire_protocol.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet.h"
-#include "tserver/tablet_replication.h"
+#include "tserver/write_command.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
 
@@ -75,7 +75,7 @@ struct WriteScratch {
   std::vector<uint32_t> read_slots;
   std::string value;
   // The write's row changes as replicas apply them (EncodeRowChange), then the whole
-  // command (tablet_replication.cc).
+  // command (write_command.h).
   std::string changes;
   uint32_t num_changes = 0;
   Arena arena;  // values of duplicated keys, which later operations may read
