@@ -159,7 +159,7 @@ void TabletManager::RunQueued() {
   // is writable when its creation is done.
   for (PendingCreate* p : creates) {
     if (p->status.ok() && p->tablet && runtime_ != nullptr && p->req->peers_size() <= 1 &&
-        !p->tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+        !p->tablet->replica().WaitUntilLeader(MonoDelta::FromSeconds(5))) {
       LOG(WARNING) << "tablet " << p->req->tablet_id() << " has no leader 5 s after its creation";
     }
     p->callback(p->status, p->code);
@@ -242,19 +242,14 @@ Status TabletManager::LoadRequestRecords(RequestTracker* tracker) {
   return Status::OK();
 }
 
-TabletReplicaHooks TabletManager::MakeHooks() {
-  TabletReplicaHooks h;
-  h.uuid_of = [this](consensus::PeerId id) { return UuidOfPeer(id); };
-  h.applied_request = [this](const Tablet& t, const rpc::RequestIdPB& id,
-                             const WriteResponsePB& resp) {
-    tracker_->RememberApplied(id, resp, RequestRecordLocation{t.store(), t.seq()});
-  };
-  return h;
-}
-
 Status TabletManager::StartGroup(const std::shared_ptr<Tablet>& tablet, bool campaign) {
   const std::string& id = tablet->tablet_id();
-  TabletReplicaHooks hooks = MakeHooks();
+  TabletReplicaHooks hooks;
+  hooks.uuid_of = [this](consensus::PeerId peer) { return UuidOfPeer(peer); };
+  hooks.applied_request = [this, stored = RequestRecordLocation{tablet->store(), tablet->seq()}](
+                              const rpc::RequestIdPB& rid, const WriteResponsePB& resp) {
+    tracker_->RememberApplied(rid, resp, stored);
+  };
   hooks.consensus_changed = [this, id] {
     {
       MutexLock l(mu_);
@@ -262,24 +257,18 @@ Status TabletManager::StartGroup(const std::shared_ptr<Tablet>& tablet, bool cam
     }
     NotifyChange();
   };
-  tablet->SetReplicaHooks(std::move(hooks));
   consensus::GroupOptions o;
   o.group_id = consensus::GroupIdFromTabletId(id);
-  o.state_machine = tablet.get();
   for (const RaftPeerPB& p : tablet->metadata().peers()) {
     o.voters.push_back(consensus::PeerIdFromUuid(p.permanent_uuid()));
     AddPeer(p.permanent_uuid(), p.host(), p.port());
   }
   if (o.voters.empty()) o.voters.push_back(consensus::PeerIdFromUuid(uuid_));
-  Status s = tablet->LoadAppliedState(&o.applied, &o.applied_config);
-  Result<std::shared_ptr<consensus::RaftGroup>> group =
-      s.ok() ? runtime_->CreateGroup(o) : Result<std::shared_ptr<consensus::RaftGroup>>(s);
-  if (!group.ok()) {
-    LOG(ERROR) << "tablet " << id << ": its Raft group does not start: " << group.status().ToString();
-    return group.status().CloneAndPrepend("starting its Raft group");
+  Status s = tablet->replica().Start(runtime_, std::move(o), std::move(hooks), campaign);
+  if (!s.ok()) {
+    LOG(ERROR) << "tablet " << id << ": its Raft group does not start: " << s.ToString();
+    return s.CloneAndPrepend("starting its Raft group");
   }
-  tablet->AttachGroup(*group);
-  if (campaign) (*group)->Campaign();
   return Status::OK();
 }
 
@@ -338,15 +327,16 @@ void TabletManager::ReportDurableIndexes() {
   for (const auto& store : stores_) {
     // The applied indexes first: every apply up to them is in the WAL the sync covers.
     std::vector<std::pair<std::shared_ptr<consensus::RaftGroup>, uint64_t>> durable;
-    std::vector<Tablet*> reported;
+    std::vector<TabletReplica*> reported;
     for (const auto& t : tablets) {
       if (t->store() != store.get() || t->state() != TabletState::kRunning) continue;
-      const uint64_t applied = t->applied_index();
+      TabletReplica& replica = t->replica();
+      const uint64_t applied = replica.applied_index();
       // Idle tablets cost nothing: no sync, no task for their group.
-      if (applied == t->reported_durable_index()) continue;
-      if (auto g = t->group()) {
+      if (applied == replica.reported_durable_index()) continue;
+      if (auto g = replica.group()) {
         durable.emplace_back(std::move(g), applied);
-        reported.push_back(t.get());
+        reported.push_back(&replica);
       }
     }
     if (durable.empty()) continue;
@@ -529,7 +519,7 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
   // A tablet of one replica elects itself within an fdatasync or two: answer once it
   // takes writes, so a table of such tablets is writable when its creation is done.
   if (runtime_ != nullptr && req.peers_size() <= 1 &&
-      !p.tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+      !p.tablet->replica().WaitUntilLeader(MonoDelta::FromSeconds(5))) {
     LOG(WARNING) << "tablet " << req.tablet_id() << " has no leader 5 s after its creation";
   }
   return Status::OK();
@@ -641,11 +631,8 @@ void TabletManager::DeleteBatchLocked(const std::vector<PendingDelete*>& batch) 
       p->status = Status::NotFound("no tablet " + id);
       continue;
     }
-    if (runtime_ != nullptr && tablet->group()) {
-      // Writes waiting for the group get Aborted; nothing is applied from here on.
-      WARN_NOT_OK(runtime_->RemoveGroup(tablet->group()->id()),
-                  "removing the Raft group of tablet " + id);
-    }
+    // Writes waiting for the group get Aborted; nothing is applied from here on.
+    WARN_NOT_OK(tablet->replica().Stop(), "removing the Raft group of tablet " + id);
     tablet->MarkDeleted();  // waits for running writes and gets
     TabletMetadataPB tombstone = tablet->metadata();
     tombstone.set_state(TABLET_DATA_DELETED);
@@ -736,8 +723,9 @@ void TabletManager::FillConsensus(const Tablet& t, master::ReportedTabletPB* pb)
 }
 
 bool TabletManager::ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* c) const {
-  if (t.state() != TabletState::kRunning || !t.group()) return false;
-  const consensus::GroupInfo info = t.ConsensusInfo();
+  std::shared_ptr<consensus::RaftGroup> group = t.replica().group();
+  if (t.state() != TabletState::kRunning || !group) return false;
+  const consensus::GroupInfo info = group->info();
   c->set_role(RoleOf(info, consensus::PeerIdFromUuid(uuid_)));
   c->set_term(info.term);
   if (info.leader != consensus::kNoPeer) c->set_leader_uuid(UuidOfPeer(info.leader));

@@ -138,9 +138,7 @@ class TabletManager {
   // Starts `tablet`'s Raft group (campaigning at once when `campaign`). On failure
   // the tablet is replaced by a FAILED one.
   Status StartGroup(const std::shared_ptr<Tablet>& tablet, bool campaign) EXCLUDES(mu_);
-  void AddPeer(const std::string& uuid, const std::string& host, uint32_t port)
-      EXCLUDES(peers_mu_);
-  TabletReplicaHooks MakeHooks();
+  void AddPeer(const std::string& uuid, const std::string& host, uint32_t port) EXCLUDES(peers_mu_);
   // The replica's Raft state in a report (ConsensusStateOf), when it has one.
   void FillConsensus(const Tablet& t, master::ReportedTabletPB* pb) const;
   // Records a change of `id` (live, or deleted) and returns its number.
