@@ -158,7 +158,7 @@ void TabletManager::RunQueued() {
   // fdatasync or two: it is answered once it takes writes, so a table of such tablets
   // is writable when its creation is done.
   for (PendingCreate* p : creates) {
-    if (p->status.ok() && p->tablet && runtime_ != nullptr && p->req->peers_size() <= 1 &&
+    if (p->status.ok() && p->tablet && p->req->peers_size() <= 1 &&
         !p->tablet->replica().WaitUntilLeader(MonoDelta::FromSeconds(5))) {
       LOG(WARNING) << "tablet " << p->req->tablet_id() << " has no leader 5 s after its creation";
     }
@@ -518,14 +518,22 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
   if (!p.status.ok() || !p.tablet) return p.status;
   // A tablet of one replica elects itself within an fdatasync or two: answer once it
   // takes writes, so a table of such tablets is writable when its creation is done.
-  if (runtime_ != nullptr && req.peers_size() <= 1 &&
-      !p.tablet->replica().WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+  if (req.peers_size() <= 1 && !p.tablet->replica().WaitUntilLeader(MonoDelta::FromSeconds(5))) {
     LOG(WARNING) << "tablet " << req.tablet_id() << " has no leader 5 s after its creation";
   }
   return Status::OK();
 }
 
 void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) {
+  if (runtime_ == nullptr) {
+    // Every tablet is a replica of its group: none before replication runs.
+    for (PendingCreate* p : batch) {
+      p->status = Status::ServiceUnavailable("tablet " + p->req->tablet_id() +
+                                             ": the tablet server's replication has not started");
+      p->done = true;
+    }
+    return;
+  }
   // Tablets that exist, or that come twice in this batch (a retry racing the first
   // call), are compared with the one created; the others are created, per store.
   std::vector<PendingCreate*> again;
@@ -561,18 +569,15 @@ void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) 
         p->status = tablet.status();
         continue;
       }
-      if (runtime_ != nullptr) {
-        // Before the tablet is visible: no write may reach it without its group. The
-        // first peer the master listed campaigns at once (the master spreads the
-        // first places, so the leaders start spread); the others wait for it.
-        const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
-        Status s = StartGroup(*tablet, first);
-        if (!s.ok()) {
-          WARN_NOT_OK(store->DropTablet((*tablet)->seq(), req.tablet_id()),
-                      "dropping tablet " + req.tablet_id());
-          p->status = s.CloneAndPrepend("tablet " + req.tablet_id());
-          continue;
-        }
+      // Before the tablet is visible: no write may reach it without its group. The
+      // first peer the master listed campaigns at once (the master spreads the first
+      // places, so the leaders start spread); the others wait for it.
+      const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
+      if (Status s = StartGroup(*tablet, first); !s.ok()) {
+        WARN_NOT_OK(store->DropTablet((*tablet)->seq(), req.tablet_id()),
+                    "dropping tablet " + req.tablet_id());
+        p->status = s.CloneAndPrepend("tablet " + req.tablet_id());
+        continue;
       }
       {
         MutexLock l(mu_);

@@ -96,7 +96,8 @@ class TabletManager {
   // Creates the tablet `req` describes. Identical to an existing tablet: OK, nothing
   // done. On failure `*code` says why: TABLET_ALREADY_EXISTS (another definition
   // under that id), INVALID_SCHEMA (bad schema or partition schema), UNKNOWN_ERROR
-  // (storage). Returns once the tablet's metadata is synced and its Raft group runs.
+  // (storage), and ServiceUnavailable before StartReplication(). Returns once the
+  // tablet's metadata is synced and its Raft group runs.
   // Concurrent calls are group-committed: the creates that queue while one batch is
   // being written go together in the next, one synced metadata write per data dir.
   Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);

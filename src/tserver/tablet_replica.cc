@@ -132,7 +132,7 @@ std::shared_ptr<consensus::RaftGroup> TabletReplica::group() const {
 
 uint64_t TabletReplica::ReadyLeaderTerm() const {
   std::shared_ptr<consensus::RaftGroup> g = group();
-  if (!g) return 1;  // a tablet without a group (unit tests) leads in term 1
+  if (!g) return 0;
   const uint64_t term = g->leader_term();
   return term != 0 && applied_term_.load(std::memory_order_acquire) == term ? term : 0;
 }
@@ -169,7 +169,7 @@ bool TabletReplica::CheckLeader(TabletServerErrorPB* error) const {
 
 bool TabletReplica::CanReadNow() const {
   std::shared_ptr<consensus::RaftGroup> g = group();
-  if (!g) return true;
+  if (!g) return false;
   // Every write acknowledged before now was applied here first: by this leader, or,
   // of earlier terms, before its own first entry.
   const uint64_t term = g->leader_term();
@@ -216,10 +216,7 @@ bool TabletReplica::WaitForLinearizableRead(MonoDelta timeout, TabletServerError
 Status TabletReplica::Replicate(std::string command, uint64_t term) {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) {
-    // A tablet without a group (unit tests) applies its writes at once.
-    DecodedWriteCommand cmd;
-    RETURN_NOT_OK(DecodeWriteCommand(command, &cmd));
-    return storage_->ApplyWrite(cmd, Slice());
+    return Status::IllegalState("tablet " + tablet_id_ + ": its Raft group is not running");
   }
   // The group answers once the entry is applied here, replaced by another leader's,
   // or the group stops. A leader that loses its leadership (a majority unreachable: it

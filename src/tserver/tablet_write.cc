@@ -400,7 +400,7 @@ Status Tablet::ApplyWrite(const DecodedWriteCommand& cmd, Slice applied_state) {
     cmd.response.AppendToString(&record_value);
     store_->PutRequestRecord(&batch, record_key, record_value);
   }
-  if (!applied_state.empty()) store_->PutAppliedState(&batch, seq(), applied_state);
+  store_->PutAppliedState(&batch, seq(), applied_state);
   RETURN_NOT_OK(store_->Write(&batch));
   if (!largest.empty()) {
     MutexLock l(key_bound_mu_);
