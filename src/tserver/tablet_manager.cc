@@ -16,6 +16,8 @@
 #include "consensus/peer_id.h"
 #include "consensus/runtime.h"
 #include "rpc/sockaddr.h"
+#include "tserver/peer_directory.h"
+#include "tserver/replica_starter.h"
 #include "tserver/request_tracker.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet_store.h"
@@ -243,50 +245,26 @@ Status TabletManager::LoadRequestRecords(RequestTracker* tracker) {
 }
 
 Status TabletManager::StartGroup(const std::shared_ptr<Tablet>& tablet, bool campaign) {
-  const std::string& id = tablet->tablet_id();
-  TabletReplicaHooks hooks;
-  hooks.uuid_of = [this](consensus::PeerId peer) { return UuidOfPeer(peer); };
-  hooks.applied_request = [this, stored = RequestRecordLocation{tablet->store(), tablet->seq()}](
-                              const rpc::RequestIdPB& rid, const WriteResponsePB& resp) {
-    tracker_->RememberApplied(rid, resp, stored);
-  };
-  hooks.consensus_changed = [this, id] {
+  return starter_->Start(tablet.get(), campaign, [this, id = tablet->tablet_id()] {
     {
       MutexLock l(mu_);
       if (tablets_.count(id)) RecordChangeLocked(id, false);
     }
     NotifyChange();
-  };
-  consensus::GroupOptions o;
-  o.group_id = consensus::GroupIdFromTabletId(id);
-  for (const RaftPeerPB& p : tablet->metadata().peers()) {
-    o.voters.push_back(consensus::PeerIdFromUuid(p.permanent_uuid()));
-    AddPeer(p.permanent_uuid(), p.host(), p.port());
-  }
-  if (o.voters.empty()) o.voters.push_back(consensus::PeerIdFromUuid(uuid_));
-  Status s = tablet->replica().Start(runtime_, std::move(o), std::move(hooks), campaign);
-  if (!s.ok()) {
-    LOG(ERROR) << "tablet " << id << ": its Raft group does not start: " << s.ToString();
-    return s.CloneAndPrepend("starting its Raft group");
-  }
-  return Status::OK();
+  });
 }
 
 Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
                                        RequestTracker* tracker, const std::string& uuid) {
-  runtime_ = runtime;
-  tracker_ = tracker;
-  uuid_ = uuid;
-  {
-    MutexLock l(peers_mu_);  // this server is a peer of its groups before any heartbeat
-    peer_uuids_[consensus::PeerIdFromUuid(uuid)] = uuid;
-  }
+  DCHECK(!starter_) << "replication started twice";
+  peers_ = std::make_unique<PeerDirectory>(
+      uuid,
+      [runtime](consensus::PeerId id, const rpc::Sockaddr& addr) { runtime->AddPeer(id, addr); });
+  starter_ = std::make_unique<ReplicaStarter>(runtime, tracker, peers_.get());
   int started = 0, failed = 0;
   for (const auto& t : GetTablets()) {
     if (t->state() != TabletState::kRunning) continue;
-    // A group of one elects itself at once; others wait for their election timeouts.
-    const bool alone = t->metadata().peers_size() <= 1;
-    Status s = StartGroup(t, alone);
+    Status s = StartGroup(t, ReplicaStarter::CampaignsAtRestart(t->metadata()));
     if (s.ok()) {
       started++;
       continue;
@@ -299,27 +277,29 @@ Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
     RecordChangeLocked(t->tablet_id(), false);
   }
   LOG(INFO) << "started the Raft groups of " << started << " tablets (" << failed << " failed)";
-  durable_reporter_ = std::thread([this] {
-    UniqueLock l(reporter_mu_);
-    MonoTime next_stats = MonoTime::Now();  // the first figures go with an early report
-    while (!reporter_stop_) {
-      const MonoTime now = MonoTime::Now();
-      const MonoDelta to_stats = next_stats > now ? next_stats - now : MonoDelta();
-      const int64_t wait_ms = std::min<int64_t>(
-          std::max(FLAGS_tablet_durable_report_interval_ms, 10), to_stats.ToMilliseconds() + 1);
-      reporter_cv_.wait_for(l, std::chrono::milliseconds(wait_ms));
-      if (reporter_stop_) break;
-      l.Unlock();
-      ReportDurableIndexes();
-      if (MonoTime::Now() >= next_stats) {
-        UpdateTabletStats();
-        next_stats =
-            MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_update_tablet_stats_interval_ms);
-      }
-      l.Lock();
-    }
-  });
+  durable_reporter_ = std::thread([this] { ReporterLoop(); });
   return Status::OK();
+}
+
+void TabletManager::ReporterLoop() {
+  UniqueLock l(reporter_mu_);
+  MonoTime next_stats = MonoTime::Now();  // the first figures go with an early report
+  while (!reporter_stop_) {
+    const MonoTime now = MonoTime::Now();
+    const MonoDelta to_stats = next_stats > now ? next_stats - now : MonoDelta();
+    const int64_t wait_ms = std::min<int64_t>(std::max(FLAGS_tablet_durable_report_interval_ms, 10),
+                                              to_stats.ToMilliseconds() + 1);
+    reporter_cv_.wait_for(l, std::chrono::milliseconds(wait_ms));
+    if (reporter_stop_) break;
+    l.Unlock();
+    ReportDurableIndexes();
+    if (MonoTime::Now() >= next_stats) {
+      UpdateTabletStats();
+      next_stats =
+          MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_update_tablet_stats_interval_ms);
+    }
+    l.Lock();
+  }
 }
 
 void TabletManager::ReportDurableIndexes() {
@@ -368,43 +348,13 @@ void TabletManager::UpdateTabletStats() {
   }
 }
 
-void TabletManager::AddPeer(const std::string& uuid, const std::string& host, uint32_t port) {
-  const std::string addr = host + ":" + std::to_string(port);
-  const uint64_t id = consensus::PeerIdFromUuid(uuid);
-  {
-    MutexLock l(peers_mu_);
-    peer_uuids_[id] = uuid;
-    auto it = peer_addrs_.find(uuid);
-    if (it != peer_addrs_.end() && it->second == addr) return;
-    peer_addrs_[uuid] = addr;
-  }
-  if (uuid == uuid_) return;  // this server: the runtime needs no route to itself
-  Result<rpc::HostPort> hp = rpc::HostPort::Parse(addr, uint16_t(port));
-  Result<std::vector<rpc::Sockaddr>> resolved =
-      hp.ok() ? hp->Resolve() : Result<std::vector<rpc::Sockaddr>>(hp.status());
-  if (!resolved.ok() || resolved->empty()) {
-    LOG(WARNING) << "tablet server " << uuid << " at " << addr << " does not resolve: "
-                 << (resolved.ok() ? "no address" : resolved.status().ToString());
-    MutexLock l(peers_mu_);
-    peer_addrs_.erase(uuid);  // try again with the next heartbeat
-    return;
-  }
-  LOG(INFO) << "consensus peer " << uuid << " (Raft id " << id << ") at " << addr;
-  runtime_->AddPeer(id, resolved->front());
-}
-
-void TabletManager::UpdatePeers(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers) {
-  if (runtime_ == nullptr) return;
-  for (const master::TSInfoPB& ts : servers) {
-    if (ts.rpc_addresses_size() == 0) continue;
-    AddPeer(ts.permanent_uuid(), ts.rpc_addresses(0).host(), ts.rpc_addresses(0).port());
-  }
+void TabletManager::UpdatePeers(
+    const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers) {
+  if (peers_) peers_->Update(servers);
 }
 
 std::string TabletManager::UuidOfPeer(uint64_t id) const {
-  MutexLock l(peers_mu_);
-  auto it = peer_uuids_.find(id);
-  return it == peer_uuids_.end() ? std::string() : it->second;
+  return peers_ ? peers_->UuidOf(id) : std::string();
 }
 
 void TabletManager::StopAdminThread() {
@@ -525,7 +475,7 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
 }
 
 void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) {
-  if (runtime_ == nullptr) {
+  if (!starter_) {
     // Every tablet is a replica of its group: none before replication runs.
     for (PendingCreate* p : batch) {
       p->status = Status::ServiceUnavailable("tablet " + p->req->tablet_id() +
@@ -572,7 +522,7 @@ void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) 
       // Before the tablet is visible: no write may reach it without its group. The
       // first peer the master listed campaigns at once (the master spreads the first
       // places, so the leaders start spread); the others wait for it.
-      const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
+      const bool first = starter_->CampaignsAtCreation((*tablet)->metadata());
       if (Status s = StartGroup(*tablet, first); !s.ok()) {
         WARN_NOT_OK(store->DropTablet((*tablet)->seq(), req.tablet_id()),
                     "dropping tablet " + req.tablet_id());
@@ -731,7 +681,7 @@ bool TabletManager::ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* 
   std::shared_ptr<consensus::RaftGroup> group = t.replica().group();
   if (t.state() != TabletState::kRunning || !group) return false;
   const consensus::GroupInfo info = group->info();
-  c->set_role(RoleOf(info, consensus::PeerIdFromUuid(uuid_)));
+  c->set_role(RoleOf(info, peers_ ? peers_->self_id() : consensus::kNoPeer));
   c->set_term(info.term);
   if (info.leader != consensus::kNoPeer) c->set_leader_uuid(UuidOfPeer(info.leader));
   c->set_committed_index(info.commit_index);
