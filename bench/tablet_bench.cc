@@ -1,13 +1,19 @@
 // tablet-bench: the tablet server's data path on the seed schema
 // (key INT64, a INT32, b STRING, c STRING, d INT32; strings of 32 bytes).
 //
+// The tablets run as in a tablet server: each is a Raft group of one on a consensus
+// runtime whose shared log (in <--bench_dir>/wal) is fdatasynced before each write is
+// applied (--log_fsync, default true), so a write costs what it costs in production.
+//
 // In-process (no RPC):
 //   insert     --rows rows in Write blocks of --batch_rows through Tablet::Write, the
-//              code the Write RPC runs (decode, row locks, existence MultiGet, one
+//              code the Write RPC runs (decode, row locks, existence MultiGet, the
+//              command appended to the consensus log and synced, then applied as one
 //              WriteBatch), alternating in --rounds rounds with
 //   bare       the same storage keys and row values put with plain WriteBatches into
-//              a second store opened with the same RocksDB options (WAL on, no sync).
-//              Prints `write ratio vs bare RocksDB: X` (tablet rows/s / bare rows/s).
+//              a second store opened with the same RocksDB options (WAL on, no sync,
+//              no consensus log). Prints `write ratio vs bare RocksDB: X` (tablet
+//              rows/s / bare rows/s).
 //   get        Tablet::Get of one random key, and of 100 random keys, per call
 //   scan       a full scan of the tablet through the ScannerManager (1 MiB batches)
 // Reads come from SST files through the block cache (--flush_before_reads).
@@ -57,6 +63,7 @@
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_manager.h"
+#include "tserver/tablet_manager_test_util.h"
 #include "tserver/tablet_service.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver.proxy.h"
@@ -64,6 +71,7 @@
 #include "tserver/tserver_test_util.h"
 
 DECLARE_int64(row_cache_capacity_mb);
+DECLARE_bool(log_fsync);
 
 DEFINE_int64(rows, 1000000, "Rows inserted in-process (half through the tablet, half bare).");
 DEFINE_int32(batch_rows, 1000, "Rows per Write block / WriteBatch.");
@@ -163,7 +171,9 @@ struct Env {
   std::string dir;
   MetricRegistry registry;
   std::unique_ptr<TServerMetrics> metrics;
-  std::unique_ptr<TabletManager> tablets;
+  // The manager, its consensus runtime and request tracker, as a tablet server has them.
+  std::unique_ptr<TestTabletManager> server;
+  TabletManager* tablets = nullptr;  // server's
   std::unique_ptr<ScannerManager> scanners;
   Schema schema = SeedSchema(false);
 };
@@ -391,14 +401,14 @@ void RunRpc(Env* env) {
   PinCurrentThread(FLAGS_server_cpu);  // the server's reactor and service threads
   TabletServerErrorPB::Code code;
   CHECK_OK(env->tablets->CreateTablet(MakeCreateTablet("rpc", schema), &code));
-  RequestTracker tracker;
   rpc::MessengerOptions so;
   so.name = "srv";
   so.num_reactors = 1;
   so.metrics = &env->registry;
   auto server = rpc::Messenger::Create(so);
   CHECK_OK(server.status());
-  TabletServiceDeps deps{env->tablets.get(), env->scanners.get(), &tracker, env->metrics.get()};
+  TabletServiceDeps deps{env->tablets, env->scanners.get(), env->server->tracker(),
+                         env->metrics.get()};
   CHECK_OK((*server)->RegisterService(std::make_unique<TabletServiceImpl>(deps), 2, 100));
   rpc::Sockaddr addr;
   CHECK_OK((*server)->AddListener(rpc::Sockaddr::Loopback(0), &addr));
@@ -580,15 +590,24 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(env.dir);
   }
   env.metrics = std::make_unique<TServerMetrics>(&env.registry);
-  env.tablets =
-      std::make_unique<TabletManager>(std::vector<std::string>{env.dir}, env.metrics.get());
-  CHECK_OK(env.tablets->Open());
+  {
+    TestTabletManager::Options opts;
+    opts.data_dir = env.dir;
+    opts.metrics = env.metrics.get();
+    auto server = TestTabletManager::Start(std::move(opts));
+    CHECK_OK(server.status());
+    env.server = std::move(*server);
+    env.tablets = env.server->manager();
+  }
+  printf("tablets: Raft groups of one, consensus log in %s, fdatasync %s (--log_fsync)\n",
+         env.server->wal_dir().c_str(), FLAGS_log_fsync ? "on" : "OFF");
   env.scanners = std::make_unique<ScannerManager>(env.metrics.get());
   const nyala::MonoTime t0 = nyala::MonoTime::Now();
   RunInProcess(&env);
   if (FLAGS_rpc) RunRpc(&env);
   env.scanners.reset();
-  env.tablets.reset();
+  env.tablets = nullptr;
+  env.server.reset();
   if (remove_dir) std::filesystem::remove_all(env.dir);
   printf("total run time: %.1f s\n", (nyala::MonoTime::Now() - t0).ToSeconds());
   return 0;

@@ -22,6 +22,7 @@
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_manager.h"
+#include "tserver/tablet_manager_test_util.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
 #include "tserver/tserver_test_util.h"
@@ -53,14 +54,25 @@ class TabletTest : public NyalaTest {
   }
   void TearDown() override {
     scanners_.reset();
-    mgr_.reset();
+    mgr_ = nullptr;
+    server_.reset();
     NyalaTest::TearDown();
   }
-  void OpenManager() {
+  // Opens the tablets as a tablet server does (a restart when they were open): every
+  // tablet a Raft group of one, with its log in the test's dir. `tracker` (which must
+  // outlive the manager) gets the stored request records; null: one of its own.
+  void OpenManager(RequestTracker* tracker = nullptr) {
     scanners_.reset();
-    mgr_.reset();
-    mgr_ = std::make_unique<TabletManager>(std::vector<std::string>{test_dir()}, metrics_.get());
-    ASSERT_OK(mgr_->Open());
+    mgr_ = nullptr;
+    server_.reset();
+    TestTabletManager::Options opts;
+    opts.data_dir = test_dir();
+    opts.metrics = metrics_.get();
+    opts.tracker = tracker;
+    auto server = TestTabletManager::Start(std::move(opts));
+    ASSERT_OK(server.status());
+    server_ = std::move(*server);
+    mgr_ = server_->manager();
     scanners_ = std::make_unique<ScannerManager>(metrics_.get());
   }
   void CreateTablet(const std::string& id) {
@@ -179,7 +191,15 @@ class TabletTest : public NyalaTest {
   MetricRegistry registry_;
   std::unique_ptr<TServerMetrics> metrics_;
   Schema schema_;
-  std::unique_ptr<TabletManager> mgr_;
+  // A tracker that outlives the managers it is given to.
+  RequestTracker* NewTracker() {
+    trackers_.push_back(std::make_unique<RequestTracker>());
+    return trackers_.back().get();
+  }
+
+  std::vector<std::unique_ptr<RequestTracker>> trackers_;  // before server_: outlives it
+  std::unique_ptr<TestTabletManager> server_;
+  TabletManager* mgr_ = nullptr;  // server_'s
   std::unique_ptr<ScannerManager> scanners_;
   SchemaPB projection_pb_;
 };
@@ -854,15 +874,15 @@ TEST_F(TabletTest, ConcurrentInsertsOfTheSameKeysSucceedOnce) {
 TEST_F(TabletTest, RetryAfterRestartGetsTheStoredResponse) {
   const rpc::RequestIdPB id = RequestId("client-a", 1, 1);
   const WriteRequestPB req = MakeSeedWrite("t1", schema_, 0, 10);
-  auto tracker = std::make_unique<RequestTracker>();
-  WriteResponsePB first = TrackedWrite(tracker.get(), id, req);
+  RequestTracker* tracker = server_->tracker();  // the one the manager's applies tell
+  WriteResponsePB first = TrackedWrite(tracker, id, req);
   ASSERT_FALSE(first.has_error()) << first.ShortDebugString();
   ASSERT_EQ(first.rows_applied(), 10);
 
-  // Restart: a new store and a tracker that knows only what the store kept.
-  tracker = std::make_unique<RequestTracker>();
-  ASSERT_NO_FATAL_FAILURE(OpenManager());
-  ASSERT_OK(mgr_->LoadRequestRecords(tracker.get()));
+  // Restart: a new store and a tracker that knows only what the store kept (the
+  // manager loads the records into it).
+  tracker = NewTracker();
+  ASSERT_NO_FATAL_FAILURE(OpenManager(tracker));
   EXPECT_EQ(tracker->NumResponsesForTests(), 1u);
   WriteResponsePB retry;
   ASSERT_EQ(tracker->Begin(id, &retry, nullptr), RequestTracker::Outcome::kAnswered);
@@ -876,12 +896,11 @@ TEST_F(TabletTest, RetryAfterRestartGetsTheStoredResponse) {
 
   // A response with row errors is stored as it was, too.
   const rpc::RequestIdPB id2 = RequestId("client-a", 2, 2);
-  WriteResponsePB dup = TrackedWrite(tracker.get(), id2, MakeSeedWrite("t1", schema_, 8, 4));
+  WriteResponsePB dup = TrackedWrite(tracker, id2, MakeSeedWrite("t1", schema_, 8, 4));
   ASSERT_EQ(dup.rows_applied(), 2);
   ASSERT_EQ(dup.per_row_errors_size(), 2);
-  tracker = std::make_unique<RequestTracker>();
-  ASSERT_NO_FATAL_FAILURE(OpenManager());
-  ASSERT_OK(mgr_->LoadRequestRecords(tracker.get()));
+  tracker = NewTracker();
+  ASSERT_NO_FATAL_FAILURE(OpenManager(tracker));
   ASSERT_EQ(tracker->Begin(id2, &retry, nullptr), RequestTracker::Outcome::kAnswered);
   EXPECT_EQ(retry.SerializeAsString(), dup.SerializeAsString());
   // Request 1 was below client-a's first incomplete number: forgotten, its record gone.
@@ -891,7 +910,7 @@ TEST_F(TabletTest, RetryAfterRestartGetsTheStoredResponse) {
 }
 
 TEST_F(TabletTest, RequestRecordsAreCollected) {
-  RequestTracker tracker;
+  RequestTracker& tracker = *server_->tracker();  // the one the manager's applies tell
   for (int64_t seq = 1; seq <= 3; seq++) {
     // The client has the answers below `seq`.
     WriteResponsePB r =
@@ -915,9 +934,8 @@ TEST_F(TabletTest, RequestRecordsAreCollected) {
   store->PutRequestRecord(&batch, key, value);
   ASSERT_OK(store->Write(&batch));
   EXPECT_EQ(StoredRequests(), (std::vector<std::string>{"c/3", "old-client/5"}));
-  RequestTracker restarted;
-  ASSERT_NO_FATAL_FAILURE(OpenManager());
-  ASSERT_OK(mgr_->LoadRequestRecords(&restarted));
+  RequestTracker& restarted = *NewTracker();
+  ASSERT_NO_FATAL_FAILURE(OpenManager(&restarted));
   EXPECT_EQ(StoredRequests(), std::vector<std::string>{"c/3"});
   EXPECT_EQ(restarted.NumClientsForTests(), 1u);
   WriteResponsePB resp;
@@ -927,7 +945,7 @@ TEST_F(TabletTest, RequestRecordsAreCollected) {
 
 TEST_F(TabletTest, DeletingATabletDeletesItsRequestRecords) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t2"));
-  RequestTracker tracker;
+  RequestTracker& tracker = *server_->tracker();  // the one the manager's applies tell
   WriteResponsePB r1 =
       TrackedWrite(&tracker, RequestId("c", 1, 1), MakeSeedWrite("t1", schema_, 0, 5));
   WriteResponsePB r2 =

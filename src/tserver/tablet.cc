@@ -55,7 +55,8 @@ Tablet::Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServ
       metrics_(metrics),
       tablet_metrics_(metrics ? std::make_unique<TabletMetrics>(
                                     metrics->registry, meta_.tablet_id(), meta_.table_name())
-                              : nullptr) {}
+                              : nullptr),
+      replica_(std::make_unique<TabletReplica>(meta_.tablet_id(), this, metrics)) {}
 
 Tablet::~Tablet() = default;
 
@@ -197,21 +198,24 @@ bool Tablet::MeasureStats() {
   return changed;
 }
 
-void Tablet::NoteLeadership(const consensus::GroupInfo& info, bool count) {
-  MutexLock l(seen_mu_);
-  if (count && metrics_ != nullptr) {
-    const bool leads = info.role == consensus::RaftRole::kLeader;
-    const bool led = seen_role_ == consensus::RaftRole::kLeader;
-    if (leads && !led) metrics_->leaderships_won->Increment();
-    if (!leads && led) metrics_->leaderships_lost->Increment();
-    if (info.term > seen_term_) metrics_->term_changes->Increment();
-    if (info.leader != consensus::kNoPeer && info.leader != seen_leader_) {
-      metrics_->leader_changes->Increment();
-    }
-  }
-  seen_role_ = info.role;
-  seen_term_ = std::max(seen_term_, info.term);
-  if (info.leader != consensus::kNoPeer) seen_leader_ = info.leader;
+Result<std::string> Tablet::LoadAppliedState() {
+  Result<std::string> v = store_->GetAppliedState(seq());
+  if (!v.ok()) return v.status().CloneAndPrepend("tablet " + tablet_id() + ": applied state");
+  return v;
+}
+
+Status Tablet::StoreAppliedState(Slice applied_state) {
+  StoreWriteBatch batch;
+  store_->PutAppliedState(&batch, seq(), applied_state);
+  return store_->Write(&batch);
+}
+
+Status Tablet::SyncApplied() { return store_->SyncWal(); }
+
+void Tablet::Fail(const Status& error) {
+  DCHECK_EQ(int(state()), int(TabletState::kRunning));
+  failure_ = error;
+  state_.store(TabletState::kFailed, std::memory_order_release);
 }
 
 }  // namespace nyala::tserver

@@ -28,27 +28,27 @@
 // WriteResponsePB.rows_applied counts the operations that changed a row (ignored
 // operations and failed rows are not counted).
 //
-// Replication (tablet_replication.cc): a tablet in a server is one replica of its
-// tablet's Raft group (consensus/raft_group.h), and the tablet is the group's state
-// machine. A write runs the steps above up to the commit on the leader only (row
-// locks and existence checks there), and hands the resulting row changes, with the
-// request's id and final response, to the group; every replica applies them in log
-// order (Apply), writing the rows, the request record and the tablet's applied index
-// in one batch. The leader answers after its own apply. Get and Scan call
-// WaitForLinearizableRead first. A tablet without a group (unit tests) applies its
-// writes directly, through the same apply step.
+// Replication: a tablet in a server is one replica of its tablet's Raft group, and
+// owns its TabletReplica (tablet_replica.h), which holds the group and the leader
+// checks and waits. A write runs the steps above up to the commit on the leader only
+// (row locks and existence checks there), encodes the resulting row changes, with the
+// request's id and final response, as a write command (write_command.h) and hands it
+// to the replica (Replicate); every replica applies committed commands in log order
+// through the tablet's ReplicaStorage side (ApplyWrite), writing the rows, the request
+// record and the replica's applied state in one batch. The leader answers after its
+// own apply. Get and Scan call the replica's WaitForLinearizableRead first.
 //
 // Thread-safety: every public method is thread-safe. The metadata, schema and seq
-// never change after creation. Apply, FlushRequested and LeadershipChanged run on the
-// group's runtime worker thread. A write or get that started before MarkDeleted()
-// finishes before MarkDeleted() returns; later ones fail with TABLET_NOT_FOUND.
+// never change after creation. The ReplicaStorage methods run on the group's runtime
+// worker thread (LoadAppliedState: when the replica starts). A write or get that
+// started before MarkDeleted() finishes before MarkDeleted() returns; later ones fail
+// with TABLET_NOT_FOUND.
 #pragma once
 
 #include <atomic>
 #include <functional>
-#include <optional>
-#include <set>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,9 +61,9 @@
 #include "common/rw_mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
-#include "consensus/raft_group.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tablet_metadata.pb.h"
+#include "tserver/tablet_replica.h"
 #include "tserver/tserver.pb.h"
 
 namespace nyala {
@@ -98,23 +98,7 @@ struct Projection {
 // Fills `pb` with `code` and `status` (master's SetError has the same shape).
 void SetError(TabletServerErrorPB::Code code, const Status& status, TabletServerErrorPB* pb);
 
-// What a replica calls into its server. Set before the tablet's group is created; the
-// functions run on the group's worker thread and must not block.
-class Tablet;
-struct TabletReplicaHooks {
-  // The uuid of the server with Raft peer id `id` ("" when unknown).
-  std::function<std::string(consensus::PeerId id)> uuid_of;
-  // The group's role, term or leader changed (for the next tablet report).
-  std::function<void()> consensus_changed;
-  // A write led by another replica was applied here: its request's final response,
-  // stored as a record at (store, seq), for the server's RequestTracker, so that a
-  // retry reaching this replica once it leads is answered, not applied again.
-  std::function<void(const Tablet& tablet, const rpc::RequestIdPB& id,
-                     const WriteResponsePB& resp)>
-      applied_request;
-};
-
-class Tablet : public consensus::StateMachine {
+class Tablet final : public ReplicaStorage {
  public:
   // A running tablet from its stored metadata; `store`, `locks` and `metrics`
   // must outlive it. Fails when the stored schema or partition schema is invalid.
@@ -189,53 +173,9 @@ class Tablet : public consensus::StateMachine {
   // true when they differ from the previous measurement (or it is the first).
   bool MeasureStats();
 
-  // --- Replication (tablet_replication.cc).
-  // The applied index and configuration stored with the rows (0 and none for a new
-  // replica), for the group's GroupOptions.
-  Status LoadAppliedState(uint64_t* index, std::optional<consensus::ConfigPB>* config);
-  void SetReplicaHooks(TabletReplicaHooks hooks);
-  // Makes the tablet a replica of `group`, created with this tablet as its state
-  // machine. Once only.
-  void AttachGroup(std::shared_ptr<consensus::RaftGroup> group);
-  std::shared_ptr<consensus::RaftGroup> group() const;
-  // The group's state (a group of none: a lone leader at term 0).
-  consensus::GroupInfo ConsensusInfo() const;
-  // Fills `error` with NOT_THE_LEADER (naming the leader when known) and returns false
-  // unless this replica leads and has applied every entry of earlier terms (so its
-  // existence checks see every committed write).
-  bool CheckLeader(TabletServerErrorPB* error) const;
-  // The term this replica leads in with every earlier term's entry applied, or 0
-  // (CheckLeader's condition; a tablet without a group: 1).
-  uint64_t ReadyLeaderTerm() const;
-  // Whether a read here is linearizable now without waiting: this replica leads
-  // under its lease with its own term's first entry applied (true without a group).
-  bool CanReadNow() const;
-  // Waits until CheckLeader would pass: false after `timeout`.
-  bool WaitUntilLeader(MonoDelta timeout) const;
-  // Waits until a read here sees every write committed before the call (the leader's
-  // lease, or a heartbeat round, then the apply): false with `error` set when this
-  // replica does not lead or `timeout` passes first.
-  bool WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* error) const;
-  // The index of the last entry applied (any thread).
-  uint64_t applied_index() const { return applied_index_.load(std::memory_order_acquire); }
-  // The applied index last reported durable to the group (TabletManager's reporter).
-  uint64_t reported_durable_index() const {
-    return reported_durable_.load(std::memory_order_relaxed);
-  }
-  void set_reported_durable_index(uint64_t i) {
-    reported_durable_.store(i, std::memory_order_relaxed);
-  }
-  // consensus::StateMachine.
-  void Apply(const consensus::EntryPB& entry) override;
-  void FlushRequested() override;
-  void LeadershipChanged() override;
-  // The group failed (its consensus log could not be written, e.g. the disk is full):
-  // the tablet fails too, with that error, and says so to the master.
-  void GroupFailed(const Status& error) override;
-  // Counts in the server's metrics what changed since the group state last noted
-  // (a new leader, term, or this replica winning or losing leadership); with
-  // `count` false only notes `info` (when the group is attached).
-  void NoteLeadership(const consensus::GroupInfo& info, bool count) EXCLUDES(seen_mu_);
+  // This tablet's replica of its Raft group: owned by the tablet, started by the
+  // tablet manager.
+  TabletReplica& replica() const { return *replica_; }
 
   // The tablet's own counters; null when the tablet has no metrics (tests).
   const TabletMetrics* tablet_metrics() const { return tablet_metrics_.get(); }
@@ -263,16 +203,13 @@ class Tablet : public consensus::StateMachine {
   // the write's row changes.
   Status PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot* slot, WriteScratch* w)
       REQUIRES_SHARED(ops_mu_);
-  // Hands the write's row changes and final response to the group, to be appended in
-  // `term` only (the term whose state the write read), and waits for the local apply;
-  // applies at once without a group. NotLeader-like failures: nothing
-  // was applied; ServiceUnavailable or TimedOut: the outcome is unknown.
-  Status Replicate(std::string command, uint64_t term);
-  // Applies one replicated write (an encoded command) with its entry's index (0:
-  // none, a tablet without a group) and whether this replica led it.
-  Status ApplyWrite(Slice command, uint64_t index);
-  // Stores the applied index (and the configuration) with a batch.
-  void AddAppliedState(uint64_t index, StoreWriteBatch* batch);
+  // ReplicaStorage (the replica's group's worker thread).
+  bool Running() const override { return state() == TabletState::kRunning; }
+  Status ApplyWrite(const DecodedWriteCommand& cmd, Slice applied_state) override;
+  Status StoreAppliedState(Slice applied_state) override;
+  Result<std::string> LoadAppliedState() override;
+  Status SyncApplied() override;
+  void Fail(const Status& error) override;
   void CountWrittenRows(const WriteScratch& w) const;
   // OK when `pb` describes the tablet's columns (names, types, key, nullability).
   Status CheckClientSchema(const SchemaPB& pb) const;
@@ -293,8 +230,8 @@ class Tablet : public consensus::StateMachine {
   Schema schema_;
   PartitionSchema partition_schema_;
   std::shared_ptr<const Projection> full_projection_;
-  // Set once, before state_ becomes kFailed (at creation, or by Apply or GroupFailed
-  // on the group's worker thread); read only after state() returned kFailed.
+  // Set once, before state_ becomes kFailed (at creation, or by Fail() on the group's
+  // worker thread); read only after state() returned kFailed.
   Status failure_;
 
   // An upper bound of the tablet's storage keys: no row is stored above it, so the
@@ -310,34 +247,12 @@ class Tablet : public consensus::StateMachine {
   // Held shared by every write and get, exclusively by MarkDeleted().
   mutable RwMutex ops_mu_;
 
-  // --- Replication.
-  mutable Mutex group_mu_;
-  std::shared_ptr<consensus::RaftGroup> group_ GUARDED_BY(group_mu_);
-  TabletReplicaHooks hooks_;  // set before the group exists, then read only
-  // The term of the last entry applied: the leader takes writes once it equals the
-  // group's term (its own no-op applied, so is everything before it).
-  std::atomic<uint64_t> applied_term_{0};
-  // Notified when applied_term_ or the group's leadership changes (WaitUntilLeader).
-  mutable Mutex leader_mu_;
-  mutable CondVar leader_cv_;
-  // Writes waiting in Replicate for their entry: told when the leadership changes.
-  struct ProposalWaiter;
-  std::set<ProposalWaiter*> proposals_waiting_ GUARDED_BY(leader_mu_);
-  // The applied index (written by the worker thread) and the configuration in effect
-  // there (worker thread only).
-  std::atomic<uint64_t> applied_index_{0};
-  std::atomic<uint64_t> reported_durable_{0};
   mutable Mutex stats_mu_;
   bool has_stats_ GUARDED_BY(stats_mu_) = false;
   Stats stats_ GUARDED_BY(stats_mu_);
-  consensus::ConfigPB applied_config_;
-  bool has_applied_config_ = false;
   std::atomic<TabletState> state_{TabletState::kRunning};
-  // The group state NoteLeadership saw last.
-  Mutex seen_mu_;
-  consensus::RaftRole seen_role_ GUARDED_BY(seen_mu_) = consensus::RaftRole::kFollower;
-  uint64_t seen_term_ GUARDED_BY(seen_mu_) = 0;
-  consensus::PeerId seen_leader_ GUARDED_BY(seen_mu_) = consensus::kNoPeer;
+  // Last: it borrows the tablet as its storage.
+  const std::unique_ptr<TabletReplica> replica_;
 };
 
 }  // namespace nyala::tserver

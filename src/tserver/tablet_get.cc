@@ -34,9 +34,9 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
   // Linearizable: confirmed leadership, and every write committed before now applied.
   // A read the client let any replica answer takes this replica's applied rows as they
   // are.
-  if (TabletServerErrorPB err; state() == TabletState::kRunning &&
-                                req.replica_selection() == LEADER_ONLY &&
-                                !WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
+  if (TabletServerErrorPB err;
+      state() == TabletState::kRunning && req.replica_selection() == LEADER_ONLY &&
+      !replica_->WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
     *resp->mutable_error() = std::move(err);
     return;
   }
@@ -47,7 +47,7 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
 bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                                    std::string* indirect) {
   // Without a lease, confirming leadership may wait.
-  if (req.replica_selection() == LEADER_ONLY && !CanReadNow()) return false;
+  if (req.replica_selection() == LEADER_ONLY && !replica_->CanReadNow()) return false;
   if (!ops_mu_.TryLockShared()) return false;
   const bool done = GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
   ops_mu_.UnlockShared();

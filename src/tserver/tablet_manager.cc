@@ -16,6 +16,8 @@
 #include "consensus/peer_id.h"
 #include "consensus/runtime.h"
 #include "rpc/sockaddr.h"
+#include "tserver/peer_directory.h"
+#include "tserver/replica_starter.h"
 #include "tserver/request_tracker.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet_store.h"
@@ -158,8 +160,8 @@ void TabletManager::RunQueued() {
   // fdatasync or two: it is answered once it takes writes, so a table of such tablets
   // is writable when its creation is done.
   for (PendingCreate* p : creates) {
-    if (p->status.ok() && p->tablet && runtime_ != nullptr && p->req->peers_size() <= 1 &&
-        !p->tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+    if (p->status.ok() && p->tablet && p->req->peers_size() <= 1 &&
+        !p->tablet->replica().WaitUntilLeader(MonoDelta::FromSeconds(5))) {
       LOG(WARNING) << "tablet " << p->req->tablet_id() << " has no leader 5 s after its creation";
     }
     p->callback(p->status, p->code);
@@ -242,62 +244,27 @@ Status TabletManager::LoadRequestRecords(RequestTracker* tracker) {
   return Status::OK();
 }
 
-TabletReplicaHooks TabletManager::MakeHooks() {
-  TabletReplicaHooks h;
-  h.uuid_of = [this](consensus::PeerId id) { return UuidOfPeer(id); };
-  h.applied_request = [this](const Tablet& t, const rpc::RequestIdPB& id,
-                             const WriteResponsePB& resp) {
-    tracker_->RememberApplied(id, resp, RequestRecordLocation{t.store(), t.seq()});
-  };
-  return h;
-}
-
 Status TabletManager::StartGroup(const std::shared_ptr<Tablet>& tablet, bool campaign) {
-  const std::string& id = tablet->tablet_id();
-  TabletReplicaHooks hooks = MakeHooks();
-  hooks.consensus_changed = [this, id] {
+  return starter_->Start(tablet.get(), campaign, [this, id = tablet->tablet_id()] {
     {
       MutexLock l(mu_);
       if (tablets_.count(id)) RecordChangeLocked(id, false);
     }
     NotifyChange();
-  };
-  tablet->SetReplicaHooks(std::move(hooks));
-  consensus::GroupOptions o;
-  o.group_id = consensus::GroupIdFromTabletId(id);
-  o.state_machine = tablet.get();
-  for (const RaftPeerPB& p : tablet->metadata().peers()) {
-    o.voters.push_back(consensus::PeerIdFromUuid(p.permanent_uuid()));
-    AddPeer(p.permanent_uuid(), p.host(), p.port());
-  }
-  if (o.voters.empty()) o.voters.push_back(consensus::PeerIdFromUuid(uuid_));
-  Status s = tablet->LoadAppliedState(&o.applied, &o.applied_config);
-  Result<std::shared_ptr<consensus::RaftGroup>> group =
-      s.ok() ? runtime_->CreateGroup(o) : Result<std::shared_ptr<consensus::RaftGroup>>(s);
-  if (!group.ok()) {
-    LOG(ERROR) << "tablet " << id << ": its Raft group does not start: " << group.status().ToString();
-    return group.status().CloneAndPrepend("starting its Raft group");
-  }
-  tablet->AttachGroup(*group);
-  if (campaign) (*group)->Campaign();
-  return Status::OK();
+  });
 }
 
 Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
                                        RequestTracker* tracker, const std::string& uuid) {
-  runtime_ = runtime;
-  tracker_ = tracker;
-  uuid_ = uuid;
-  {
-    MutexLock l(peers_mu_);  // this server is a peer of its groups before any heartbeat
-    peer_uuids_[consensus::PeerIdFromUuid(uuid)] = uuid;
-  }
+  DCHECK(!starter_) << "replication started twice";
+  peers_ = std::make_unique<PeerDirectory>(
+      uuid,
+      [runtime](consensus::PeerId id, const rpc::Sockaddr& addr) { runtime->AddPeer(id, addr); });
+  starter_ = std::make_unique<ReplicaStarter>(runtime, tracker, peers_.get());
   int started = 0, failed = 0;
   for (const auto& t : GetTablets()) {
     if (t->state() != TabletState::kRunning) continue;
-    // A group of one elects itself at once; others wait for their election timeouts.
-    const bool alone = t->metadata().peers_size() <= 1;
-    Status s = StartGroup(t, alone);
+    Status s = StartGroup(t, ReplicaStarter::CampaignsAtRestart(t->metadata()));
     if (s.ok()) {
       started++;
       continue;
@@ -310,27 +277,29 @@ Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
     RecordChangeLocked(t->tablet_id(), false);
   }
   LOG(INFO) << "started the Raft groups of " << started << " tablets (" << failed << " failed)";
-  durable_reporter_ = std::thread([this] {
-    UniqueLock l(reporter_mu_);
-    MonoTime next_stats = MonoTime::Now();  // the first figures go with an early report
-    while (!reporter_stop_) {
-      const MonoTime now = MonoTime::Now();
-      const MonoDelta to_stats = next_stats > now ? next_stats - now : MonoDelta();
-      const int64_t wait_ms = std::min<int64_t>(
-          std::max(FLAGS_tablet_durable_report_interval_ms, 10), to_stats.ToMilliseconds() + 1);
-      reporter_cv_.wait_for(l, std::chrono::milliseconds(wait_ms));
-      if (reporter_stop_) break;
-      l.Unlock();
-      ReportDurableIndexes();
-      if (MonoTime::Now() >= next_stats) {
-        UpdateTabletStats();
-        next_stats =
-            MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_update_tablet_stats_interval_ms);
-      }
-      l.Lock();
-    }
-  });
+  durable_reporter_ = std::thread([this] { ReporterLoop(); });
   return Status::OK();
+}
+
+void TabletManager::ReporterLoop() {
+  UniqueLock l(reporter_mu_);
+  MonoTime next_stats = MonoTime::Now();  // the first figures go with an early report
+  while (!reporter_stop_) {
+    const MonoTime now = MonoTime::Now();
+    const MonoDelta to_stats = next_stats > now ? next_stats - now : MonoDelta();
+    const int64_t wait_ms = std::min<int64_t>(std::max(FLAGS_tablet_durable_report_interval_ms, 10),
+                                              to_stats.ToMilliseconds() + 1);
+    reporter_cv_.wait_for(l, std::chrono::milliseconds(wait_ms));
+    if (reporter_stop_) break;
+    l.Unlock();
+    ReportDurableIndexes();
+    if (MonoTime::Now() >= next_stats) {
+      UpdateTabletStats();
+      next_stats =
+          MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_update_tablet_stats_interval_ms);
+    }
+    l.Lock();
+  }
 }
 
 void TabletManager::ReportDurableIndexes() {
@@ -338,15 +307,16 @@ void TabletManager::ReportDurableIndexes() {
   for (const auto& store : stores_) {
     // The applied indexes first: every apply up to them is in the WAL the sync covers.
     std::vector<std::pair<std::shared_ptr<consensus::RaftGroup>, uint64_t>> durable;
-    std::vector<Tablet*> reported;
+    std::vector<TabletReplica*> reported;
     for (const auto& t : tablets) {
       if (t->store() != store.get() || t->state() != TabletState::kRunning) continue;
-      const uint64_t applied = t->applied_index();
+      TabletReplica& replica = t->replica();
+      const uint64_t applied = replica.applied_index();
       // Idle tablets cost nothing: no sync, no task for their group.
-      if (applied == t->reported_durable_index()) continue;
-      if (auto g = t->group()) {
+      if (applied == replica.reported_durable_index()) continue;
+      if (auto g = replica.group()) {
         durable.emplace_back(std::move(g), applied);
-        reported.push_back(t.get());
+        reported.push_back(&replica);
       }
     }
     if (durable.empty()) continue;
@@ -378,43 +348,13 @@ void TabletManager::UpdateTabletStats() {
   }
 }
 
-void TabletManager::AddPeer(const std::string& uuid, const std::string& host, uint32_t port) {
-  const std::string addr = host + ":" + std::to_string(port);
-  const uint64_t id = consensus::PeerIdFromUuid(uuid);
-  {
-    MutexLock l(peers_mu_);
-    peer_uuids_[id] = uuid;
-    auto it = peer_addrs_.find(uuid);
-    if (it != peer_addrs_.end() && it->second == addr) return;
-    peer_addrs_[uuid] = addr;
-  }
-  if (uuid == uuid_) return;  // this server: the runtime needs no route to itself
-  Result<rpc::HostPort> hp = rpc::HostPort::Parse(addr, uint16_t(port));
-  Result<std::vector<rpc::Sockaddr>> resolved =
-      hp.ok() ? hp->Resolve() : Result<std::vector<rpc::Sockaddr>>(hp.status());
-  if (!resolved.ok() || resolved->empty()) {
-    LOG(WARNING) << "tablet server " << uuid << " at " << addr << " does not resolve: "
-                 << (resolved.ok() ? "no address" : resolved.status().ToString());
-    MutexLock l(peers_mu_);
-    peer_addrs_.erase(uuid);  // try again with the next heartbeat
-    return;
-  }
-  LOG(INFO) << "consensus peer " << uuid << " (Raft id " << id << ") at " << addr;
-  runtime_->AddPeer(id, resolved->front());
-}
-
-void TabletManager::UpdatePeers(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers) {
-  if (runtime_ == nullptr) return;
-  for (const master::TSInfoPB& ts : servers) {
-    if (ts.rpc_addresses_size() == 0) continue;
-    AddPeer(ts.permanent_uuid(), ts.rpc_addresses(0).host(), ts.rpc_addresses(0).port());
-  }
+void TabletManager::UpdatePeers(
+    const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers) {
+  if (peers_) peers_->Update(servers);
 }
 
 std::string TabletManager::UuidOfPeer(uint64_t id) const {
-  MutexLock l(peers_mu_);
-  auto it = peer_uuids_.find(id);
-  return it == peer_uuids_.end() ? std::string() : it->second;
+  return peers_ ? peers_->UuidOf(id) : std::string();
 }
 
 void TabletManager::StopAdminThread() {
@@ -528,14 +468,22 @@ Status TabletManager::CreateTablet(const CreateTabletRequestPB& req,
   if (!p.status.ok() || !p.tablet) return p.status;
   // A tablet of one replica elects itself within an fdatasync or two: answer once it
   // takes writes, so a table of such tablets is writable when its creation is done.
-  if (runtime_ != nullptr && req.peers_size() <= 1 &&
-      !p.tablet->WaitUntilLeader(MonoDelta::FromSeconds(5))) {
+  if (req.peers_size() <= 1 && !p.tablet->replica().WaitUntilLeader(MonoDelta::FromSeconds(5))) {
     LOG(WARNING) << "tablet " << req.tablet_id() << " has no leader 5 s after its creation";
   }
   return Status::OK();
 }
 
 void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) {
+  if (!starter_) {
+    // Every tablet is a replica of its group: none before replication runs.
+    for (PendingCreate* p : batch) {
+      p->status = Status::ServiceUnavailable("tablet " + p->req->tablet_id() +
+                                             ": the tablet server's replication has not started");
+      p->done = true;
+    }
+    return;
+  }
   // Tablets that exist, or that come twice in this batch (a retry racing the first
   // call), are compared with the one created; the others are created, per store.
   std::vector<PendingCreate*> again;
@@ -571,18 +519,15 @@ void TabletManager::CreateBatchLocked(const std::vector<PendingCreate*>& batch) 
         p->status = tablet.status();
         continue;
       }
-      if (runtime_ != nullptr) {
-        // Before the tablet is visible: no write may reach it without its group. The
-        // first peer the master listed campaigns at once (the master spreads the
-        // first places, so the leaders start spread); the others wait for it.
-        const bool first = req.peers_size() == 0 || req.peers(0).permanent_uuid() == uuid_;
-        Status s = StartGroup(*tablet, first);
-        if (!s.ok()) {
-          WARN_NOT_OK(store->DropTablet((*tablet)->seq(), req.tablet_id()),
-                      "dropping tablet " + req.tablet_id());
-          p->status = s.CloneAndPrepend("tablet " + req.tablet_id());
-          continue;
-        }
+      // Before the tablet is visible: no write may reach it without its group. The
+      // first peer the master listed campaigns at once (the master spreads the first
+      // places, so the leaders start spread); the others wait for it.
+      const bool first = starter_->CampaignsAtCreation((*tablet)->metadata());
+      if (Status s = StartGroup(*tablet, first); !s.ok()) {
+        WARN_NOT_OK(store->DropTablet((*tablet)->seq(), req.tablet_id()),
+                    "dropping tablet " + req.tablet_id());
+        p->status = s.CloneAndPrepend("tablet " + req.tablet_id());
+        continue;
       }
       {
         MutexLock l(mu_);
@@ -641,11 +586,8 @@ void TabletManager::DeleteBatchLocked(const std::vector<PendingDelete*>& batch) 
       p->status = Status::NotFound("no tablet " + id);
       continue;
     }
-    if (runtime_ != nullptr && tablet->group()) {
-      // Writes waiting for the group get Aborted; nothing is applied from here on.
-      WARN_NOT_OK(runtime_->RemoveGroup(tablet->group()->id()),
-                  "removing the Raft group of tablet " + id);
-    }
+    // Writes waiting for the group get Aborted; nothing is applied from here on.
+    WARN_NOT_OK(tablet->replica().Stop(), "removing the Raft group of tablet " + id);
     tablet->MarkDeleted();  // waits for running writes and gets
     TabletMetadataPB tombstone = tablet->metadata();
     tombstone.set_state(TABLET_DATA_DELETED);
@@ -736,9 +678,10 @@ void TabletManager::FillConsensus(const Tablet& t, master::ReportedTabletPB* pb)
 }
 
 bool TabletManager::ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* c) const {
-  if (t.state() != TabletState::kRunning || !t.group()) return false;
-  const consensus::GroupInfo info = t.ConsensusInfo();
-  c->set_role(RoleOf(info, consensus::PeerIdFromUuid(uuid_)));
+  std::shared_ptr<consensus::RaftGroup> group = t.replica().group();
+  if (t.state() != TabletState::kRunning || !group) return false;
+  const consensus::GroupInfo info = group->info();
+  c->set_role(RoleOf(info, peers_ ? peers_->self_id() : consensus::kNoPeer));
   c->set_term(info.term);
   if (info.leader != consensus::kNoPeer) c->set_leader_uuid(UuidOfPeer(info.leader));
   c->set_committed_index(info.commit_index);

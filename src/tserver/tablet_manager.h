@@ -12,6 +12,11 @@
 // deleted gets the next number, so a tablet report can list exactly the tablets
 // that changed since a given number.
 //
+// Replication (StartReplication): every tablet is a replica of its Raft group, started
+// by a ReplicaStarter (replica_starter.h); the consensus peers' addresses are in a
+// PeerDirectory (peer_directory.h). The manager's own threads: the admin thread
+// (batches of creates and deletes) and the reporter (durable indexes, tablet stats).
+//
 // Thread-safety: thread-safe. Lookup() is the hot path (one mutex, one hash probe).
 // A mutex over the maps is never held during disk I/O; create and delete are
 // serialized by their own mutex.
@@ -40,6 +45,8 @@ class ConsensusRuntime;
 
 namespace nyala::tserver {
 
+class PeerDirectory;
+class ReplicaStarter;
 class RequestTracker;
 class RowLocks;
 class TabletStore;
@@ -60,8 +67,9 @@ class TabletManager {
   // Makes every tablet a replica of its Raft group on `runtime` (this server being
   // `uuid`), replaying what the log holds past each tablet's applied index; tablets
   // created later join at creation. Applied writes that other replicas led go to
-  // `tracker`. Call once, after LoadRequestRecords. A tablet whose group cannot start
-  // is FAILED (reported to the master), the others run.
+  // `tracker`. Call once, after LoadRequestRecords; `runtime` and `tracker` must
+  // outlive the manager. A tablet whose group cannot start is FAILED (reported to the
+  // master), the others run.
   Status StartReplication(consensus::ConsensusRuntime* runtime, RequestTracker* tracker,
                           const std::string& uuid);
   // Syncs every store's RocksDB WAL and reports each replica's applied index durable
@@ -76,13 +84,13 @@ class TabletManager {
   void UpdateTabletStats();
 
   // Where the other tablet servers listen (from the master's heartbeat responses):
-  // the consensus transport's peers.
+  // the consensus transport's peers. Nothing before StartReplication.
   void UpdatePeers(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers);
   // The uuid of the server with Raft peer id `id`, or "".
   std::string UuidOfPeer(uint64_t id) const;
   // `t`'s Raft state now, with server uuids, when `t` is RUNNING with a Raft group
   // (false, `pb` untouched, otherwise): what heartbeats report, and ListTablets and
-  // the /tablets page show. Takes peers_mu_ (mu_ may be held).
+  // the /tablets page show. Takes the PeerDirectory's lock (mu_ may be held).
   bool ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* pb) const;
 
   // Flushes and closes the stores. Call after everything using tablets stopped.
@@ -96,7 +104,8 @@ class TabletManager {
   // Creates the tablet `req` describes. Identical to an existing tablet: OK, nothing
   // done. On failure `*code` says why: TABLET_ALREADY_EXISTS (another definition
   // under that id), INVALID_SCHEMA (bad schema or partition schema), UNKNOWN_ERROR
-  // (storage). Returns once the tablet's metadata is synced and its Raft group runs.
+  // (storage), and ServiceUnavailable before StartReplication(). Returns once the
+  // tablet's metadata is synced and its Raft group runs.
   // Concurrent calls are group-committed: the creates that queue while one batch is
   // being written go together in the next, one synced metadata write per data dir.
   Status CreateTablet(const CreateTabletRequestPB& req, TabletServerErrorPB::Code* code);
@@ -135,12 +144,11 @@ class TabletManager {
 
  private:
   void NotifyChange();
-  // Starts `tablet`'s Raft group (campaigning at once when `campaign`). On failure
-  // the tablet is replaced by a FAILED one.
+  // Starts `tablet`'s Raft group (campaigning at once when `campaign`), its changes
+  // recorded for the next report.
   Status StartGroup(const std::shared_ptr<Tablet>& tablet, bool campaign) EXCLUDES(mu_);
-  void AddPeer(const std::string& uuid, const std::string& host, uint32_t port)
-      EXCLUDES(peers_mu_);
-  TabletReplicaHooks MakeHooks();
+  // The reporter thread's loop (ReportDurableIndexes, UpdateTabletStats).
+  void ReporterLoop() EXCLUDES(reporter_mu_);
   // The replica's Raft state in a report (ConsensusStateOf), when it has one.
   void FillConsensus(const Tablet& t, master::ReportedTabletPB* pb) const;
   // Records a change of `id` (live, or deleted) and returns its number.
@@ -215,17 +223,14 @@ class TabletManager {
   int64_t last_change_ GUARDED_BY(mu_) = 0;
   std::function<void()> change_cb_ GUARDED_BY(mu_);
 
-  // Set by StartReplication, then read only.
-  consensus::ConsensusRuntime* runtime_ = nullptr;
-  RequestTracker* tracker_ = nullptr;
-  std::string uuid_;
+  // Set by StartReplication (before the admin service and heartbeats use them), then
+  // read only; null before.
+  std::unique_ptr<PeerDirectory> peers_;
+  std::unique_ptr<ReplicaStarter> starter_;
   std::thread durable_reporter_;
   Mutex reporter_mu_;
   CondVar reporter_cv_;
   bool reporter_stop_ GUARDED_BY(reporter_mu_) = false;
-  mutable Mutex peers_mu_;
-  std::unordered_map<uint64_t, std::string> peer_uuids_ GUARDED_BY(peers_mu_);
-  std::unordered_map<std::string, std::string> peer_addrs_ GUARDED_BY(peers_mu_);  // uuid -> host:port
 };
 
 // The report state of a tablet for the master.

@@ -148,7 +148,7 @@ void TabletServer::RegisterConsensusGauges() {
       [this] {
         int64_t n = 0;
         for (const auto& t : tablets_->GetTablets()) {
-          if (auto g = t->group(); g && g->leader_term() != 0) n++;
+          if (auto g = t->replica().group(); g && g->leader_term() != 0) n++;
         }
         return n;
       },
@@ -158,8 +158,9 @@ void TabletServer::RegisterConsensusGauges() {
       [this] {
         int64_t lag = 0;
         for (const auto& t : tablets_->GetTablets()) {
-          if (!t->group()) continue;
-          const consensus::GroupInfo info = t->ConsensusInfo();
+          std::shared_ptr<consensus::RaftGroup> g = t->replica().group();
+          if (!g) continue;
+          const consensus::GroupInfo info = g->info();
           lag = std::max(lag, int64_t(info.commit_index) - int64_t(info.applied_index));
         }
         return lag;

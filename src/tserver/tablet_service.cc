@@ -265,7 +265,7 @@ void TabletAdminServiceImpl::LeaderStepDown(const LeaderStepDownRequestPB* req,
     LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
     return ctx->RespondSuccess();
   }
-  std::shared_ptr<consensus::RaftGroup> group = tablet->group();
+  std::shared_ptr<consensus::RaftGroup> group = tablet->replica().group();
   if (tablet->state() != TabletState::kRunning || !group) {
     return reject(TabletServerErrorPB::TABLET_NOT_RUNNING,
                   Status::ServiceUnavailable("tablet " + req->tablet_id() + " is not running"));

@@ -17,6 +17,7 @@
 
 #include "common/test_util.h"
 #include "tserver/tablet_manager.h"
+#include "tserver/tablet_manager_test_util.h"
 #include "tserver/tablet_metadata.pb.h"
 #include "tserver/tserver_test_util.h"
 
@@ -287,9 +288,12 @@ TEST_F(TabletStoreTest, RefusesAStoreOfTheOneFamilyLayout) {
 TEST_F(TabletStoreTest, MetadataWithoutItsFamilyMakesAFailedTablet) {
   const Schema schema = testing::SeedSchema();
   uint64_t seq = 0;
+  testing::TestTabletManager::Options opts;
+  opts.data_dir = test_dir();
   {
-    TabletManager mgr({test_dir()}, nullptr);
-    ASSERT_OK(mgr.Open());
+    auto server = testing::TestTabletManager::Start(opts);
+    ASSERT_OK(server.status());
+    TabletManager& mgr = *(*server)->manager();
     TabletServerErrorPB::Code code;
     ASSERT_OK(mgr.CreateTablet(testing::MakeCreateTablet("t", schema), &code));
     seq = mgr.Lookup("t")->seq();
@@ -302,9 +306,9 @@ TEST_F(TabletStoreTest, MetadataWithoutItsFamilyMakesAFailedTablet) {
       }
     }
   });
-  TabletManager mgr({test_dir()}, nullptr);
-  ASSERT_OK(mgr.Open());
-  std::shared_ptr<Tablet> t = mgr.Lookup("t");
+  auto server = testing::TestTabletManager::Start(opts);
+  ASSERT_OK(server.status());
+  std::shared_ptr<Tablet> t = (*server)->manager()->Lookup("t");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->state(), TabletState::kFailed);
   WriteResponsePB resp;

@@ -12,7 +12,7 @@
 #include "common/wire_protocol.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet.h"
-#include "tserver/tablet_replication.h"
+#include "tserver/write_command.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
 
@@ -75,7 +75,7 @@ struct WriteScratch {
   std::vector<uint32_t> read_slots;
   std::string value;
   // The write's row changes as replicas apply them (EncodeRowChange), then the whole
-  // command (tablet_replication.cc).
+  // command (write_command.h).
   std::string changes;
   uint32_t num_changes = 0;
   Arena arena;  // values of duplicated keys, which later operations may read
@@ -133,7 +133,7 @@ void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
     SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
     return;
   }
-  if (TabletServerErrorPB err; !CheckLeader(&err)) {
+  if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
     *resp->mutable_error() = std::move(err);
     return;
   }
@@ -158,7 +158,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     resp->clear_rows_applied();
     if (s.IsIllegalState() || s.IsAborted()) {
       // Not applied: the leader changed before the write could commit here.
-      if (TabletServerErrorPB err; !CheckLeader(&err)) {
+      if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
         *resp->mutable_error() = std::move(err);
       } else {
         SetError(TabletServerErrorPB::NOT_THE_LEADER, s, resp->mutable_error());
@@ -167,7 +167,7 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
     } else if (s.IsServiceUnavailable()) {
       // Leadership lost, or the group stopped, first: the write may still commit; a
       // retry with the same request id finds it applied, or applies it.
-      if (TabletServerErrorPB err; !CheckLeader(&err)) {
+      if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
         *resp->mutable_error() = std::move(err);
         resp->mutable_error()->mutable_status()->set_message(s.ToString());
       } else {
@@ -240,7 +240,7 @@ Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* requ
   // terms applied, and what they decide is appended in this term or not at all (a
   // write that waited for the locks may find the leadership lost, or lost and regained
   // with entries of the term between not yet applied).
-  const uint64_t term = ReadyLeaderTerm();
+  const uint64_t term = replica_->ReadyLeaderTerm();
   if (term == 0) {
     return Status::IllegalState("tablet " + tablet_id() + ": leadership changed while the write "
                                 "waited for its row locks");
@@ -252,7 +252,11 @@ Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* requ
   resp->set_rows_applied(w->counts.applied());
   if (w->num_changes == 0 && request_id == nullptr) return Status::OK();
   // Replicated and applied (rows, record, key bound) before the locks go.
-  return Replicate(EncodeWriteCommand(w->num_changes, w->changes, request_id, *resp), term);
+  const Status s =
+      replica_->Replicate(EncodeWriteCommand(w->num_changes, w->changes, request_id, *resp), term);
+  // Applied, but the apply failed: the tablet stopped (ApplyWrite's error).
+  if (s.ok() && state() == TabletState::kFailed) return failure_;
+  return s;
 }
 
 Status Tablet::ReadExistingRows(WriteScratch* w) {
@@ -369,6 +373,39 @@ Status Tablet::PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot*
   AppendRowChange(slot->key, &value, w);
   if (slot->duplicated) slot->value = w->arena.Copy(Slice(w->value));
   slot->exists = true;
+  return Status::OK();
+}
+
+Status Tablet::ApplyWrite(const DecodedWriteCommand& cmd, Slice applied_state) {
+  thread_local StoreWriteBatch batch;
+  batch.Clear();
+  std::string key, largest;
+  for (const DecodedWriteCommand::Change& c : cmd.changes) {
+    key = TabletPrefix(seq());
+    key.append(c.key.cdata(), c.key.size());
+    if (c.is_delete) {
+      batch.Delete(*rows_, key);
+    } else {
+      batch.Put(*rows_, key, c.value);
+    }
+    if (Slice(largest).compare(Slice(key)) < 0) largest = key;
+  }
+  // Deletions of forgotten records first, in case one has the same key.
+  store_->TakeRequestRecordDeletes(&batch);
+  if (cmd.has_request) {
+    std::string record_key, record_value;
+    AppendRequestRecordKey(seq(), cmd.request_id.client_id(), cmd.request_id.seq_no(), &record_key);
+    AppendRequestRecordHeader(GetWallTimeMicros(), cmd.request_id.first_incomplete_seq_no(),
+                              &record_value);
+    cmd.response.AppendToString(&record_value);
+    store_->PutRequestRecord(&batch, record_key, record_value);
+  }
+  store_->PutAppliedState(&batch, seq(), applied_state);
+  RETURN_NOT_OK(store_->Write(&batch));
+  if (!largest.empty()) {
+    MutexLock l(key_bound_mu_);
+    if (Slice(key_bound_).compare(Slice(largest)) < 0) key_bound_ = largest;
+  }
   return Status::OK();
 }
 

@@ -1,4 +1,4 @@
-#include "tserver/tablet_replication.h"
+#include "tserver/write_command.h"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@ std::string SampleCommand(bool with_request) {
   return EncodeWriteCommand(3, changes, with_request ? &id : nullptr, resp);
 }
 
-TEST(TabletReplicationTest, WriteCommandRoundTrips) {
+TEST(WriteCommandTest, WriteCommandRoundTrips) {
   for (bool with_request : {false, true}) {
     const std::string cmd = SampleCommand(with_request);
     DecodedWriteCommand d;
@@ -48,7 +48,7 @@ TEST(TabletReplicationTest, WriteCommandRoundTrips) {
 
 // A command cut anywhere, or with a byte changed where the format has no freedom, is
 // Corruption: never a crash, never a partial decode taken for whole.
-TEST(TabletReplicationTest, DamagedCommandsAreCorruption) {
+TEST(WriteCommandTest, DamagedCommandsAreCorruption) {
   const std::string cmd = SampleCommand(true);
   for (size_t len = 0; len < cmd.size(); len++) {
     DecodedWriteCommand d;

@@ -1,0 +1,365 @@
+#include "tserver/tablet_replica.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/coding.h"
+#include "common/wire_protocol.h"
+#include "consensus/raft.pb.h"
+#include "consensus/runtime.h"
+#include "tserver/tserver_metrics.h"
+#include "tserver/write_command.h"
+
+namespace nyala::tserver {
+
+namespace {
+
+void SetNotTheLeader(const Status& s, const std::string& leader, TabletServerErrorPB* error) {
+  error->set_code(TabletServerErrorPB::NOT_THE_LEADER);
+  StatusToPB(s, error->mutable_status());
+  error->set_leader_uuid(leader);
+}
+
+// A callback's outcome, waited for by the thread that made the call.
+struct Waiter {
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  Status status GUARDED_BY(mu);
+  std::atomic<bool> leadership_changed{false};
+
+  void NoteLeadershipChange() {
+    MutexLock l(mu);
+    leadership_changed.store(true, std::memory_order_release);
+    cv.notify_all();
+  }
+
+  void Set(const Status& s) {
+    MutexLock l(mu);
+    status = s;
+    done = true;
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+struct TabletReplica::ProposalWaiter : Waiter {};
+
+// Marks a consensus::StateMachine call for its duration. The group calls its state
+// machine from one worker at a time; two calls that overlap mean a caller that is not
+// the group's worker.
+class TabletReplica::WorkerSection {
+ public:
+  explicit WorkerSection(TabletReplica* replica) : replica_(replica) {
+    const bool busy = replica_->in_worker_call_.exchange(true, std::memory_order_acq_rel);
+    DCHECK(!busy) << "tablet " << replica_->tablet_id_
+                  << ": two state machine calls at once: one is not from the group's worker";
+  }
+  ~WorkerSection() { replica_->in_worker_call_.store(false, std::memory_order_release); }
+  WorkerSection(const WorkerSection&) = delete;
+  WorkerSection& operator=(const WorkerSection&) = delete;
+
+ private:
+  TabletReplica* const replica_;
+};
+
+TabletReplica::TabletReplica(std::string tablet_id, ReplicaStorage* storage,
+                             TServerMetrics* metrics)
+    : tablet_id_(std::move(tablet_id)), storage_(storage), metrics_(metrics) {}
+
+TabletReplica::~TabletReplica() = default;
+
+std::string TabletReplica::EncodeAppliedState(uint64_t index, const consensus::ConfigPB* config) {
+  std::string v;
+  PutFixed64BE(&v, index);
+  if (config) config->AppendToString(&v);
+  return v;
+}
+
+Status TabletReplica::DecodeAppliedState(Slice v, uint64_t* index,
+                                         std::optional<consensus::ConfigPB>* config) {
+  *index = 0;
+  config->reset();
+  if (v.empty()) return Status::OK();
+  if (v.size() < 8) return Status::Corruption("short applied state");
+  *index = DecodeFixed64BE(reinterpret_cast<const uint8_t*>(v.data()));
+  if (v.size() > 8) {
+    consensus::ConfigPB c;
+    if (!c.ParseFromArray(v.data() + 8, int(v.size() - 8))) {
+      return Status::Corruption("unparseable applied configuration");
+    }
+    *config = std::move(c);
+  }
+  return Status::OK();
+}
+
+Status TabletReplica::Start(consensus::ConsensusRuntime* runtime, consensus::GroupOptions options,
+                            TabletReplicaHooks hooks, bool campaign) {
+  DCHECK(group() == nullptr) << "tablet " << tablet_id_ << ": started twice";
+  runtime_ = runtime;
+  hooks_ = std::move(hooks);
+  ASSIGN_OR_RETURN(std::string state, storage_->LoadAppliedState());
+  uint64_t index = 0;
+  RETURN_NOT_OK_PREPEND(DecodeAppliedState(state, &index, &applied_config_),
+                        "tablet " + tablet_id_);
+  applied_index_.store(index, std::memory_order_release);
+  options.state_machine = this;
+  options.applied = index;
+  options.applied_config = applied_config_;
+  ASSIGN_OR_RETURN(std::shared_ptr<consensus::RaftGroup> g, runtime->CreateGroup(options));
+  NoteLeadership(g->info(), /*count=*/false);
+  {
+    MutexLock l(group_mu_);
+    group_ = g;
+  }
+  if (campaign) g->Campaign();
+  return Status::OK();
+}
+
+Status TabletReplica::Stop() {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return Status::OK();
+  return runtime_->RemoveGroup(g->id());
+}
+
+std::shared_ptr<consensus::RaftGroup> TabletReplica::group() const {
+  MutexLock l(group_mu_);
+  return group_;
+}
+
+uint64_t TabletReplica::ReadyLeaderTerm() const {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return 0;
+  const uint64_t term = g->leader_term();
+  return term != 0 && applied_term_.load(std::memory_order_acquire) == term ? term : 0;
+}
+
+bool TabletReplica::CheckLeader(TabletServerErrorPB* error) const {
+  if (ReadyLeaderTerm() != 0) return true;
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) {
+    SetNotTheLeader(
+        Status::IllegalState("tablet " + tablet_id_ + ": this replica's Raft group is not running",
+                             "retry shortly"),
+        "", error);
+    return false;
+  }
+  const consensus::GroupInfo info = g->info();
+  std::string leader;
+  if (info.leader != consensus::kNoPeer && hooks_.uuid_of) leader = hooks_.uuid_of(info.leader);
+  Status s;
+  if (info.role == consensus::RaftRole::kLeader) {
+    s = Status::IllegalState("tablet " + tablet_id_ + ": this replica was elected leader in term " +
+                                 std::to_string(info.term) +
+                                 " and has not yet applied the entries of earlier terms",
+                             "retry shortly");
+  } else {
+    s = Status::IllegalState(
+        "tablet " + tablet_id_ + ": this replica is not the leader",
+        leader.empty() ? "no leader is known: an election is running, or a majority of the "
+                         "tablet's replicas is unreachable"
+                       : "the leader is " + leader);
+  }
+  SetNotTheLeader(s, leader, error);
+  return false;
+}
+
+bool TabletReplica::CanReadNow() const {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return false;
+  // Every write acknowledged before now was applied here first: by this leader, or,
+  // of earlier terms, before its own first entry.
+  const uint64_t term = g->leader_term();
+  return term != 0 && applied_term_.load(std::memory_order_acquire) == term &&
+         g->HoldsLease(GetMonoTimeMicros());
+}
+
+bool TabletReplica::WaitUntilLeader(MonoDelta timeout) const {
+  const MonoTime deadline = MonoTime::Now() + timeout;
+  UniqueLock l(leader_mu_);
+  while (ReadyLeaderTerm() == 0) {
+    const MonoDelta left = deadline - MonoTime::Now();
+    if (left <= MonoDelta()) return false;
+    leader_cv_.wait_for(l, std::chrono::microseconds(left.ToMicroseconds()));
+  }
+  return true;
+}
+
+bool TabletReplica::WaitForLinearizableRead(MonoDelta timeout, TabletServerErrorPB* error) const {
+  if (CanReadNow()) return true;
+  if (!CheckLeader(error)) return false;
+  std::shared_ptr<consensus::RaftGroup> g = group();  // not null: CheckLeader passed
+  auto w = std::make_shared<Waiter>();
+  g->Read([w](const Status& s) { w->Set(s); });
+  Status s;
+  {
+    UniqueLock l(w->mu);
+    const bool done = w->cv.wait_for(l, std::chrono::microseconds(timeout.ToMicroseconds()),
+                                     [&]() NO_THREAD_SAFETY_ANALYSIS { return w->done; });
+    s = done ? w->status
+             : Status::TimedOut("tablet " + tablet_id_ + ": the leader could not confirm its " +
+                                "leadership in time for a linearizable read");
+  }
+  if (s.ok()) return true;
+  if (s.IsIllegalState()) {
+    if (CheckLeader(error)) SetNotTheLeader(s, "", error);
+  } else {
+    error->set_code(TabletServerErrorPB::TABLET_NOT_RUNNING);
+    StatusToPB(s, error->mutable_status());
+  }
+  return false;
+}
+
+Status TabletReplica::Replicate(std::string command, uint64_t term) {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) {
+    return Status::IllegalState("tablet " + tablet_id_ + ": its Raft group is not running");
+  }
+  // The group answers once the entry is applied here, replaced by another leader's,
+  // or the group stops. A leader that loses its leadership (a majority unreachable: it
+  // steps down after an election timeout) answers sooner, with an unknown outcome: the
+  // entry may still commit under a successor. Its row locks may go then: this replica
+  // takes writes again only as a leader that applied every earlier entry, this one
+  // included or replaced (CheckLeader); a retry with the same request id is answered
+  // from the record wherever the entry was applied.
+  auto w = std::make_shared<ProposalWaiter>();
+  {
+    MutexLock l(leader_mu_);
+    proposals_waiting_.insert(w.get());
+  }
+  g->ProposeInTerm(term, std::move(command), [w](const Status& s, uint64_t) { w->Set(s); });
+  Status s;
+  {
+    UniqueLock l(w->mu);
+    for (;;) {
+      w->cv.wait(l, [&]() NO_THREAD_SAFETY_ANALYSIS {
+        return w->done || w->leadership_changed.load(std::memory_order_acquire);
+      });
+      if (w->done) {
+        s = w->status;
+        break;
+      }
+      if (g->leader_term() != term) {
+        s = Status::ServiceUnavailable("tablet " + tablet_id_ +
+                                           ": this replica lost its leadership (term " +
+                                           std::to_string(term) + ") before the write committed",
+                                       "its outcome is unknown: retry with the same request id");
+        break;
+      }
+      w->leadership_changed.store(false, std::memory_order_release);  // still leading
+    }
+  }
+  {
+    MutexLock l(leader_mu_);
+    proposals_waiting_.erase(w.get());
+  }
+  return s;
+}
+
+Status TabletReplica::ApplyWriteEntry(const consensus::EntryPB& e) {
+  DecodedWriteCommand cmd;
+  RETURN_NOT_OK(DecodeWriteCommand(e.data(), &cmd));
+  const std::string state =
+      EncodeAppliedState(e.index(), applied_config_ ? &*applied_config_ : nullptr);
+  RETURN_NOT_OK(storage_->ApplyWrite(cmd, state));
+  if (cmd.has_request && hooks_.applied_request) {
+    hooks_.applied_request(cmd.request_id, cmd.response);
+  }
+  return Status::OK();
+}
+
+Status TabletReplica::ApplyOtherEntry(const consensus::EntryPB& e) {
+  if (e.type() == consensus::ENTRY_CONFIG) {
+    consensus::ConfigPB c;
+    if (!c.ParseFromString(e.data())) {
+      return Status::Corruption("unparseable configuration entry " + std::to_string(e.index()));
+    }
+    applied_config_ = std::move(c);
+  }
+  // Stored too: the applied index reported durable (and the log released below it)
+  // must never be above the one a restart reads back.
+  return storage_->StoreAppliedState(
+      EncodeAppliedState(e.index(), applied_config_ ? &*applied_config_ : nullptr));
+}
+
+void TabletReplica::Apply(const consensus::EntryPB& e) {
+  WorkerSection section(this);
+  if (storage_->Running()) {
+    const Status s = e.type() == consensus::ENTRY_NORMAL ? ApplyWriteEntry(e) : ApplyOtherEntry(e);
+    if (!s.ok()) {
+      // The rows would fall out of step with the other replicas: stop serving.
+      LOG(ERROR) << "tablet " << tablet_id_ << ": applying entry " << e.index()
+                 << " failed; the tablet stops: " << s.ToString();
+      FailTablet(s.CloneAndPrepend("applying entry " + std::to_string(e.index())));
+    }
+  }
+  applied_index_.store(e.index(), std::memory_order_release);
+  if (applied_term_.load(std::memory_order_relaxed) != e.term()) {
+    MutexLock l(leader_mu_);
+    applied_term_.store(e.term(), std::memory_order_release);
+    leader_cv_.notify_all();
+  }
+}
+
+void TabletReplica::FailTablet(const Status& s) {
+  storage_->Fail(s);
+  if (hooks_.consensus_changed) hooks_.consensus_changed();
+}
+
+void TabletReplica::FlushRequested() {
+  WorkerSection section(this);
+  if (!storage_->Running()) return;
+  const uint64_t index = applied_index();
+  // Every write applied so far is in the storage's WAL: syncing it makes them durable.
+  Status s = storage_->SyncApplied();
+  if (!s.ok()) {
+    LOG(WARNING) << "tablet " << tablet_id_ << ": " << s.ToString();
+    return;
+  }
+  if (auto g = group()) g->ReportDurable(index);
+}
+
+void TabletReplica::GroupFailed(const Status& error) {
+  WorkerSection section(this);
+  if (!storage_->Running()) return;
+  LOG(ERROR) << "tablet " << tablet_id_
+             << ": its consensus group failed; the tablet stops: " << error.ToString();
+  storage_->Fail(error.CloneAndPrepend("consensus"));
+  NotifyLeadershipWaiters();
+  if (hooks_.consensus_changed) hooks_.consensus_changed();
+}
+
+void TabletReplica::LeadershipChanged() {
+  WorkerSection section(this);
+  if (auto g = group()) NoteLeadership(g->info(), /*count=*/true);
+  NotifyLeadershipWaiters();
+  if (hooks_.consensus_changed) hooks_.consensus_changed();
+}
+
+void TabletReplica::NotifyLeadershipWaiters() {
+  MutexLock l(leader_mu_);
+  leader_cv_.notify_all();
+  for (ProposalWaiter* w : proposals_waiting_) w->NoteLeadershipChange();
+}
+
+void TabletReplica::NoteLeadership(const consensus::GroupInfo& info, bool count) {
+  MutexLock l(seen_mu_);
+  if (count && metrics_ != nullptr) {
+    const bool leads = info.role == consensus::RaftRole::kLeader;
+    const bool led = seen_role_ == consensus::RaftRole::kLeader;
+    if (leads && !led) metrics_->leaderships_won->Increment();
+    if (!leads && led) metrics_->leaderships_lost->Increment();
+    if (info.term > seen_term_) metrics_->term_changes->Increment();
+    if (info.leader != consensus::kNoPeer && info.leader != seen_leader_) {
+      metrics_->leader_changes->Increment();
+    }
+  }
+  seen_role_ = info.role;
+  seen_term_ = std::max(seen_term_, info.term);
+  if (info.leader != consensus::kNoPeer) seen_leader_ = info.leader;
+}
+
+}  // namespace nyala::tserver
