@@ -763,8 +763,8 @@ void ConsensusRuntime::Send(uint64_t group, std::vector<MessagePB>* msgs) {
     std::shared_ptr<Peer> p = FindPeer(to);
     if (!p) {
       counters_.messages_dropped.fetch_add(end - i, std::memory_order_relaxed);
-      LOG_EVERY_N(WARNING, 1000) << "consensus group " << group << ": no address for server "
-                                 << to << "; message dropped";
+      LOG_EVERY_N(WARNING, 1000) << "consensus group " << group << ": no address for "
+                                 << PeerName(to) << "; message dropped";
       i = end;
       continue;
     }
@@ -831,7 +831,7 @@ void ConsensusRuntime::OnCallDone(const std::shared_ptr<Peer>& p, std::unique_pt
   if (s.ok()) {
     p->last_heard_us.store(GetMonoTimeMicros(), std::memory_order_relaxed);
     if (call->resp.unknown_groups_size() > 0) {
-      VLOG(1) << "server " << p->id << " hosts none of " << call->resp.unknown_groups_size()
+      VLOG(1) << PeerName(p->id) << " hosts none of " << call->resp.unknown_groups_size()
               << " groups it was sent messages for";
     }
   } else {
@@ -845,9 +845,9 @@ void ConsensusRuntime::OnCallDone(const std::shared_ptr<Peer>& p, std::unique_pt
     p->reachable = s.ok();
   }
   if (changed && s.ok()) {
-    LOG(INFO) << "consensus server " << p->id << " is reachable again";
+    LOG(INFO) << "consensus peer " << PeerName(p->id) << " is reachable again";
   } else if (changed) {
-    LOG(WARNING) << "consensus server " << p->id << " unreachable: " << s.ToString()
+    LOG(WARNING) << "consensus peer " << PeerName(p->id) << " unreachable: " << s.ToString()
                  << " (Raft messages to it are dropped until it answers)";
   }
   MaybeSend(p);
@@ -891,9 +891,9 @@ void ConsensusRuntime::HandleMultiUpdate(MultiUpdateRequestPB* request,
     for (GroupMessagePB& gm : *request->mutable_messages()) {
       if (gm.message().from() != req.from_server() || gm.message().to() != opts_.server_id) {
         counters_.messages_dropped.fetch_add(1, std::memory_order_relaxed);
-        LOG_EVERY_N(WARNING, 100) << "MultiUpdate from server " << req.from_server()
-                                  << " carries a message from " << gm.message().from() << " to "
-                                  << gm.message().to() << "; dropped";
+        LOG_EVERY_N(WARNING, 100) << "MultiUpdate from " << PeerName(req.from_server())
+                                  << " carries a message from " << PeerName(gm.message().from())
+                                  << " to " << PeerName(gm.message().to()) << "; dropped";
         continue;
       }
       auto it = groups_.find(gm.group());

@@ -19,9 +19,11 @@ const std::string kOther = "00000000000000020000000000000000";
 
 class PeerDirectoryTest : public ::testing::Test {
  protected:
-  PeerDirectory dir_{kSelf, [this](consensus::PeerId id, const rpc::Sockaddr& addr) {
-                       routes_.emplace_back(id, addr.port());
-                     }};
+  PeerDirectory dir_{
+      kSelf, [this](consensus::PeerId id, const rpc::Sockaddr& addr, const std::string& uuid) {
+        EXPECT_EQ(consensus::PeerIdFromUuid(uuid), id);
+        routes_.emplace_back(id, addr.port());
+      }};
   std::vector<std::pair<consensus::PeerId, int>> routes_;  // (peer, port) handed over
 };
 

@@ -39,7 +39,7 @@ void PeerDirectory::AddPeer(const std::string& uuid, const std::string& host, ui
     return;
   }
   LOG(INFO) << "consensus peer " << uuid << " (Raft id " << id << ") at " << addr;
-  add_route_(id, resolved->front());
+  add_route_(id, resolved->front(), uuid);
 }
 
 void PeerDirectory::Update(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers) {

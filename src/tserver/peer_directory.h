@@ -24,7 +24,9 @@ namespace nyala::tserver {
 
 class PeerDirectory {
  public:
-  using AddRoute = std::function<void(consensus::PeerId id, const rpc::Sockaddr& addr)>;
+  // `uuid` names the server in the transport's log lines.
+  using AddRoute =
+      std::function<void(consensus::PeerId id, const rpc::Sockaddr& addr, const std::string& uuid)>;
 
   // `self_uuid` is this server's uuid: known from the start, never routed to.
   PeerDirectory(std::string self_uuid, AddRoute add_route);

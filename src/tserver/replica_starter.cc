@@ -25,6 +25,7 @@ Status ReplicaStarter::Start(Tablet* tablet, bool campaign, std::function<void()
   hooks.consensus_changed = std::move(changed);
   consensus::GroupOptions o;
   o.group_id = consensus::GroupIdFromTabletId(id);
+  o.name = "tablet " + id;
   for (const RaftPeerPB& p : tablet->metadata().peers()) {
     o.voters.push_back(consensus::PeerIdFromUuid(p.permanent_uuid()));
     peers_->AddPeer(p.permanent_uuid(), p.host(), p.port());

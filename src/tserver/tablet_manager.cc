@@ -258,8 +258,9 @@ Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
                                        RequestTracker* tracker, const std::string& uuid) {
   DCHECK(!starter_) << "replication started twice";
   peers_ = std::make_unique<PeerDirectory>(
-      uuid,
-      [runtime](consensus::PeerId id, const rpc::Sockaddr& addr) { runtime->AddPeer(id, addr); });
+      uuid, [runtime](consensus::PeerId id, const rpc::Sockaddr& addr, const std::string& uuid) {
+        runtime->AddPeer(id, addr, uuid);
+      });
   starter_ = std::make_unique<ReplicaStarter>(runtime, tracker, peers_.get());
   int started = 0, failed = 0;
   for (const auto& t : GetTablets()) {
