@@ -536,5 +536,44 @@ TEST_F(CatchUpITest, AFollowerThatMissedMoreThanMemoryHoldsCatchesUpFromTheLog) 
   ExpectAcknowledgedRows(&w, ScanAll(t));
 }
 
+// Without retention on disk (and with 1 MiB log segments, so that checkpoints drop
+// durable entries soon), a follower down for long enough falls behind everything its
+// leader holds: the leader reports it as needing a copy, and writes go on.
+class NoRetentionITest : public ReplicationITest {
+ protected:
+  std::vector<std::string> TserverFlags() const override {
+    return {"--raft_election_timeout_ms=500", "--raft_retained_entries=100",
+            "--tablet_durable_report_interval_ms=100", "--log_min_seconds_to_retain=0",
+            "--log_segment_size_mb=1"};
+  }
+};
+
+TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskIsReportedAsNeedingACopy) {
+  auto t = CreateTable("needs_copy", 1);
+  int leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10),
+                    [&] { ASSERT_GE(leader = LeaderIndex("needs_copy"), 0); });
+  const int down = (leader + 1) % 3;
+  Writer w;
+  w.Start(client_, t, MonoDelta::FromSeconds(20));
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  cluster_->tserver(down)->Kill(9);
+  // Enough entries to roll a few 1 MiB segments.
+  ASSERT_WRITES_GO_ON(w, 15000, MonoDelta::FromSeconds(120));
+  ASSERT_OK(cluster_->tserver(down)->Restart());
+  const std::string down_uuid = cluster_->tserver(down)->uuid();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    bool needs_copy = false;
+    const master::ConsensusStatePB state = ReplicaState(leader);
+    for (const auto& f : state.followers()) {
+      if (f.uuid() == down_uuid) needs_copy = f.state() == master::FollowerStatusPB::NEEDS_COPY;
+    }
+    ASSERT_TRUE(needs_copy);
+  });
+  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
+  w.Stop();
+  EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+}
+
 }  // namespace
 }  // namespace nyala::client

@@ -38,6 +38,7 @@ json ReplicaJson(const TabletView& t, const ReplicaView& r) {
           {"term", r.live_consensus ? json(r.term) : json(nullptr)},
           {"applied_index", r.live_consensus ? json(r.applied_index) : json(nullptr)},
           {"lag", lag ? json(*lag) : json(nullptr)},
+          {"catch_up", t.CatchUp(r).empty() ? json(nullptr) : json(t.CatchUp(r))},
           {"state", r.Health()}};
 }
 

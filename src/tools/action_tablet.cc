@@ -28,7 +28,7 @@ Status ListTabletReplicas(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(std::vector<TabletView> tablets,
                    GatherTablets(admin.get(), FLAGS_table, "", /*ask_servers=*/true));
   TableOutput out({"table", "tablet_id", "replica_uuid", "address", "role", "term",
-                   "committed_index", "applied_index", "lag", "state", "source"});
+                   "committed_index", "applied_index", "lag", "catch_up", "state", "source"});
   for (const TabletView& t : tablets) {
     // The leader first, then the others in placement order.
     std::vector<const ReplicaView*> order;
@@ -46,13 +46,17 @@ Status ListTabletReplicas(const std::vector<std::string>& args) {
       const std::optional<int64_t> lag = t.Lag(r);
       const std::string role = r.live_consensus ? r.role : r.role + (known ? "?" : "");
       const char* source = r.live_consensus ? "server" : r.reported ? "master" : "-";
-      out.AddRow({t.table_name, t.tablet_id, r.ts_uuid, r.address.empty() ? "-" : r.address, role,
-                  text(r.term), text(r.committed_index), text(r.applied_index),
-                  lag ? std::to_string(*lag) : "-", r.Health(), source},
-                 {t.table_name, t.tablet_id, r.ts_uuid, r.address, r.role, value(r.term),
-                  value(r.committed_index), value(r.applied_index),
-                  lag ? json(*lag) : json(nullptr), r.Health(),
-                  known ? json(source) : json(nullptr)});
+      // The leader's view of this follower: replicating, catching up from the log on
+      // disk, needs a copy.
+      const std::string catch_up = t.CatchUp(r);
+      out.AddRow(
+          {t.table_name, t.tablet_id, r.ts_uuid, r.address.empty() ? "-" : r.address, role,
+           text(r.term), text(r.committed_index), text(r.applied_index),
+           lag ? std::to_string(*lag) : "-", catch_up.empty() ? "-" : catch_up, r.Health(), source},
+          {t.table_name, t.tablet_id, r.ts_uuid, r.address, r.role, value(r.term),
+           value(r.committed_index), value(r.applied_index), lag ? json(*lag) : json(nullptr),
+           catch_up.empty() ? json(nullptr) : json(catch_up), r.Health(),
+           known ? json(source) : json(nullptr)});
     }
   }
   out.Print(format);

@@ -59,6 +59,8 @@ void CopyConsensus(const master::ConsensusStatePB& c, ReplicaView* rv) {
   rv->applied_index = c.applied_index();
   rv->last_index = c.last_index();
   rv->voter_uuids.assign(c.voter_uuids().begin(), c.voter_uuids().end());
+  rv->follower_states.clear();
+  for (const auto& f : c.followers()) rv->follower_states[f.uuid()] = FollowerStateWord(f.state());
 }
 
 std::string StateName(tserver::TabletDataStatePB state, bool failed) {
@@ -194,6 +196,28 @@ std::optional<int64_t> TabletView::Lag(const ReplicaView& r) const {
   if (leader == nullptr || !r.live_consensus) return std::nullopt;
   if (r.applied_index >= leader->committed_index) return 0;
   return int64_t(leader->committed_index - r.applied_index);
+}
+
+std::string FollowerStateWord(master::FollowerStatusPB::State state) {
+  switch (state) {
+    case master::FollowerStatusPB::PROBE:
+      return "probing";
+    case master::FollowerStatusPB::REPLICATE:
+      return "replicating";
+    case master::FollowerStatusPB::NEEDS_COPY:
+      return "needs a copy";
+    case master::FollowerStatusPB::CATCHING_UP_FROM_LOG:
+      return "catching up from the log on disk";
+    default:
+      return "unknown";
+  }
+}
+
+std::string TabletView::CatchUp(const ReplicaView& r) const {
+  const ReplicaView* leader = Leader();
+  if (leader == nullptr || leader == &r) return "";
+  auto it = leader->follower_states.find(r.ts_uuid);
+  return it == leader->follower_states.end() ? "" : it->second;
 }
 
 Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::string& table,

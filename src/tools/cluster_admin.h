@@ -18,6 +18,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,9 @@ struct ReplicaView {
   uint64_t applied_index = 0;
   uint64_t last_index = 0;
   std::vector<std::string> voter_uuids;
+  // On a leader: how it replicates to each other member, by uuid (the words of
+  // FollowerStateWord).
+  std::map<std::string, std::string> follower_states;
 
   // Reachable, holding the tablet and running it, with a state of its own.
   bool running() const { return asked && server_status.ok() && hosted && state == "RUNNING"; }
@@ -128,7 +132,13 @@ struct TabletView {
   // index − r's applied index, at least 0); unknown without a leader or without a
   // state of `r`'s own.
   std::optional<int64_t> Lag(const ReplicaView& r) const;
+  // How the leader replicates to `r`: "replicating", "probing", "catching up from the
+  // log on disk" or "needs a copy"; "" for the leader itself or when unknown.
+  std::string CatchUp(const ReplicaView& r) const;
 };
+
+// The word `nyala tablet list` and ksck use for a follower's state on its leader.
+std::string FollowerStateWord(master::FollowerStatusPB::State state);
 
 // Every tablet of `table` ("" all tables; only `tablet_id` when set) with its
 // replicas. With `ask_servers`, asks every tablet server holding one of them that the

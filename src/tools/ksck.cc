@@ -68,7 +68,15 @@ TabletVerdict CheckTablet(const TabletView& t, int64_t max_lag) {
   }
   for (const ReplicaView& r : t.replicas) {
     auto lag = t.Lag(r);
-    if (r.running() && lag && *lag > max_lag) {
+    const std::string catch_up = t.CatchUp(r);
+    if (r.running() && catch_up == "needs a copy") {
+      v.reasons.push_back(ReplicaName(r) + " cannot catch up: it needs a copy of the tablet " +
+                          "(the leader's log no longer holds the entries it lacks" +
+                          (lag ? ", " + std::to_string(*lag) + " behind" : std::string()) + ")");
+    } else if (r.running() && catch_up == "catching up from the log on disk") {
+      v.reasons.push_back(ReplicaName(r) + " is catching up from the leader's log on disk" +
+                          (lag ? " (" + std::to_string(*lag) + " entries behind)" : std::string()));
+    } else if (r.running() && lag && *lag > max_lag) {
       v.reasons.push_back(ReplicaName(r) + " lags " + std::to_string(*lag) +
                           " entries behind the leader");
     }

@@ -733,6 +733,33 @@ TEST(KsckTest, HealthyWithALeaderAndEveryReplicaCaughtUp) {
   EXPECT_EQ(0, *t.Lag(t.replicas[1]));
 }
 
+// The leader's view of a follower names what a lag alone cannot: one that is
+// catching up from the log on disk, and one that cannot catch up without a copy.
+TEST(KsckTest, AFollowerThatNeedsACopyOrReadsTheLogIsNamedAsSuch) {
+  TabletView t = ThreeReplicas();
+  t.replicas[0].follower_states = {{"b", FollowerStateWord(master::FollowerStatusPB::REPLICATE)},
+                                   {"c", FollowerStateWord(master::FollowerStatusPB::NEEDS_COPY)}};
+  EXPECT_EQ(t.CatchUp(t.replicas[0]), "");
+  EXPECT_EQ(t.CatchUp(t.replicas[1]), "replicating");
+  EXPECT_EQ(t.CatchUp(t.replicas[2]), "needs a copy");
+  TabletVerdict v = CheckTablet(t, 1000);  // a lag of 10 alone would be fine
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v,
+                        "replica on c (127.0.0.1:1) cannot catch up: it needs a copy of the "
+                        "tablet (the leader's log no longer holds the entries it lacks, 10 "
+                        "behind)"))
+      << v.reasons[0];
+  t.replicas[0].follower_states["c"] =
+      FollowerStateWord(master::FollowerStatusPB::CATCHING_UP_FROM_LOG);
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v,
+                        "replica on c (127.0.0.1:1) is catching up from the leader's log on "
+                        "disk (10 entries behind)"));
+  t.replicas[0].follower_states["c"] = FollowerStateWord(master::FollowerStatusPB::REPLICATE);
+  EXPECT_EQ(TabletHealth::kHealthy, CheckTablet(t, 1000).health);
+}
+
 TEST(KsckTest, LaggingDownOrMissingReplicasMakeItUnderReplicated) {
   TabletView t = ThreeReplicas();
   TabletVerdict v = CheckTablet(t, 9);  // c lags 10

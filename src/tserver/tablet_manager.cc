@@ -691,6 +691,25 @@ bool TabletManager::ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* 
   c->set_quiesced(info.quiesced);
   for (uint64_t v : info.config.voters()) c->add_voter_uuids(UuidOfPeer(v));
   for (uint64_t l : info.config.learners()) c->add_learner_uuids(UuidOfPeer(l));
+  for (const consensus::FollowerProgress& f : info.followers) {
+    master::FollowerStatusPB* pb = c->add_followers();
+    pb->set_uuid(UuidOfPeer(f.id));
+    pb->set_match_index(f.match);
+    switch (f.state) {
+      case consensus::FollowerState::kProbe:
+        pb->set_state(master::FollowerStatusPB::PROBE);
+        break;
+      case consensus::FollowerState::kReplicate:
+        pb->set_state(master::FollowerStatusPB::REPLICATE);
+        break;
+      case consensus::FollowerState::kSnapshot:
+        pb->set_state(master::FollowerStatusPB::NEEDS_COPY);
+        break;
+      case consensus::FollowerState::kFetch:
+        pb->set_state(master::FollowerStatusPB::CATCHING_UP_FROM_LOG);
+        break;
+    }
+  }
   return true;
 }
 
