@@ -11,6 +11,7 @@
 #include "client/client.h"
 #include "common/test_util.h"
 #include "test/client_itest_util.h"
+#include "tserver/tserver.proxy.h"
 
 namespace nyala::client {
 namespace {
@@ -573,6 +574,46 @@ TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskIsReportedAsNeedingACopy) {
   ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
   w.Stop();
   EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+
+  // A read any replica may answer is refused by the replica that needs a copy...
+  tserver::ListTabletsResponsePB listed;
+  {
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(5));
+    ASSERT_OK(MiniClusterOf()->tserver_admin_proxy(down).ListTablets({}, &listed, &rpc));
+    ASSERT_EQ(listed.tablets_size(), 1);
+  }
+  tserver::ScanRequestPB req;
+  req.mutable_new_scan_request()->set_tablet_id(listed.tablets(0).tablet_id());
+  req.mutable_new_scan_request()->set_replica_selection(tserver::ANY_REPLICA);
+  tserver::ScanResponsePB resp;
+  rpc::RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromSeconds(5));
+  tserver::TabletServerServiceProxy stale(MiniClusterOf()->messenger(),
+                                          cluster_->tserver(down)->rpc_addr());
+  ASSERT_OK(stale.Scan(req, &resp, &rpc));
+  ASSERT_TRUE(resp.has_error());
+  EXPECT_EQ(resp.error().code(), tserver::TabletServerErrorPB::REPLICA_TOO_STALE)
+      << resp.error().ShortDebugString();
+  // ... so closest-replica reads, whichever replica a client prefers, see every row.
+  const size_t rows = ScanAll(t).size();
+  for (int c = 0; c < 6; c++) {
+    auto client = ClientBuilder().add_master_server_addr(cluster_->master_addr()).Build();
+    ASSERT_OK(client.status());
+    auto table = (*client)->OpenTable("needs_copy");
+    ASSERT_OK(table.status());
+    Scanner scanner(*table);
+    ASSERT_OK(scanner.SetSelection(ReplicaSelection::kClosestReplica));
+    ASSERT_OK(scanner.SetTimeout(MonoDelta::FromSeconds(20)));
+    ASSERT_OK(scanner.Open());
+    size_t n = 0;
+    for (int b = 0; scanner.HasMoreRows() && b < 10000; b++) {
+      ScanBatch batch;
+      ASSERT_OK(scanner.NextBatch(&batch));
+      n += size_t(batch.num_rows());
+    }
+    EXPECT_EQ(n, rows) << "client " << c;
+  }
 }
 
 }  // namespace

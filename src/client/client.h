@@ -155,8 +155,12 @@ enum class ReplicaSelection {
   /// Weaker: such a read sees only committed writes (never one later rolled back),
   /// but it may miss writes acknowledged before it began (a replica applies them a
   /// moment after the leader, or much later when it was cut off), and two reads that
-  /// reach different replicas may see the tablet go back in time. It answers while
-  /// the tablet has no leader, as long as the replica's server does.
+  /// reach different replicas may see the tablet go back in time. Bounded: a replica
+  /// answers only if it held everything its leader had committed at most
+  /// --follower_read_max_lag_ms (a tablet server flag, 30 s) ago; one further behind,
+  /// catching up, or needing a copy of the tablet refuses, and the read goes to
+  /// another replica. So it answers while the tablet has no leader for up to that
+  /// long.
   kClosestReplica,
 };
 

@@ -11,6 +11,7 @@
 //   not the leader, naming another server -> look it up again, retry
 //   server unreachable or attempt timed out (several replicas)
 //                                         -> retry on the next replica
+//   a closest-replica read at a replica too stale -> retry on the next replica
 // A timed-out call may have run: only idempotent calls and writes carrying a request
 // id (all of ours) may be retried after it.
 //
@@ -88,6 +89,9 @@ inline TabletRpcVerdict ClassifyTabletRpc(const rpc::RpcController& rpc,
     case tserver::TabletServerErrorPB::THROTTLED:
     case tserver::TabletServerErrorPB::NOT_THE_LEADER:
       return {TabletRpcAction::kRetry, es};
+    // A closest-replica read at a replica too far behind: another replica answers.
+    case tserver::TabletServerErrorPB::REPLICA_TOO_STALE:
+      return {TabletRpcAction::kRetry, es, /*next_replica=*/true};
     default:
       return {TabletRpcAction::kFail, es};
   }

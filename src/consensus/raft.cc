@@ -673,6 +673,9 @@ void Raft::HeardFromLeader(const MessagePB& m, int64_t now_us) {
   if (role_ != RaftRole::kFollower) BecomeFollower(term_, m.from(), now_us);
   leader_ = m.from();
   last_leader_contact_us_ = now_us;
+  // An append carries the leader's whole commit index; a heartbeat carries it apart.
+  leader_commit_ = std::max<uint64_t>(leader_commit_,
+                                      m.type() == MSG_HEARTBEAT ? m.leader_commit() : m.commit());
   // A message the leader sent before its quiesce heartbeat (the network reordered
   // them) does not wake this node: the leader sends nothing more until it wakes, and
   // everything it sends from then on carries a newer round.
@@ -797,6 +800,7 @@ void Raft::BroadcastHeartbeats(int64_t now_us, bool allow_quiesce) {
     m.set_type(MSG_HEARTBEAT);
     m.set_to(id);
     m.set_commit(std::min(p.match, commit_));
+    m.set_leader_commit(commit_);
     m.set_round(round_);
     if (idle) {
       m.set_quiesce(true);

@@ -356,6 +356,11 @@ class Raft {
   PeerId leader() const { return leader_; }
   PeerId id() const { return opts_.id; }
   uint64_t commit_index() const { return commit_; }
+  // Follower: the highest commit index a leader told this node of, and when (the
+  // caller's clock) it last heard from a leader. A follower that has applied up to
+  // leader_commit() held everything committed as of last_leader_contact_us().
+  uint64_t leader_commit() const { return leader_commit_; }
+  int64_t last_leader_contact_us() const { return last_leader_contact_us_; }
   uint64_t last_index() const { return LastIndex(); }
   uint64_t TermAt(uint64_t index) const;
   // Whether this node is the leader and holds its lease at `now_us`, and until when.
@@ -466,6 +471,7 @@ class Raft {
   RaftRole role_ = RaftRole::kFollower;
   PeerId leader_ = kNoPeer;
   uint64_t commit_ = 0;
+  uint64_t leader_commit_ = 0;   // follower: the newest commit index a leader sent
   uint64_t applied_handed_ = 0;  // committed entries handed to the driver up to here
 
   int64_t election_deadline_us_ = 0;

@@ -270,6 +270,30 @@ void RaftGroup::Process() {
   while (failed_.ok() && raft_->HasReady()) HandleReady(raft_->TakeReady());
   NoteRole();
   PublishInfo();
+  PublishFreshness();
+}
+
+void RaftGroup::PublishFreshness() {
+  const PeerId leader = raft_->leader();
+  // A leader told this node its commit index (a restarted node knows of none yet),
+  // and everything up to it is applied here.
+  const bool caught_up = raft_->role() == RaftRole::kFollower && leader != kNoPeer &&
+                         raft_->leader_commit() > 0 && applied_ >= raft_->leader_commit();
+  if (caught_up) {
+    caught_up_us_.store(raft_->last_leader_contact_us(), std::memory_order_release);
+  }
+  quiet_leader_.store(caught_up && raft_->quiesced() ? leader : kNoPeer, std::memory_order_release);
+}
+
+int64_t RaftGroup::StalenessUs(int64_t now_us) const {
+  if (leader_term() != 0) return 0;
+  int64_t since = caught_up_us_.load(std::memory_order_acquire);
+  // A quiesced follower hears nothing from its idle leader but server heartbeats.
+  if (const PeerId quiet = quiet_leader_.load(std::memory_order_acquire); quiet != kNoPeer) {
+    since = std::max(since, worker_->LastHeardUs(quiet));
+  }
+  if (since == INT64_MIN) return INT64_MAX;
+  return std::max<int64_t>(0, now_us - since);
 }
 
 void RaftGroup::PublishLease() {

@@ -72,6 +72,9 @@ class GroupWorker {
   virtual bool PostToReader(std::function<void()> task) = 0;
   // Any thread: `n` entries were read back from the log for a lagging follower.
   virtual void CountReadBack(uint64_t n) = 0;
+  // Any thread: when (monotonic microseconds) server `id` was last heard from, or
+  // INT64_MIN / 2.
+  virtual int64_t LastHeardUs(PeerId id) const = 0;
 };
 
 // What a group applies committed entries to (a tablet). Called on the group's worker
@@ -190,6 +193,11 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   bool HoldsLease(int64_t now_us) const {
     return now_us < lease_expiry_us_.load(std::memory_order_acquire);
   }
+  // How long before monotonic time `now_us` this replica last held every entry its
+  // leader had committed (as of the last published state; any thread): 0 on the
+  // leader; for a quiesced follower that holds everything, the time since its
+  // leader's server was last heard from; INT64_MAX if never since it started.
+  int64_t StalenessUs(int64_t now_us) const;
 
   // --- The runtime's side: worker only (DCHECKed), except worker().
   GroupWorker* worker() const { return worker_; }
@@ -289,6 +297,13 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   bool dirty_ = false;  // in the worker's list of groups to Process
 
   std::atomic<uint64_t> leader_term_{0};
+  // StalenessUs's state, published by the worker: when this replica last held all the
+  // leader had committed (INT64_MIN: never), and, while it is a quiesced follower
+  // holding all of it, its leader (else kNoPeer).
+  std::atomic<int64_t> caught_up_us_{INT64_MIN};
+  std::atomic<PeerId> quiet_leader_{kNoPeer};
+  // Worker: publishes them.
+  void PublishFreshness();
   std::atomic<int64_t> lease_expiry_us_{0};
   // Worker thread: publishes the lease (0 unless leading under one now).
   void PublishLease();

@@ -626,6 +626,11 @@ TEST_F(RuntimeTest, AFollowerBehindTheMemoryLogCatchesUpFromTheLogOnDisk) {
   ASSERT_NO_FATAL_FAILURE(CreateGroup(11, {down}));
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(11, 400));
   EXPECT_GE(servers_[leader].runtime->Stats().entries_read_back, read_back + 380);
+  // Caught up: a read any replica may answer is fresh there again.
+  EXPECT_EQ(servers_[leader].groups.at(11)->StalenessUs(GetMonoTimeMicros()), 0);
+  AssertEventually(kWait, [&] {
+    ASSERT_LT(servers_[down].groups.at(11)->StalenessUs(GetMonoTimeMicros()), 1'000'000);
+  });
   ASSERT_OK(ProposeAndWait(leader, 11, "after"));
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(11, 401));
 }
@@ -678,6 +683,8 @@ TEST_F(RuntimeTest, TheLogKeepsDurableEntriesForAFollowerThatComesBack) {
       ASSERT_TRUE(needs_copy);
     });
     EXPECT_LT(servers_[down].groups.at(group)->info().last_index, 380u);
+    // It never caught up since it started: no read should be served there.
+    EXPECT_EQ(servers_[down].groups.at(group)->StalenessUs(GetMonoTimeMicros()), INT64_MAX);
   }
 }
 

@@ -168,6 +168,7 @@ struct RuntimeWorker : public GroupWorker {
   bool PostToReader(std::function<void()> task) override {
     return rt->reader_->Post(std::move(task));
   }
+  int64_t LastHeardUs(PeerId id) const override { return rt->LastHeardUs(id); }
   void CountReadBack(uint64_t n) override {
     rt->counters_.entries_read_back.fetch_add(n, std::memory_order_relaxed);
   }

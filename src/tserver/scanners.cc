@@ -269,8 +269,9 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
   // Linearizable: the scan's snapshot holds every write committed before it began.
   // A scan the client let any replica answer reads this replica's applied rows.
   if (TabletServerErrorPB err;
-      ns.replica_selection() == LEADER_ONLY &&
-      !tablet->replica().WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
+      ns.replica_selection() == LEADER_ONLY
+          ? !tablet->replica().WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)
+          : !tablet->replica().CheckFollowerRead(&err)) {
     *resp->mutable_error() = std::move(err);
     return;
   }

@@ -35,8 +35,10 @@ void Tablet::Get(const GetRequestPB& req, GetResponsePB* resp, std::string* rows
   // A read the client let any replica answer takes this replica's applied rows as they
   // are.
   if (TabletServerErrorPB err;
-      state() == TabletState::kRunning && req.replica_selection() == LEADER_ONLY &&
-      !replica_->WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)) {
+      state() == TabletState::kRunning &&
+      (req.replica_selection() == LEADER_ONLY
+           ? !replica_->WaitForLinearizableRead(MonoDelta::FromSeconds(10), &err)
+           : !replica_->CheckFollowerRead(&err))) {
     *resp->mutable_error() = std::move(err);
     return;
   }
@@ -48,6 +50,12 @@ bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp,
                                    std::string* indirect) {
   // Without a lease, confirming leadership may wait.
   if (req.replica_selection() == LEADER_ONLY && !replica_->CanReadNow()) return false;
+  if (req.replica_selection() != LEADER_ONLY && state() == TabletState::kRunning) {
+    if (TabletServerErrorPB err; !replica_->CheckFollowerRead(&err)) {
+      *resp->mutable_error() = std::move(err);
+      return true;
+    }
+  }
   if (!ops_mu_.TryLockShared()) return false;
   const bool done = GetLocked(req, resp, rows, indirect, /*memory_only=*/true);
   ops_mu_.UnlockShared();

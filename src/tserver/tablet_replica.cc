@@ -1,16 +1,26 @@
 #include "tserver/tablet_replica.h"
 
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "common/coding.h"
+#include "common/flag_tags.h"
 #include "common/wire_protocol.h"
 #include "consensus/raft.pb.h"
 #include "consensus/runtime.h"
 #include "tserver/tserver_metrics.h"
 #include "tserver/write_command.h"
+
+DEFINE_int32(follower_read_max_lag_ms, 30000,
+             "A replica answers reads that any replica may serve (closest-replica reads) only "
+             "if it held everything its leader had committed at most this long ago; a replica "
+             "further behind, catching up, or needing a copy refuses them "
+             "(REPLICA_TOO_STALE) and the client reads at another replica");
+TAG_FLAG(follower_read_max_lag_ms, runtime);
+DEFINE_validator(follower_read_max_lag_ms, [](const char*, int32_t v) { return v > 0; });
 
 namespace nyala::tserver {
 
@@ -175,6 +185,31 @@ bool TabletReplica::CanReadNow() const {
   const uint64_t term = g->leader_term();
   return term != 0 && applied_term_.load(std::memory_order_acquire) == term &&
          g->HoldsLease(GetMonoTimeMicros());
+}
+
+bool TabletReplica::CheckFollowerRead(TabletServerErrorPB* error) const {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) {
+    error->set_code(TabletServerErrorPB::TABLET_NOT_RUNNING);
+    StatusToPB(
+        Status::IllegalState("tablet " + tablet_id() + ": its consensus group is not running"),
+        error->mutable_status());
+    return false;
+  }
+  const int64_t stale_us = g->StalenessUs(GetMonoTimeMicros());
+  const int64_t max_us = int64_t{FLAGS_follower_read_max_lag_ms} * 1000;
+  if (stale_us <= max_us) return true;
+  const std::string why = stale_us == INT64_MAX
+                              ? "this replica has not caught up with its leader since it started"
+                              : "this replica last held everything its leader committed " +
+                                    std::to_string(stale_us / 1000) + " ms ago";
+  error->set_code(TabletServerErrorPB::REPLICA_TOO_STALE);
+  StatusToPB(Status::IllegalState("tablet " + tablet_id() + ": " + why,
+                                  "more than --follower_read_max_lag_ms (" +
+                                      std::to_string(FLAGS_follower_read_max_lag_ms) +
+                                      "); read from another replica"),
+             error->mutable_status());
+  return false;
 }
 
 bool TabletReplica::WaitUntilLeader(MonoDelta timeout) const {

@@ -131,6 +131,11 @@ class TabletReplica : public consensus::StateMachine {
   // Whether a read here is linearizable now without waiting: this replica leads under
   // its lease with its own term's first entry applied.
   bool CanReadNow() const;
+  // For a read any replica may answer: false, with REPLICA_TOO_STALE in `error`, when
+  // this replica last held everything its leader had committed more than
+  // --follower_read_max_lag_ms ago (or never since it started: a replica catching up
+  // or needing a copy). Never blocks.
+  bool CheckFollowerRead(TabletServerErrorPB* error) const;
   // Waits until CheckLeader would pass: false after `timeout`.
   bool WaitUntilLeader(MonoDelta timeout) const;
   // Waits until a read here sees every write committed before the call (the leader's
