@@ -24,7 +24,7 @@
 //    RemoveGroup, the way back for it being a new replica.
 //
 // A gap in a group's entry indexes on recovery is damage unless a later snapshot mark
-// covers it (entries released behind a mark written after them, see log.cc's
+// covers it (entries released behind a mark written after them, see log_internal.h's
 // Group::gap_below): the group's log then starts after the mark.
 //
 // Limitation of the attribution: damage is pinned on a group by a CRC failure of its
@@ -41,76 +41,9 @@
 // queued with Aborted. AppendHereIfIdle lets its caller take the writer thread's place
 // for one batch; the caller must return before the log is destroyed.
 //
-// ---------------------------------------------------------------------------------
-// On-disk format (version 1). All integers are fixed-width little-endian; CRCs are
-// CRC-32C (common/crc32c.h) of the bytes named, starting from 0.
-//
-// The directory holds segments named wal-<sequence, 16 decimal digits, zero-padded>.log
-// (wal-0000000000000001.log, ...), read in sequence order; other files are ignored.
-// The newest is the active one; the log appends only to it. Every Open starts a new
-// segment. A segment is rolled (a new one started) before a write once the active one
-// holds segment_size_bytes or more, so one write never spans two segments.
-//
-// Segment header, 24 bytes, at offset 0:
-//    0  8  magic "NYWAL001"
-//    8  4  u32 format version (1)
-//   12  8  u64 segment sequence (equal to the one in the file name)
-//   20  4  u32 CRC of bytes 0..19
-//
-// Then records back to back, each a 45-byte header and its payload:
-//    0  4  u32 payload length
-//    4  4  u32 CRC of the payload
-//    8  1  u8 type (RecordType)
-//    9  8  u64 group id
-//   17  8  u64 group sequence number: 1, 2, 3... over every record of that group, in
-//          file order across segments; a gap on recovery means a record of that group
-//          was lost (how damage is attributed to groups when a header is unreadable)
-//   25  8  u64 term
-//   33  8  u64 index
-//   41  4  u32 CRC of header bytes 0..40
-//   45     payload
-//
-// Record types; term and index are 0 where unused:
-//   1 ENTRY          a Raft log entry (term, index); payload: the entry's bytes, opaque
-//   2 HARD_STATE     term = the current term, index = the commit index; payload: u64 term,
-//                    u64 commit index, then the voted-for peer id (the rest of the
-//                    payload, possibly empty: no vote)
-//   3 TRUNCATE       the group's entries at and above `index` are discarded (a follower
-//                    overwriting conflicting entries); empty payload
-//   4 SNAPSHOT_MARK  the group's entries at and below `index` are dropped (those above
-//                    it are kept); its log now starts at index + 1 at the latest, and
-//                    `term` is the term of `index`; empty payload
-//   5 REMOVE_GROUP   the group was deleted: everything of it before this record is void;
-//                    empty payload. Its sequence numbers go on if it is recreated.
-//
-// Checkpoint: at the start of every new segment (after its header), and in the active
-// segment when a durable index lets old segments go, the log writes each live group's
-// newest HARD_STATE and its SNAPSHOT_MARK again, so an old segment never holds the only
-// copy of them. The mark it writes also records the group's durable index: it is
-// max(snapshot mark, min(durable index, last index)), with the term of that index, so
-// entries at or below the durable index leave the group's log at a checkpoint.
-//
-// Preallocation (LogOptions::preallocate, --log_preallocate_segments): a new segment is
-// given segment_size_bytes of disk at once (fallocate), so the appends that follow do
-// not change the file's size and an fdatasync need not write it. Past the last record
-// the file then reads as zeros. A segment is rolled only once written past its size,
-// and closing the log cuts the newest one back to its records (ftruncate), so only the
-// newest segment can end in such zeros, after a crash or a write error.
-//
-// Recovery reads the segments oldest first. A record is valid when both its CRCs match
-// and its type is known. At an invalid one the reader resynchronises at the next
-// offset where a valid record starts (right after the record when only its payload is
-// bad). In the newest segment, zeros from there to the end of the file are space
-// preallocated and never written: they are cut off and are no damage. If anything
-// else follows in the newest segment and nothing valid, the rest is a torn tail: cut
-// off (ftruncate) and reported. Otherwise the bytes skipped are a corrupt region: the
-// record's group fails if its header was intact, and every group whose sequence
-// numbers jump fails; the rest is read on.
-//
-// Release: segments are deleted only from the oldest on, so the files left are always
-// a contiguous run and each group's records in them have contiguous sequence numbers
-// (the first record of a group is taken with whatever number it has).
-// ---------------------------------------------------------------------------------
+// The on-disk format (segment files, record layout, record types), the checkpoints,
+// preallocation, and the rules by which recovery reads the segments and release
+// deletes them are in log_format.h.
 #pragma once
 
 #include <cstdint>
@@ -206,8 +139,8 @@ struct LogOptions {
   bool fsync = true;
   uint64_t segment_size_bytes = uint64_t{64} << 20;
   // Give each new segment its segment_size_bytes of disk when it is created (see
-  // "Preallocation" above). Where the file system cannot, or the disk has no room for
-  // a whole segment, the segment grows as it is written.
+  // "Preallocation" in log_format.h). Where the file system cannot, or the disk has no
+  // room for a whole segment, the segment grows as it is written.
   bool preallocate = true;
 
   // `dir` with the rest from --log_fsync, --log_segment_size_mb and
@@ -257,8 +190,9 @@ struct LogStats {
 class SharedLog {
  public:
   // Opens the log in opts.dir, creating the directory if missing, and recovers what is
-  // there (see the file comment). Fills `report` (may be null). Fails only when the
-  // directory cannot be read or written; damage to records is reported, not fatal.
+  // there (see the file comment, and "Recovery" in log_format.h). Fills `report` (may
+  // be null). Fails only when the directory cannot be read or written; damage to
+  // records is reported, not fatal.
   static Result<std::unique_ptr<SharedLog>> Open(const LogOptions& opts, RecoveryReport* report);
   ~SharedLog();
   SharedLog(const SharedLog&) = delete;
@@ -303,8 +237,8 @@ class SharedLog {
 
   // The group's applied state is durable up to `index`: its records at or below it are
   // no longer needed, except its newest hard state and snapshot mark. Not persisted by
-  // itself: the next checkpoint records it (see the file comment); after a restart the
-  // caller reports it again. A lower index than before is ignored.
+  // itself: the next checkpoint records it (see "Checkpoint" in log_format.h); after a
+  // restart the caller reports it again. A lower index than before is ignored.
   void SetDurableIndex(uint64_t group, uint64_t index) EXCLUDES(mu_);
   // The group was deleted: writes a REMOVE_GROUP record (durably) and forgets the
   // group; its records no longer keep segments alive. OK if the group is unknown.
