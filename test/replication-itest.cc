@@ -507,6 +507,25 @@ class CatchUpITest : public ReplicationITest {
     return {"--raft_election_timeout_ms=500", "--raft_retained_entries=100",
             "--tablet_durable_report_interval_ms=100"};
   }
+  // Starts `w` writing to `table` (one tablet), kills a follower's server once writes
+  // flow, and waits for `missed` more writes without it. Returns (leader, follower).
+  std::pair<int, int> WriteWhileAFollowerIsDown(Writer* w, const std::shared_ptr<Table>& t,
+                                                const std::string& table, int missed) {
+    int leader = -1;
+    AssertEventually(MonoDelta::FromSeconds(10),
+                     [&] { ASSERT_GE(leader = LeaderIndex(table), 0); });
+    if (leader < 0) return {-1, -1};
+    const int down = (leader + 1) % 3;
+    w->Start(client_, t, MonoDelta::FromSeconds(20));
+    WaitForWrites(w, 200, MonoDelta::FromSeconds(20));
+    cluster_->tserver(down)->Kill(9);
+    WaitForWrites(w, missed, MonoDelta::FromSeconds(120));
+    return {leader, down};
+  }
+  static void WaitForWrites(Writer* w, int n, MonoDelta timeout) {
+    const int64_t base = w->acked.load();
+    AssertEventually(timeout, [&] { ASSERT_GE(w->acked.load(), base + n); });
+  }
 };
 
 // A follower killed while its tablet takes many times more entries than the leader
@@ -514,16 +533,10 @@ class CatchUpITest : public ReplicationITest {
 // counts toward a majority: the table takes writes with either other server down.
 TEST_F(CatchUpITest, AFollowerThatMissedMoreThanMemoryHoldsCatchesUpFromTheLog) {
   auto t = CreateTable("catch_up", 1);
-  int leader = -1;
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10),
-                    [&] { ASSERT_GE(leader = LeaderIndex("catch_up"), 0); });
-  const int down = (leader + 1) % 3;
-  const int other = (leader + 2) % 3;
   Writer w;
-  w.Start(client_, t, MonoDelta::FromSeconds(20));
-  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
-  cluster_->tserver(down)->Kill(9);
-  ASSERT_WRITES_GO_ON(w, 3000, MonoDelta::FromSeconds(60));
+  auto [leader, down] = WriteWhileAFollowerIsDown(&w, t, "catch_up", 3000);
+  ASSERT_FALSE(HasFailure());
+  const int other = (leader + 2) % 3;
   const uint64_t missed_to = ReplicaState(leader).committed_index();
   ASSERT_OK(cluster_->tserver(down)->Restart());
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
@@ -540,7 +553,7 @@ TEST_F(CatchUpITest, AFollowerThatMissedMoreThanMemoryHoldsCatchesUpFromTheLog) 
 // Without retention on disk (and with 1 MiB log segments, so that checkpoints drop
 // durable entries soon), a follower down for long enough falls behind everything its
 // leader holds: the leader reports it as needing a copy, and writes go on.
-class NoRetentionITest : public ReplicationITest {
+class NoRetentionITest : public CatchUpITest {
  protected:
   std::vector<std::string> TserverFlags() const override {
     return {"--raft_election_timeout_ms=500", "--raft_retained_entries=100",
@@ -551,16 +564,10 @@ class NoRetentionITest : public ReplicationITest {
 
 TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskIsReportedAsNeedingACopy) {
   auto t = CreateTable("needs_copy", 1);
-  int leader = -1;
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10),
-                    [&] { ASSERT_GE(leader = LeaderIndex("needs_copy"), 0); });
-  const int down = (leader + 1) % 3;
   Writer w;
-  w.Start(client_, t, MonoDelta::FromSeconds(20));
-  ASSERT_WRITES_GO_ON(w, 200, MonoDelta::FromSeconds(20));
-  cluster_->tserver(down)->Kill(9);
   // Enough entries to roll a few 1 MiB segments.
-  ASSERT_WRITES_GO_ON(w, 15000, MonoDelta::FromSeconds(120));
+  auto [leader, down] = WriteWhileAFollowerIsDown(&w, t, "needs_copy", 15000);
+  ASSERT_FALSE(HasFailure());
   ASSERT_OK(cluster_->tserver(down)->Restart());
   const std::string down_uuid = cluster_->tserver(down)->uuid();
   ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace nyala::consensus {
@@ -592,22 +593,34 @@ TEST(RaftTest, ASharedAppendsEntriesAreKeptWithoutACopy) {
   }
 }
 
+// A group of 3 whose leader reads compacted entries back from its log: one follower is
+// cut off while the leader takes `entries` entries and then compacts all but the last
+// `keep` of its in-memory log; the follower is let back. Returns (leader, follower).
+std::pair<PeerId, PeerId> FallBehindTheCompactedLog(Cluster* c, int entries, uint64_t keep) {
+  const PeerId l = c->ElectOne();
+  if (l == kNoPeer) return {kNoPeer, kNoPeer};
+  const PeerId behind = l == 3 ? 2 : 3;
+  c->Cut(behind);
+  for (int i = 0; i < entries; i++) c->Propose("e" + std::to_string(i));
+  c->Run(50 * kMs);
+  const uint64_t last = c->raft(l).last_index();
+  EXPECT_TRUE(c->raft(l).Compact(last - keep).ok());
+  EXPECT_EQ(c->raft(l).snapshot_index(), last - keep);
+  c->Uncut(behind);
+  return {l, behind};
+}
+
+void FetchFromStorage(RaftOptions* o) { o->fetch_from_storage = true; }
+
 // A follower that missed entries the leader has compacted from its in-memory log is
 // sent them from the leader's log on disk (the driver reads them back), a batch per
 // round trip, and never needs a copy of the state machine.
 TEST(RaftTest, AFollowerBehindTheCompactedLogIsServedFromStorage) {
-  Cluster c({1, 2, 3}, [](RaftOptions* o) { o->fetch_from_storage = true; });
+  Cluster c({1, 2, 3}, FetchFromStorage);
   c.ServeFetchesInBatchesOf(7);
-  const PeerId l = c.ElectOne();
+  auto [l, behind] = FallBehindTheCompactedLog(&c, 60, 5);
   ASSERT_NE(l, kNoPeer);
-  const PeerId behind = l == 3 ? 2 : 3;
-  c.Cut(behind);
-  for (int i = 0; i < 60; i++) c.Propose("e" + std::to_string(i));
-  c.Run(50 * kMs);
   const uint64_t last = c.raft(l).last_index();
-  ASSERT_TRUE(c.raft(l).Compact(last - 5).ok());
-  ASSERT_EQ(c.raft(l).snapshot_index(), last - 5);
-  c.Uncut(behind);
   c.Run(500 * kMs);
   EXPECT_EQ(c.raft(behind).last_index(), last);
   EXPECT_EQ(c.Applied(behind), c.Applied(l));
@@ -621,16 +634,10 @@ TEST(RaftTest, AFollowerBehindTheCompactedLogIsServedFromStorage) {
 
 // When the leader's log on disk lacks them too, the follower needs a copy.
 TEST(RaftTest, AFollowerBehindTheLogOnDiskNeedsACopy) {
-  Cluster c({1, 2, 3}, [](RaftOptions* o) { o->fetch_from_storage = true; });
+  Cluster c({1, 2, 3}, FetchFromStorage);
   c.ServeFetchesInBatchesOf(0);
-  const PeerId l = c.ElectOne();
+  auto [l, behind] = FallBehindTheCompactedLog(&c, 20, 2);
   ASSERT_NE(l, kNoPeer);
-  const PeerId behind = l == 3 ? 2 : 3;
-  c.Cut(behind);
-  for (int i = 0; i < 20; i++) c.Propose("e" + std::to_string(i));
-  c.Run(50 * kMs);
-  ASSERT_TRUE(c.raft(l).Compact(c.raft(l).last_index() - 2).ok());
-  c.Uncut(behind);
   c.Run(300 * kMs);
   EXPECT_EQ(c.snapshot_requests(), 1u);
   EXPECT_EQ(c.fetches_served(), 0);
@@ -641,21 +648,14 @@ TEST(RaftTest, AFollowerBehindTheLogOnDiskNeedsACopy) {
 // index asked for) are refused with nothing sent; the follower is asked for again at
 // the next heartbeat answer and catches up once the driver answers right.
 TEST(RaftTest, EntriesFromStorageThatDoNotFitAreRefused) {
-  Cluster c({1, 2, 3}, [](RaftOptions* o) { o->fetch_from_storage = true; });
+  Cluster c({1, 2, 3}, FetchFromStorage);
   c.ServeFetchesInBatchesOf(10);
   c.ServeWrongEntries(2);
-  const PeerId l = c.ElectOne();
+  auto [l, behind] = FallBehindTheCompactedLog(&c, 20, 2);
   ASSERT_NE(l, kNoPeer);
-  const PeerId behind = l == 3 ? 2 : 3;
-  c.Cut(behind);
-  for (int i = 0; i < 20; i++) c.Propose("e" + std::to_string(i));
-  c.Run(50 * kMs);
-  const uint64_t last = c.raft(l).last_index();
-  ASSERT_TRUE(c.raft(l).Compact(last - 2).ok());
-  c.Uncut(behind);
   c.Run(500 * kMs);
   EXPECT_EQ(c.wrong_entries_refused(), 2);
-  EXPECT_EQ(c.raft(behind).last_index(), last);
+  EXPECT_EQ(c.raft(behind).last_index(), c.raft(l).last_index());
   EXPECT_EQ(c.snapshot_requests(), 0u);
 }
 
