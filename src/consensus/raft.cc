@@ -61,20 +61,6 @@ Status RaftOptions::Validate() const {
   return Status::OK();
 }
 
-const char* FollowerStateName(FollowerState state) {
-  switch (state) {
-    case FollowerState::kProbe:
-      return "probe";
-    case FollowerState::kReplicate:
-      return "replicate";
-    case FollowerState::kSnapshot:
-      return "needs a copy";
-    case FollowerState::kFetch:
-      return "catching up from the log on disk";
-  }
-  return "?";
-}
-
 void Raft::Followers(std::vector<FollowerProgress>* out) const {
   out->clear();
   if (role_ != RaftRole::kLeader) return;

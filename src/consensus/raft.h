@@ -221,7 +221,6 @@ enum class FollowerState {
   kSnapshot,   // it needs a copy of the state machine (ReportSnapshot ends it)
   kFetch,      // catching up from entries the driver reads back from its log
 };
-const char* FollowerStateName(FollowerState state);
 
 // A leader's view of one follower.
 struct FollowerProgress {

@@ -67,6 +67,11 @@ class TabletReplica::WorkerSection {
     const bool busy = replica_->in_worker_call_.exchange(true, std::memory_order_acq_rel);
     DCHECK(!busy) << "tablet " << replica_->tablet_id_
                   << ": two state machine calls at once: one is not from the group's worker";
+#ifndef NDEBUG
+    // Once the group is known here (Start stores it after creating it; the worker may
+    // call before), the caller must be its worker.
+    if (auto g = replica_->group()) DCHECK(g->worker()->IsCurrentThread());
+#endif
   }
   ~WorkerSection() { replica_->in_worker_call_.store(false, std::memory_order_release); }
   WorkerSection(const WorkerSection&) = delete;

@@ -25,9 +25,10 @@
 //  - Start() and Stop(): the tablet manager's threads (start-up, the admin thread).
 //    Start() once, before the replica is used for writes or reads.
 //  - Apply, FlushRequested, LeadershipChanged, GroupFailed (consensus::StateMachine):
-//    the group's runtime worker, one call at a time; they must not block. The group
-//    does not say which thread is its worker (a reactor may borrow the worker's part,
-//    runtime.h), so instead of a thread check they DCHECK that no two of them overlap.
+//    the group's runtime worker, one call at a time; they must not block. They DCHECK
+//    that no two of them overlap and, once Start() stored the group, that they run on
+//    its worker (GroupWorker::IsCurrentThread: its thread, or a reactor that borrowed
+//    the worker's part, runtime.h).
 //  - Everything else: any thread. Replicate, WaitUntilLeader and
 //    WaitForLinearizableRead block the caller (never call them from the worker).
 #pragma once
