@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2's sync target, side by side: rpc-bench's blocking-socket ping-pong and its
+# The sync RPC target, side by side: rpc-bench's blocking-socket ping-pong and its
 # one-thread sync RPC mode, run as interleaved pairs (A B A B ...) so both see the
 # same machine state. Prints each pair's req/s and ratio, then the median ratio
 # (target: sync >= 0.70 of ping-pong).
