@@ -11,19 +11,10 @@
 #include <vector>
 
 #include "consensus/raft.h"
+#include "consensus/raft_test_util.h"
 
 namespace nyala::consensus {
 namespace {
-
-EntryPB Entry(uint64_t term, uint64_t index, EntryTypePB type = ENTRY_NORMAL,
-              std::string data = "x") {
-  EntryPB e;
-  e.set_term(term);
-  e.set_index(index);
-  e.set_type(type);
-  e.set_data(std::move(data));
-  return e;
-}
 
 // An append from node 1 to node 2 of term `term` after (log_term, index).
 MessagePB Append(uint64_t term, uint64_t log_term, uint64_t index, std::vector<EntryPB> entries,
@@ -56,11 +47,13 @@ class RaftBadInputTest : public ::testing::Test {
     o.id = 2;
     o.voters = {1, 2, 3};
     follower_ = std::make_unique<Raft>(o, RaftPersistentState{}, 0);
-    ASSERT_TRUE(follower_
-                    ->Step(Append(2, 0, 0, {Entry(1, 1), Entry(1, 2), Entry(2, 3), Entry(2, 4)},
-                                  /*commit=*/3),
-                           0)
-                    .ok());
+    ASSERT_TRUE(
+        follower_
+            ->Step(Append(2, 0, 0,
+                          {MakeEntry(1, 1), MakeEntry(1, 2), MakeEntry(2, 3), MakeEntry(2, 4)},
+                          /*commit=*/3),
+                   0)
+            .ok());
     Drain();
     ASSERT_EQ(follower_->last_index(), 4u);
     ASSERT_EQ(follower_->commit_index(), 3u);
@@ -91,7 +84,7 @@ class RaftBadInputTest : public ::testing::Test {
 
   // The follower still takes a good append after the bad ones.
   void ExpectStillServing() {
-    ASSERT_TRUE(follower_->Step(Append(2, 2, 4, {Entry(2, 5)}, /*commit=*/5), 0).ok());
+    ASSERT_TRUE(follower_->Step(Append(2, 2, 4, {MakeEntry(2, 5)}, /*commit=*/5), 0).ok());
     EXPECT_EQ(follower_->last_index(), 5u);
     EXPECT_EQ(follower_->commit_index(), 5u);
   }
@@ -100,24 +93,24 @@ class RaftBadInputTest : public ::testing::Test {
 };
 
 TEST_F(RaftBadInputTest, AnAppendWithAGapInItsIndexesIsRefused) {
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 5), Entry(2, 7)}), "indexes must be contiguous");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 5), MakeEntry(2, 7)}), "indexes must be contiguous");
   ExpectStillServing();
 }
 
 TEST_F(RaftBadInputTest, AnAppendWhoseEntriesDoNotFollowItsIndexIsRefused) {
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 6)}), "indexes must be contiguous");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 6)}), "indexes must be contiguous");
   // Entries before the position the append names would rewrite the log behind it.
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 2)}), "indexes must be contiguous");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 2)}), "indexes must be contiguous");
   ExpectStillServing();
 }
 
 TEST_F(RaftBadInputTest, AnAppendWithDecreasingTermsIsRefused) {
-  ExpectRefused(Append(3, 2, 4, {Entry(3, 5), Entry(2, 6)}), "below term 3");
+  ExpectRefused(Append(3, 2, 4, {MakeEntry(3, 5), MakeEntry(2, 6)}), "below term 3");
   ExpectStillServing();
 }
 
 TEST_F(RaftBadInputTest, AnAppendWithAnEntryBelowItsLogTermIsRefused) {
-  ExpectRefused(Append(2, 2, 4, {Entry(1, 5)}), "below term 2");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(1, 5)}), "below term 2");
   ExpectStillServing();
 }
 
@@ -127,27 +120,29 @@ TEST_F(RaftBadInputTest, AnAppendFollowingAnEntryOfALaterTermThanItsOwnIsRefused
 }
 
 TEST_F(RaftBadInputTest, AnAppendCarryingEntriesOfALaterTermThanItsOwnIsRefused) {
-  ExpectRefused(Append(2, 2, 4, {Entry(5, 5)}), "carries entries of term 5");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(5, 5)}), "carries entries of term 5");
   ExpectStillServing();
 }
 
 TEST_F(RaftBadInputTest, AnAppendWhoseIndexesOverflowIsRefused) {
-  ExpectRefused(Append(2, 2, UINT64_MAX, {Entry(2, 0)}), "overflow");
-  ExpectRefused(Append(2, 2, UINT64_MAX - 1, {Entry(2, UINT64_MAX), Entry(2, 0)}), "overflow");
+  ExpectRefused(Append(2, 2, UINT64_MAX, {MakeEntry(2, 0)}), "overflow");
+  ExpectRefused(Append(2, 2, UINT64_MAX - 1, {MakeEntry(2, UINT64_MAX), MakeEntry(2, 0)}),
+                "overflow");
   ExpectStillServing();
 }
 
 TEST_F(RaftBadInputTest, AnAppendWithAnUnreadableConfigurationIsRefused) {
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 5, ENTRY_CONFIG, "\xff\xff\xff")}), "does not parse");
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 5, ENTRY_CONFIG, ConfigData({}))}), "without voters");
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 5, ENTRY_CONFIG, ConfigData({1, 0}))}), "member 0");
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 5, ENTRY_CONFIG, ConfigData({1, 2}, {2}))}),
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 5, ENTRY_CONFIG, "\xff\xff\xff")}), "does not parse");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 5, ENTRY_CONFIG, ConfigData({}))}), "without voters");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 5, ENTRY_CONFIG, ConfigData({1, 0}))}), "member 0");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 5, ENTRY_CONFIG, ConfigData({1, 2}, {2}))}),
                 "member 2 twice");
   ExpectStillServing();
 }
 
 TEST_F(RaftBadInputTest, AnEntryOfUnknownTypeIsRefused) {
-  ExpectRefused(Append(2, 2, 4, {Entry(2, 5, static_cast<EntryTypePB>(42))}), "unknown type 42");
+  ExpectRefused(Append(2, 2, 4, {MakeEntry(2, 5, static_cast<EntryTypePB>(42))}),
+                "unknown type 42");
   ExpectStillServing();
 }
 
@@ -163,7 +158,7 @@ TEST_F(RaftBadInputTest, AMessageOfUnknownTypeIsRefused) {
 TEST_F(RaftBadInputTest, MessagesOtherThanAppendsCarryingEntriesAreRefused) {
   for (MessageTypePB type :
        {MSG_HEARTBEAT, MSG_VOTE, MSG_PRE_VOTE, MSG_APPEND_RESP, MSG_TIMEOUT_NOW}) {
-    MessagePB m = Append(2, 2, 4, {Entry(2, 5)});
+    MessagePB m = Append(2, 2, 4, {MakeEntry(2, 5)});
     m.set_type(type);
     ExpectRefused(m, "carries 1 entries");
   }
@@ -171,7 +166,7 @@ TEST_F(RaftBadInputTest, MessagesOtherThanAppendsCarryingEntriesAreRefused) {
 }
 
 TEST_F(RaftBadInputTest, MessagesToAnotherNodeOrFromNoneAreRefused) {
-  MessagePB m = Append(2, 2, 4, {Entry(2, 5)});
+  MessagePB m = Append(2, 2, 4, {MakeEntry(2, 5)});
   m.set_to(3);
   ExpectRefused(m, "message to node 3");
   m.set_to(2);
@@ -185,7 +180,7 @@ TEST_F(RaftBadInputTest, MessagesToAnotherNodeOrFromNoneAreRefused) {
 // An append that starts below the commit index cannot rewrite committed entries: the
 // follower answers with its commit index and keeps its log, whatever the entries say.
 TEST_F(RaftBadInputTest, AnAppendBelowTheCommitIndexLeavesTheCommittedEntries) {
-  ASSERT_TRUE(follower_->Step(Append(3, 1, 2, {Entry(3, 3), Entry(3, 4)}), 0).ok());
+  ASSERT_TRUE(follower_->Step(Append(3, 1, 2, {MakeEntry(3, 3), MakeEntry(3, 4)}), 0).ok());
   EXPECT_EQ(follower_->TermAt(3), 2u);
   EXPECT_EQ(follower_->TermAt(4), 2u);
   Ready rd = follower_->TakeReady();
@@ -265,20 +260,20 @@ TEST(RaftPersistentStateTest, ADamagedStateIsRefusedWithCorruption) {
     st.applied = applied;
     return st;
   };
-  EXPECT_TRUE(state({Entry(1, 1), Entry(1, 2)}, 2).Validate().ok());
+  EXPECT_TRUE(state({MakeEntry(1, 1), MakeEntry(1, 2)}, 2).Validate().ok());
   struct Case {
     const char* what;
     RaftPersistentState st;
     const char* why;
   };
   std::vector<Case> cases = {
-      {"a gap", state({Entry(1, 1), Entry(1, 3)}, 0), "contiguous"},
-      {"not from the snapshot", state({Entry(1, 2)}, 0), "contiguous"},
-      {"a decreasing term", state({Entry(2, 1), Entry(1, 2)}, 0), "below term 2"},
-      {"a bad configuration", state({Entry(1, 1, ENTRY_CONFIG, "\xff")}, 0), "does not parse"},
-      {"applied past the log", state({Entry(1, 1)}, 5), "the log ends at 1"},
+      {"a gap", state({MakeEntry(1, 1), MakeEntry(1, 3)}, 0), "contiguous"},
+      {"not from the snapshot", state({MakeEntry(1, 2)}, 0), "contiguous"},
+      {"a decreasing term", state({MakeEntry(2, 1), MakeEntry(1, 2)}, 0), "below term 2"},
+      {"a bad configuration", state({MakeEntry(1, 1, ENTRY_CONFIG, "\xff")}, 0), "does not parse"},
+      {"applied past the log", state({MakeEntry(1, 1)}, 5), "the log ends at 1"},
   };
-  RaftPersistentState below = state({Entry(1, 11)}, 3);
+  RaftPersistentState below = state({MakeEntry(1, 11)}, 3);
   below.snapshot_index = 10;
   below.snapshot_term = 1;
   cases.push_back({"applied below the snapshot", below, "starts after 10"});

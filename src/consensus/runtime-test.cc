@@ -20,6 +20,7 @@
 #include "common/mutex.h"
 #include "common/test_util.h"
 #include "consensus/consensus.proxy.h"
+#include "consensus/raft_test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 
@@ -702,15 +703,6 @@ TEST_F(RuntimeTest, ForgedRaftMessagesAreRefusedAndTheGroupKeepsServing) {
   const uint64_t term = before.term;
   const uint64_t last = before.last_index;
 
-  auto entry = [](uint64_t t, uint64_t i, EntryTypePB type = ENTRY_NORMAL,
-                  std::string data = "forged") {
-    EntryPB e;
-    e.set_term(t);
-    e.set_index(i);
-    e.set_type(type);
-    e.set_data(std::move(data));
-    return e;
-  };
   // Appends in the leader's name, each with something wrong.
   std::vector<MessagePB> bad;
   auto append = [&](uint64_t log_term, uint64_t index, std::vector<EntryPB> entries) {
@@ -726,16 +718,17 @@ TEST_F(RuntimeTest, ForgedRaftMessagesAreRefusedAndTheGroupKeepsServing) {
     bad.push_back(m);
     return &bad.back();
   };
-  append(term, last, {entry(term, last + 1), entry(term, last + 3)});      // a gap
-  append(term, last, {entry(term, last + 2)});                             // not after `index`
-  append(term, last, {entry(term, last + 1), entry(term - 1, last + 2)});  // term goes down
-  append(term, last, {entry(term + 1, last + 1)});  // term above the message's
+  append(term, last, {MakeEntry(term, last + 1), MakeEntry(term, last + 3)});  // a gap
+  append(term, last, {MakeEntry(term, last + 2)});                             // not after `index`
+  append(term, last, {MakeEntry(term, last + 1), MakeEntry(term - 1, last + 2)});  // term goes down
+  append(term, last, {MakeEntry(term + 1, last + 1)});  // term above the message's
   append(term + 1, last, {});                       // log_term above the term
-  append(term, UINT64_MAX, {entry(term, 0)});       // indexes overflow
-  append(term, last, {entry(term, last + 1, ENTRY_CONFIG, "\xff\xfe")});     // unreadable config
-  append(term, last, {entry(term, last + 1, static_cast<EntryTypePB>(9))});  // unknown type
+  append(term, UINT64_MAX, {MakeEntry(term, 0)});   // indexes overflow
+  append(term, last, {MakeEntry(term, last + 1, ENTRY_CONFIG, "\xff\xfe")});  // unreadable config
+  append(term, last, {MakeEntry(term, last + 1, static_cast<EntryTypePB>(9))});  // unknown type
   append(term, last, {})->set_type(static_cast<MessageTypePB>(99));          // unknown message
-  append(term, last, {entry(term, last + 1)})->set_type(MSG_HEARTBEAT);  // entries in a heartbeat
+  append(term, last, {MakeEntry(term, last + 1)})
+      ->set_type(MSG_HEARTBEAT);  // entries in a heartbeat
 
   auto client = rpc::Messenger::Create(rpc::MessengerOptions{});
   ASSERT_OK(client.status());
