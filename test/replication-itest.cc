@@ -602,8 +602,14 @@ TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskIsReportedAsNeedingACopy) {
   ASSERT_TRUE(resp.has_error());
   EXPECT_EQ(resp.error().code(), tserver::TabletServerErrorPB::REPLICA_TOO_STALE)
       << resp.error().ShortDebugString();
-  // ... so closest-replica reads, whichever replica a client prefers, see every row.
+  // ... so closest-replica reads, whichever replica a client prefers, see every row
+  // once the healthy follower applied what the leader committed (it learns the last
+  // commit index with the next heartbeat).
   const size_t rows = ScanAll(t).size();
+  const int healthy = 3 - leader - down;
+  const uint64_t committed = ReplicaState(leader).committed_index();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10),
+                    [&] { ASSERT_GE(ReplicaState(healthy).applied_index(), committed); });
   for (int c = 0; c < 6; c++) {
     auto client = ClientBuilder().add_master_server_addr(cluster_->master_addr()).Build();
     ASSERT_OK(client.status());
