@@ -137,7 +137,12 @@ Status TabletReplica::Start(consensus::ConsensusRuntime* runtime, consensus::Gro
 Status TabletReplica::Stop() {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) return Status::OK();
-  return runtime_->RemoveGroup(g->id());
+  Status s = runtime_->RemoveGroup(g->id());
+  // The group's worker calls nothing any more; callers that still hold the group keep
+  // it alive, and from here on the replica reports that its group is not running.
+  MutexLock l(group_mu_);
+  group_.reset();
+  return s;
 }
 
 std::shared_ptr<consensus::RaftGroup> TabletReplica::group() const {

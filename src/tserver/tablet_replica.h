@@ -119,7 +119,7 @@ class TabletReplica : public consensus::StateMachine {
   // Removes the group from the runtime: writes waiting for it fail with Aborted, and
   // nothing is applied once this returns. Nothing if the group never started.
   Status Stop();
-  // The group, or null before Start() succeeded.
+  // The group, or null before Start() succeeded and after Stop().
   std::shared_ptr<consensus::RaftGroup> group() const;
 
   // Fills `error` with NOT_THE_LEADER (naming the leader when known) and returns false
