@@ -158,6 +158,25 @@ void RaftGroup::Campaign() {
   });
 }
 
+void RaftGroup::ReportCopied(PeerId peer, uint64_t index, bool ok) {
+  auto self = shared_from_this();
+  PostToWorker([self, peer, index, ok] {
+    if (!self->failed_.ok()) return;
+    self->raft_->ReportSnapshot(peer, index, ok);
+    self->worker_->Touch(self.get());
+  });
+}
+
+void RaftGroup::PeerLacksReplica(PeerId peer) {
+  DCHECK(worker_->IsCurrentThread());
+  if (!failed_.ok() || sm_ == nullptr || raft_->role() != RaftRole::kLeader) return;
+  const ConfigPB& c = raft_->config();
+  const bool member =
+      std::find(c.voters().begin(), c.voters().end(), peer) != c.voters().end() ||
+      std::find(c.learners().begin(), c.learners().end(), peer) != c.learners().end();
+  if (member) sm_->CopyNeeded(peer, raft_->snapshot_index());
+}
+
 void RaftGroup::ReportDurable(uint64_t index) {
   auto self = shared_from_this();
   PostToWorker([self, index] {
@@ -328,10 +347,7 @@ void RaftGroup::HandleReady(Ready rd) {
   }
   for (const FetchRequest& f : rd.fetches) FetchFromLog(f);
   for (const SnapshotRequest& s : rd.snapshots) {
-    // Tablet copy arrives with replicated tablets; until then the follower stays behind.
-    LOG_EVERY_N(WARNING, 100) << name_ << ": " << worker_->PeerName(s.peer)
-                              << " needs a copy of the state at index " << s.index
-                              << ", which this runtime cannot send yet";
+    if (sm_ != nullptr && failed_.ok()) sm_->CopyNeeded(s.peer, s.index);
   }
   ApplyCommitted(rd.committed);
   for (const ReadState& r : rd.reads) {

@@ -100,6 +100,12 @@ class StateMachine {
   // its records were damaged): it applies nothing more in this incarnation. Its
   // pending proposals were failed with ServiceUnavailable before this call.
   virtual void GroupFailed(const Status& /*error*/) {}
+  // Leader: member `peer` needs a copy of the state machine (the entries it lacks are
+  // gone from the log, or its server hosts no replica of the group), at least as new
+  // as `index`. Called again while it lasts (at most once per message round); the
+  // state machine starts a copy (at most one at a time per peer) and reports its end
+  // with RaftGroup::ReportCopied.
+  virtual void CopyNeeded(PeerId /*peer*/, uint64_t /*index*/) {}
 };
 
 struct GroupOptions {
@@ -115,6 +121,11 @@ struct GroupOptions {
   // as it recorded them (0 and none for a new replica).
   uint64_t applied = 0;
   std::optional<ConfigPB> applied_config;
+  // The term of the entry at `applied` (0: unknown). A state machine installed from a
+  // copy is ahead of the log, or holds another history than the log at `applied`:
+  // CreateGroup then makes the log start at `applied` (a snapshot mark, dropping the
+  // entries that do not follow from it) before the group starts.
+  uint64_t applied_term = 0;
 };
 
 // A snapshot of a group's state, for tests, heartbeats and web pages.
@@ -175,6 +186,13 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // Raft::CampaignNow: this server campaigns without waiting for an election timeout
   // (the first leader of a new group).
   void Campaign();
+  // Leader: the copy StateMachine::CopyNeeded asked for is installed on `peer` at
+  // `index` (`ok`), or failed: replication to it resumes after `index`, or from where
+  // it was (another copy is asked for if it is still needed).
+  void ReportCopied(PeerId peer, uint64_t index, bool ok);
+  // Runs `task` on the group's worker, between two calls of the state machine (so no
+  // Apply runs meanwhile). False, `task` dropped, once the worker stopped.
+  bool RunOnWorker(std::function<void()> task) { return PostToWorker(std::move(task)); }
 
   // The state machine's applied state is durable up to `index` (capped at what was
   // applied): the log may drop the group's records at or below it, and the in-memory
@@ -214,6 +232,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   void Stop();
   // Fails every pending callback with `s` (the runtime shuts down).
   void FailPending(const Status& s);
+  // Server `peer` answered that it hosts no replica of this group: a leader asks its
+  // state machine for a copy if `peer` is a member.
+  void PeerLacksReplica(PeerId peer);
   // Asks the state machine to make its applied state durable (it keeps old log
   // segments alive), unless the group failed.
   void RequestFlush();

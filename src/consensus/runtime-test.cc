@@ -90,6 +90,15 @@ class RecordingStateMachine : public StateMachine {
     last_index_ = index;
   }
 
+  void CopyNeeded(PeerId peer, uint64_t index) override {
+    copy_peer = peer;
+    copy_index = index;
+    copies_needed++;
+  }
+
+  std::atomic<int> copies_needed{0};
+  std::atomic<PeerId> copy_peer{kNoPeer};
+  std::atomic<uint64_t> copy_index{0};
   std::atomic<int> flush_requests{0};
   std::atomic<bool> flush_when_asked{false};
   std::atomic<uint64_t> reported{0};  // the index last reported durable
@@ -832,6 +841,70 @@ TEST_F(RuntimeTest, AGroupWhoseStateIsDamagedFailsAloneAndTheOthersRun) {
   EXPECT_EQ(servers_[1].runtime->GetGroup(33), nullptr);
   ASSERT_OK(ProposeAndWait(leader, 3, "the others run"));
   ASSERT_NO_FATAL_FAILURE(WaitForSameData(3, 1));
+}
+
+// A replica whose state machine was installed from a copy (its applied entry is past
+// its log) starts its log after the copy, keeps its term and vote, and applies only
+// what follows; a copy older than its log is refused. A leader whose follower's
+// server hosts no replica any more asks its state machine for a copy.
+TEST_F(RuntimeTest, AReplicaInstalledFromACopyStartsItsLogAfterIt) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(7));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(7));
+  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 7, 10, "before"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(7, 10));
+  const PeerId f = leader == 3 ? 2 : 3;
+  Server& fs = servers_[f];
+  ASSERT_OK(fs.runtime->StopGroup(7, /*forget=*/false));
+  fs.groups.erase(7);
+  const uint64_t term_before = fs.runtime->log()->GetGroupState(7).hard_state->term;
+  ASSERT_NO_FATAL_FAILURE(ProposeMany(leader, 7, 20, "after"));
+  const GroupInfo li = servers_[leader].groups.at(7)->info();
+  const uint64_t copy_index = li.applied_index;
+  ASSERT_GT(copy_index, fs.runtime->log()->GetGroupState(7).last_index);
+
+  // Its state machine is installed from a copy of the leader's at copy_index.
+  auto sm = std::make_unique<RecordingStateMachine>();
+  sm->SkipTo(copy_index);
+  GroupOptions g;
+  g.group_id = 7;
+  g.voters = {1, 2, 3};
+  g.state_machine = sm.get();
+  g.applied = copy_index;
+  g.applied_term = li.term;
+  g.applied_config = li.config;
+  auto r = fs.runtime->CreateGroup(g);
+  ASSERT_OK(r.status());
+  fs.groups[7] = *r;
+  sm->group = *r;
+  GroupInfo fi = (*r)->info();
+  EXPECT_EQ(fi.snapshot_index, copy_index);
+  EXPECT_GE(fi.term, term_before) << "the term survives the copy";
+  GroupState gs = fs.runtime->log()->GetGroupState(7);
+  ASSERT_TRUE(gs.snapshot.has_value());
+  EXPECT_EQ(gs.snapshot->index, copy_index);
+  EXPECT_EQ(gs.snapshot->term, li.term);
+  ASSERT_OK(ProposeAndWait(leader, 7, "next"));
+  AssertEventually(kWait, [&] { ASSERT_EQ(sm->data(), std::vector<std::string>{"next"}); });
+
+  // Stopped again, it cannot be given a copy older than its log's start.
+  ASSERT_OK(fs.runtime->StopGroup(7, /*forget=*/false));
+  fs.groups.erase(7);
+  auto old_sm = std::make_unique<RecordingStateMachine>();
+  g.applied = 3;
+  g.state_machine = old_sm.get();
+  r = fs.runtime->CreateGroup(g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsIllegalState()) << r.status().ToString();
+  EXPECT_NE(r.status().ToString().find("copy the tablet again"), std::string::npos)
+      << r.status().ToString();
+
+  // Its server runs no replica now: the leader's state machine is asked for a copy.
+  ASSERT_OK(ProposeAndWait(leader, 7, "while it is gone"));
+  AssertEventually(kWait, [&] {
+    ASSERT_GT(servers_[leader].sms.at(7)->copies_needed.load(), 0);
+    ASSERT_EQ(servers_[leader].sms.at(7)->copy_peer.load(), f);
+  });
 }
 
 // Groups whose state machines do not report durable state keep old log segments

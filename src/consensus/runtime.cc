@@ -427,13 +427,48 @@ RaftOptions ConsensusRuntime::GroupRaftOptions(const GroupOptions& g) const {
   return o;
 }
 
+Result<bool> ConsensusRuntime::ResetLogToCopy(const GroupOptions& g, GroupState* gs) {
+  const uint64_t snap = gs->snapshot ? gs->snapshot->index : 0;
+  bool follows = false;  // the log goes on from the state machine's applied entry
+  if (gs->exists && g.applied <= gs->last_index && g.applied >= snap) {
+    Result<uint64_t> term = log_->TermAt(g.group_id, g.applied);
+    follows = term.ok() && *term == g.applied_term;
+  }
+  if (follows) return false;
+  const std::string name =
+      g.name.empty() ? "consensus group " + std::to_string(g.group_id) : g.name;
+  if (g.applied < snap || g.applied < gs->durable_index) {
+    return Status::IllegalState(name + ": its state machine (a copy at index " +
+                                    std::to_string(g.applied) +
+                                    ") is older than its log, which starts after " +
+                                    std::to_string(std::max(snap, gs->durable_index)),
+                                "copy the tablet again");
+  }
+  // A copy installed in the state machine: the log starts after it, and keeps no
+  // entry of another history (the hard state, term and vote, stays).
+  std::vector<LogRecord> records;
+  if (gs->exists && g.applied < gs->last_index) {
+    records.push_back(LogRecord::MakeTruncate(g.group_id, g.applied + 1));
+  }
+  records.push_back(LogRecord::MakeSnapshotMark(g.group_id, g.applied_term, g.applied));
+  LOG(INFO) << name << ": its state was installed from a copy at index " << g.applied << " (term "
+            << g.applied_term << "); its log (last index " << gs->last_index
+            << ") now starts after it";
+  RETURN_NOT_OK_PREPEND(log_->Append(std::move(records)), name + ": resetting its log to a copy");
+  return true;
+}
+
 Result<RaftPersistentState> ConsensusRuntime::LoadState(const GroupOptions& g) {
   RaftPersistentState st;
   st.applied = g.applied;
   st.snapshot_config = g.applied_config;
   GroupState gs = log_->GetGroupState(g.group_id);
-  if (!gs.exists) return st;
   RETURN_NOT_OK(gs.status);
+  if (g.applied_term != 0 && g.applied > 0) {
+    ASSIGN_OR_RETURN(bool reset, ResetLogToCopy(g, &gs));
+    if (reset) gs = log_->GetGroupState(g.group_id);
+  }
+  if (!gs.exists) return st;
   if (gs.hard_state) {
     st.hard_state.set_term(gs.hard_state->term);
     st.hard_state.set_commit(gs.hard_state->commit_index);
@@ -510,7 +545,9 @@ std::shared_ptr<RaftGroup> ConsensusRuntime::GetGroup(uint64_t id) const {
   return it == groups_.end() ? nullptr : it->second;
 }
 
-Status ConsensusRuntime::RemoveGroup(uint64_t id) {
+Status ConsensusRuntime::RemoveGroup(uint64_t id) { return StopGroup(id, /*forget=*/true); }
+
+Status ConsensusRuntime::StopGroup(uint64_t id, bool forget) {
   std::shared_ptr<RaftGroup> g;
   {
     ExclusiveLock l(groups_mu_);
@@ -533,6 +570,7 @@ Status ConsensusRuntime::RemoveGroup(uint64_t id) {
   };
   // A stopped worker calls nothing any more.
   if (Post(w, std::move(task))) stopped.get_future().wait();
+  if (!forget) return Status::OK();
   MutexLock l(log_mu_);
   if (!log_) return Status::ServiceUnavailable("the consensus runtime is shutting down");
   return log_->RemoveGroup(id);
@@ -834,6 +872,13 @@ void ConsensusRuntime::OnCallDone(const std::shared_ptr<Peer>& p, std::unique_pt
     if (call->resp.unknown_groups_size() > 0) {
       VLOG(1) << PeerName(p->id) << " hosts none of " << call->resp.unknown_groups_size()
               << " groups it was sent messages for";
+      // A leader of such a group gets its state machine to send the peer a copy.
+      for (uint64_t id : call->resp.unknown_groups()) {
+        std::shared_ptr<RaftGroup> g = GetGroup(id);
+        if (!g) continue;
+        auto* w = static_cast<RuntimeWorker*>(g->worker());
+        Post(w, [g, peer = p->id] { g->PeerLacksReplica(peer); });
+      }
     }
   } else {
     counters_.messages_dropped.fetch_add(call->req.messages_size(), std::memory_order_relaxed);

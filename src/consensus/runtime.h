@@ -138,6 +138,10 @@ class ConsensusRuntime {
   // called again once this returns) and removes its records from the log. NotFound if
   // no such group runs. Not from a worker thread (it waits for the group's worker).
   Status RemoveGroup(uint64_t id) EXCLUDES(groups_mu_);
+  // RemoveGroup with `forget` false: the group stops, but its records stay in the log
+  // (its term, vote and entries: a replica being replaced by a copy, or a tombstone),
+  // for CreateGroup to start it again from.
+  Status StopGroup(uint64_t id, bool forget) EXCLUDES(groups_mu_);
   std::vector<uint64_t> GroupIds() const EXCLUDES(groups_mu_);
 
   // Stops the workers, fails what groups still have pending (ServiceUnavailable), and
@@ -157,6 +161,11 @@ class ConsensusRuntime {
   explicit ConsensusRuntime(RuntimeOptions opts);
   RaftOptions GroupRaftOptions(const GroupOptions& g) const;
   Result<RaftPersistentState> LoadState(const GroupOptions& g);
+  // LoadState's first step: when the state machine's applied entry (g.applied,
+  // g.applied_term) is not one the group's log goes on from (`gs`), the state machine
+  // was installed from a copy: the log is made to start after it (durably). True if
+  // it was; IllegalState if the log was compacted past the copy.
+  Result<bool> ResetLogToCopy(const GroupOptions& g, GroupState* gs);
 
   // A group's core refused a message from a peer (RaftGroup::Step).
   void CountRefused() { counters_.messages_refused.fetch_add(1, std::memory_order_relaxed); }

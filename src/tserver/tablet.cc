@@ -69,8 +69,8 @@ Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore*
                               ") has metadata but no rows column family in " + store->path());
   }
   {
-    std::unique_ptr<StoreIterator> last =
-        store->NewIterator(*t->rows_, nullptr, TabletPrefix(t->seq()), TabletPrefix(t->seq() + 1));
+    std::unique_ptr<StoreIterator> last = store->NewIterator(
+        *t->rows_, nullptr, TabletPrefix(t->row_prefix()), TabletPrefix(t->row_prefix() + 1));
     last->SeekToLast();
     RETURN_NOT_OK_PREPEND(last->status(), "reading the last row of tablet " + t->tablet_id());
     MutexLock l(t->key_bound_mu_);
@@ -150,13 +150,13 @@ std::unique_ptr<StoreSnapshot> Tablet::GetSnapshot() const { return store_->GetS
 
 std::unique_ptr<StoreIterator> Tablet::NewIterator(const StoreSnapshot* snapshot,
                                                    const KeyRange& range) const {
-  std::string lower = TabletPrefix(seq());
+  std::string lower = TabletPrefix(row_prefix());
   lower.append(range.start);
   std::string upper;
   if (range.stop.empty()) {
-    upper = TabletPrefix(seq() + 1);
+    upper = TabletPrefix(row_prefix() + 1);
   } else {
-    upper = TabletPrefix(seq());
+    upper = TabletPrefix(row_prefix());
     upper.append(range.stop);
   }
   DCHECK(rows_) << "an iterator over a failed tablet";

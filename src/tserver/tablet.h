@@ -113,7 +113,14 @@ class Tablet final : public ReplicaStorage {
   const TabletMetadataPB& metadata() const { return meta_; }
   const Schema& schema() const { return schema_; }
   const PartitionSchema& partition_schema() const { return partition_schema_; }
+  // The tablet's number in its store: its request records and applied state are kept
+  // under it.
   uint64_t seq() const { return meta_.seq(); }
+  // The 8-byte prefix of its row keys: seq(), or for a tablet copied from another
+  // server, the prefix it had there (TabletMetadataPB::row_key_prefix).
+  uint64_t row_prefix() const {
+    return meta_.row_key_prefix() != 0 ? meta_.row_key_prefix() : meta_.seq();
+  }
   TabletStore* store() const { return store_; }
   TabletState state() const { return state_.load(std::memory_order_acquire); }
   // Why the tablet is FAILED (OK otherwise).

@@ -93,7 +93,7 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   g->keys.clear();
   g->key_end.resize(n);
   for (int i = 0; i < n; i++) {
-    AppendTabletPrefix(seq(), &g->keys);
+    AppendTabletPrefix(row_prefix(), &g->keys);
     g->keys.append(req.keys(i));
     g->key_end[i] = static_cast<uint32_t>(g->keys.size());
   }

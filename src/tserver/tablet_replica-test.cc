@@ -10,6 +10,7 @@
 #include <atomic>
 #include <vector>
 
+#include "common/coding.h"
 #include "common/mutex.h"
 #include "common/test_util.h"
 #include "consensus/peer_id.h"
@@ -218,12 +219,14 @@ TEST_F(TabletReplicaTest, AGroupOfOneLeadsAndAppliesWritesWithTheirAppliedState)
   EXPECT_EQ(writes[0].keys, std::vector<std::string>{"put:a"});
   EXPECT_EQ(writes[1].keys, std::vector<std::string>{"put:b"});
   // Each write is stored with the index of its own entry; the second is the last.
-  uint64_t first = 0, second = 0;
-  std::optional<consensus::ConfigPB> config;
-  ASSERT_OK(TabletReplica::DecodeAppliedState(writes[0].applied_state, &first, &config));
-  ASSERT_OK(TabletReplica::DecodeAppliedState(writes[1].applied_state, &second, &config));
-  EXPECT_EQ(second, first + 1);
-  EXPECT_EQ(replica->applied_index(), second);
+  TabletReplica::AppliedState first, second;
+  ASSERT_OK(TabletReplica::DecodeAppliedState(writes[0].applied_state, &first));
+  ASSERT_OK(TabletReplica::DecodeAppliedState(writes[1].applied_state, &second));
+  EXPECT_EQ(second.index, first.index + 1);
+  EXPECT_EQ(replica->applied_index(), second.index);
+  // With the term the entries were written in (a copy of the tablet carries it).
+  EXPECT_EQ(first.term, term);
+  EXPECT_EQ(second.term, term);
   // Only the write with a request id reaches the tracker's hook.
   EXPECT_EQ(applied_requests(), std::vector<std::string>{"client/3:1"});
   // A write decided in another term is not appended.
@@ -293,28 +296,40 @@ TEST_F(TabletReplicaTest, AFailedGroupFailsTheTablet) {
 }
 
 TEST(TabletReplicaAppliedStateTest, RoundTripsWithAndWithoutAConfiguration) {
-  uint64_t index = 0;
-  std::optional<consensus::ConfigPB> config;
-  ASSERT_OK(TabletReplica::DecodeAppliedState("", &index, &config));
-  EXPECT_EQ(index, 0u);
-  EXPECT_FALSE(config.has_value());
-  ASSERT_OK(TabletReplica::DecodeAppliedState(TabletReplica::EncodeAppliedState(17, nullptr),
-                                              &index, &config));
-  EXPECT_EQ(index, 17u);
-  EXPECT_FALSE(config.has_value());
+  using State = TabletReplica::AppliedState;
+  State s;
+  ASSERT_OK(TabletReplica::DecodeAppliedState("", &s));
+  EXPECT_EQ(s.index, 0u);
+  EXPECT_FALSE(s.config.has_value());
+  ASSERT_OK(TabletReplica::DecodeAppliedState(TabletReplica::EncodeAppliedState({17, 3, {}}), &s));
+  EXPECT_EQ(s.index, 17u);
+  EXPECT_EQ(s.term, 3u);
+  EXPECT_FALSE(s.config.has_value());
   consensus::ConfigPB c;
   c.add_voters(1);
   c.add_voters(2);
   c.add_learners(3);
   ASSERT_OK(TabletReplica::DecodeAppliedState(
-      TabletReplica::EncodeAppliedState(uint64_t{1} << 40, &c), &index, &config));
-  EXPECT_EQ(index, uint64_t{1} << 40);
-  ASSERT_TRUE(config.has_value());
-  EXPECT_EQ(config->voters_size(), 2);
-  EXPECT_EQ(config->learners_size(), 1);
-  EXPECT_TRUE(TabletReplica::DecodeAppliedState("1234567", &index, &config).IsCorruption());
-  EXPECT_TRUE(TabletReplica::DecodeAppliedState(std::string(8, '\0') + "\xff\xff", &index, &config)
-                  .IsCorruption());
+      TabletReplica::EncodeAppliedState({uint64_t{1} << 40, 9, c}), &s));
+  EXPECT_EQ(s.index, uint64_t{1} << 40);
+  EXPECT_EQ(s.term, 9u);
+  ASSERT_TRUE(s.config.has_value());
+  EXPECT_EQ(s.config->voters_size(), 2);
+  EXPECT_EQ(s.config->learners_size(), 1);
+  // The earlier form: the index, then the configuration, no term.
+  std::string old;
+  PutFixed64BE(&old, 42);
+  c.AppendToString(&old);
+  ASSERT_OK(TabletReplica::DecodeAppliedState(old, &s));
+  EXPECT_EQ(s.index, 42u);
+  EXPECT_EQ(s.term, 0u);
+  ASSERT_TRUE(s.config.has_value());
+  EXPECT_EQ(s.config->voters_size(), 2);
+  EXPECT_TRUE(TabletReplica::DecodeAppliedState("1234567", &s).IsCorruption());
+  EXPECT_TRUE(
+      TabletReplica::DecodeAppliedState(std::string(8, '\0') + "\xff\xff", &s).IsCorruption());
+  EXPECT_TRUE(TabletReplica::DecodeAppliedState(std::string(1, '\1') + "short", &s).IsCorruption());
+  EXPECT_TRUE(TabletReplica::DecodeAppliedState(std::string(17, '\7'), &s).IsCorruption());
 }
 
 }  // namespace

@@ -87,26 +87,43 @@ TabletReplica::TabletReplica(std::string tablet_id, ReplicaStorage* storage,
 
 TabletReplica::~TabletReplica() = default;
 
-std::string TabletReplica::EncodeAppliedState(uint64_t index, const consensus::ConfigPB* config) {
+namespace {
+constexpr uint8_t kAppliedStateVersion = 1;
+constexpr size_t kAppliedStateHeader = 17;  // version, index, term
+}  // namespace
+
+std::string TabletReplica::EncodeAppliedState(const AppliedState& state) {
   std::string v;
-  PutFixed64BE(&v, index);
-  if (config) config->AppendToString(&v);
+  v.push_back(static_cast<char>(kAppliedStateVersion));
+  PutFixed64BE(&v, state.index);
+  PutFixed64BE(&v, state.term);
+  if (state.config) state.config->AppendToString(&v);
   return v;
 }
 
-Status TabletReplica::DecodeAppliedState(Slice v, uint64_t* index,
-                                         std::optional<consensus::ConfigPB>* config) {
-  *index = 0;
-  config->reset();
+Status TabletReplica::DecodeAppliedState(Slice v, AppliedState* state) {
+  *state = AppliedState();
   if (v.empty()) return Status::OK();
-  if (v.size() < 8) return Status::Corruption("short applied state");
-  *index = DecodeFixed64BE(reinterpret_cast<const uint8_t*>(v.data()));
-  if (v.size() > 8) {
+  const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+  size_t header = 8;
+  // The earlier form starts with the index's high byte, 0 below 2^56.
+  if (p[0] == kAppliedStateVersion) {
+    if (v.size() < kAppliedStateHeader) return Status::Corruption("short applied state");
+    state->index = DecodeFixed64BE(p + 1);
+    state->term = DecodeFixed64BE(p + 9);
+    header = kAppliedStateHeader;
+  } else if (p[0] != 0) {
+    return Status::Corruption("applied state of an unknown version " + std::to_string(p[0]));
+  } else {
+    if (v.size() < 8) return Status::Corruption("short applied state");
+    state->index = DecodeFixed64BE(p);
+  }
+  if (v.size() > header) {
     consensus::ConfigPB c;
-    if (!c.ParseFromArray(v.data() + 8, int(v.size() - 8))) {
+    if (!c.ParseFromArray(v.data() + header, int(v.size() - header))) {
       return Status::Corruption("unparseable applied configuration");
     }
-    *config = std::move(c);
+    state->config = std::move(c);
   }
   return Status::OK();
 }
@@ -117,12 +134,12 @@ Status TabletReplica::Start(consensus::ConsensusRuntime* runtime, consensus::Gro
   runtime_ = runtime;
   hooks_ = std::move(hooks);
   ASSIGN_OR_RETURN(std::string state, storage_->LoadAppliedState());
-  uint64_t index = 0;
-  RETURN_NOT_OK_PREPEND(DecodeAppliedState(state, &index, &applied_config_),
-                        "tablet " + tablet_id_);
-  applied_index_.store(index, std::memory_order_release);
+  AppliedState applied;
+  RETURN_NOT_OK_PREPEND(DecodeAppliedState(state, &applied), "tablet " + tablet_id_);
+  applied_config_ = applied.config;
+  applied_index_.store(applied.index, std::memory_order_release);
   options.state_machine = this;
-  options.applied = index;
+  options.applied = applied.index;
   options.applied_config = applied_config_;
   ASSIGN_OR_RETURN(std::shared_ptr<consensus::RaftGroup> g, runtime->CreateGroup(options));
   NoteLeadership(g->info(), /*count=*/false);
@@ -307,9 +324,8 @@ Status TabletReplica::Replicate(std::string command, uint64_t term) {
 Status TabletReplica::ApplyWriteEntry(const consensus::EntryPB& e) {
   DecodedWriteCommand cmd;
   RETURN_NOT_OK(DecodeWriteCommand(e.data(), &cmd));
-  const std::string state =
-      EncodeAppliedState(e.index(), applied_config_ ? &*applied_config_ : nullptr);
-  RETURN_NOT_OK(storage_->ApplyWrite(cmd, state));
+  RETURN_NOT_OK(
+      storage_->ApplyWrite(cmd, EncodeAppliedState({e.index(), e.term(), applied_config_})));
   if (cmd.has_request && hooks_.applied_request) {
     hooks_.applied_request(cmd.request_id, cmd.response);
   }
@@ -326,8 +342,7 @@ Status TabletReplica::ApplyOtherEntry(const consensus::EntryPB& e) {
   }
   // Stored too: the applied index reported durable (and the log released below it)
   // must never be above the one a restart reads back.
-  return storage_->StoreAppliedState(
-      EncodeAppliedState(e.index(), applied_config_ ? &*applied_config_ : nullptr));
+  return storage_->StoreAppliedState(EncodeAppliedState({e.index(), e.term(), applied_config_}));
 }
 
 void TabletReplica::Apply(const consensus::EntryPB& e) {

@@ -170,12 +170,18 @@ class TabletReplica : public consensus::StateMachine {
   // the tablet fails too, with that error, and says so to the master.
   void GroupFailed(const Status& error) override;
 
+  // What a tablet stores with its rows about the last entry applied to them.
+  struct AppliedState {
+    uint64_t index = 0;
+    uint64_t term = 0;                          // 0 when stored by a build that did not keep it
+    std::optional<consensus::ConfigPB> config;  // the configuration in effect there
+  };
   // The applied state's encoding, as stored with the rows (docs/storage-format.md):
-  // the applied index as 8 bytes big-endian, then the configuration in effect there
-  // (a ConfigPB), if any. Public for tests.
-  static std::string EncodeAppliedState(uint64_t index, const consensus::ConfigPB* config);
-  static Status DecodeAppliedState(Slice value, uint64_t* index,
-                                   std::optional<consensus::ConfigPB>* config);
+  // a version byte (1), the index and the term as 8 bytes big-endian each, then the
+  // configuration (a ConfigPB), if any. Decode also reads the earlier form (the
+  // index, then the configuration; no term). Public for tests and tablet copy.
+  static std::string EncodeAppliedState(const AppliedState& state);
+  static Status DecodeAppliedState(Slice value, AppliedState* state);
 
  private:
   struct ProposalWaiter;

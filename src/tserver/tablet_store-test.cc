@@ -317,5 +317,147 @@ TEST_F(TabletStoreTest, MetadataWithoutItsFamilyMakesAFailedTablet) {
   EXPECT_EQ(t->OnDiskSize(), 0);
 }
 
+// A tablet's rows, request records and applied state, exported from one store and
+// imported into another as a copy: the rows keep their source's key prefix in a
+// family of the new seq, the records get the new seq, and the next seq moves on.
+TEST_F(TabletStoreTest, ACopyExportedFromOneStoreImportsIntoAnother) {
+  auto src = TabletStore::Open(path(), nullptr);
+  ASSERT_OK(src.status());
+  // Two tablets, so the copied one's seq (2) differs from the one it gets (1).
+  CreateTablet(src->get(), "other");
+  const uint64_t seq = CreateTablet(src->get(), "t1");
+  std::shared_ptr<TabletRows> rows = (*src)->Rows(seq);
+  ASSERT_NE(rows, nullptr);
+  StoreWriteBatch batch;
+  for (int i = 0; i < 100; i++) {
+    batch.Put(*rows, TabletPrefix(seq) + "key" + std::to_string(1000 + i), "v" + std::to_string(i));
+  }
+  std::string record_key, record_value;
+  AppendRequestRecordKey(seq, "client", 7, &record_key);
+  AppendRequestRecordHeader(/*write_time_micros=*/123, /*first_incomplete_seq_no=*/5,
+                            &record_value);
+  (*src)->PutRequestRecord(&batch, record_key, record_value);
+  (*src)->PutAppliedState(&batch, seq, "applied-42");
+  ASSERT_OK((*src)->Write(&batch));
+  // A row that reaches the export through its own flush (still in the memtable).
+  batch.Clear();
+  batch.Put(*rows, TabletPrefix(seq) + "key9999", "last");
+  ASSERT_OK((*src)->FlushRows(*rows));
+  ASSERT_OK((*src)->Write(&batch));
+
+  const std::string dir = test_dir() + "/export";
+  TabletCopySuperblockPB sb;
+  ASSERT_OK((*src)->ExportRows(*rows, dir, &sb));
+  ASSERT_GE(sb.sst_files_size(), 1);
+  EXPECT_FALSE(sb.comparator().empty());
+  for (const CopiedSstFilePB& f : sb.sst_files()) {
+    EXPECT_EQ(f.name().find('/'), std::string::npos) << f.name();
+    EXPECT_EQ(std::filesystem::file_size(dir + "/" + f.name()), f.size());
+  }
+  std::vector<std::pair<std::string, std::string>> records;
+  auto snap = (*src)->GetSnapshot();
+  ASSERT_OK((*src)->ForEachRequestRecordOf(seq, snap.get(), [&](Slice k, Slice v) {
+    records.emplace_back(k.ToString(), v.ToString());
+    return Status::OK();
+  }));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].first, record_key.substr(kTabletPrefixSize));
+  auto applied = (*src)->GetAppliedStateAt(seq, *snap);
+  ASSERT_OK(applied.status());
+  EXPECT_EQ(*applied, "applied-42");
+
+  auto dst = TabletStore::Open(test_dir() + "/dst", nullptr);
+  ASSERT_OK(dst.status());
+  TabletMetadataPB meta;
+  meta.set_tablet_id("t1");
+  meta.set_row_key_prefix(seq);
+  ASSERT_OK((*dst)->ImportTablet(&meta, dir, sb, records, *applied));
+  EXPECT_EQ(meta.seq(), 1u);
+  EXPECT_EQ(NumSstFiles(dir), 0) << "the files were moved into the store";
+  std::shared_ptr<TabletRows> copied = (*dst)->Rows(meta.seq());
+  ASSERT_NE(copied, nullptr);
+  auto it = (*dst)->NewIterator(*copied, nullptr, TabletPrefix(seq), TabletPrefix(seq + 1));
+  int n = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) n++;
+  ASSERT_OK(it->status());
+  EXPECT_EQ(n, 101);
+  auto dst_applied = (*dst)->GetAppliedState(meta.seq());
+  ASSERT_OK(dst_applied.status());
+  EXPECT_EQ(*dst_applied, "applied-42");
+  int found = 0;
+  ASSERT_OK((*dst)->ForEachRequestRecord([&](const RequestRecord& r) {
+    EXPECT_EQ(r.tablet_seq, meta.seq());
+    EXPECT_EQ(r.client_id.ToString(), "client");
+    EXPECT_EQ(r.seq_no, 7);
+    EXPECT_EQ(r.first_incomplete_seq_no, 5);
+    found++;
+    return Status::OK();
+  }));
+  EXPECT_EQ(found, 1);
+  // The copy survives a restart, and the next tablet gets the next seq.
+  copied.reset();
+  it.reset();
+  dst->reset();
+  dst = TabletStore::Open(test_dir() + "/dst", nullptr);
+  ASSERT_OK(dst.status());
+  std::vector<TabletMetadataPB> metas;
+  ASSERT_OK((*dst)->LoadTabletMetadata(&metas));
+  ASSERT_EQ(metas.size(), 1u);
+  EXPECT_EQ(metas[0].row_key_prefix(), seq);
+  ASSERT_NE((*dst)->Rows(metas[0].seq()), nullptr);
+  EXPECT_EQ(CreateTablet(dst->get(), "next"), metas[0].seq() + 1);
+}
+
+// An import that fails leaves nothing that names its seq: no metadata, no family.
+TEST_F(TabletStoreTest, AFailedImportLeavesNoTablet) {
+  auto store = TabletStore::Open(path(), nullptr);
+  ASSERT_OK(store.status());
+  TabletCopySuperblockPB sb;
+  CopiedSstFilePB* f = sb.add_sst_files();
+  f->set_name("000042.sst");  // not there
+  f->set_size(100);
+  sb.set_comparator("leveldb.BytewiseComparator");
+  TabletMetadataPB meta;
+  meta.set_tablet_id("t1");
+  EXPECT_FALSE((*store)->ImportTablet(&meta, test_dir() + "/nothing", sb, {}, "x").ok());
+  f->set_name("../etc/passwd");
+  EXPECT_TRUE((*store)->ImportTablet(&meta, test_dir(), sb, {}, "x").IsInvalidArgument());
+  std::vector<TabletMetadataPB> metas;
+  ASSERT_OK((*store)->LoadTabletMetadata(&metas));
+  EXPECT_TRUE(metas.empty());
+  store->reset();
+  for (const std::string& name : Families(path())) {
+    EXPECT_NE(name.rfind("rows-", 0), 0u) << name << " names no tablet; Open drops it";
+  }
+}
+
+// DropTabletData drops the rows, records and applied state but keeps the metadata.
+TEST_F(TabletStoreTest, DropTabletDataKeepsTheMetadata) {
+  auto store = TabletStore::Open(path(), nullptr);
+  ASSERT_OK(store.status());
+  const uint64_t seq = CreateTablet(store->get(), "t1");
+  StoreWriteBatch batch;
+  std::string record_key;
+  AppendRequestRecordKey(seq, "client", 1, &record_key);
+  (*store)->PutRequestRecord(&batch, record_key, "v");
+  (*store)->PutAppliedState(&batch, seq, "applied");
+  ASSERT_OK((*store)->Write(&batch));
+  ASSERT_OK((*store)->DropTabletData(seq));
+  EXPECT_EQ((*store)->Rows(seq), nullptr);
+  auto applied = (*store)->GetAppliedState(seq);
+  ASSERT_OK(applied.status());
+  EXPECT_EQ(*applied, "");
+  int records = 0;
+  ASSERT_OK((*store)->ForEachRequestRecord([&](const RequestRecord&) {
+    records++;
+    return Status::OK();
+  }));
+  EXPECT_EQ(records, 0);
+  std::vector<TabletMetadataPB> metas;
+  ASSERT_OK((*store)->LoadTabletMetadata(&metas));
+  EXPECT_EQ(metas.size(), 1u);
+  ASSERT_OK((*store)->DropTabletData(seq));  // again: harmless
+}
+
 }  // namespace
 }  // namespace nyala::tserver

@@ -8,6 +8,7 @@
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -662,6 +663,163 @@ Status TabletStore::DropTablets(const std::vector<std::pair<uint64_t, std::strin
   return FromRocks(db_->Write(wo, &batch), "dropping tablet metadata");
 }
 
+Status TabletStore::DropTabletData(uint64_t seq) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::WriteBatch batch;
+  RETURN_NOT_OK(
+      FromRocks(batch.DeleteRange(requests_cf_, TabletPrefix(seq), TabletPrefix(seq + 1))));
+  RETURN_NOT_OK(FromRocks(batch.Delete(meta_cf_, AppliedStateKey(seq))));
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "dropping request records"));
+  std::shared_ptr<TabletRows> r = Rows(seq);
+  if (!r) return Status::OK();
+  RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(r->cf_), "dropping the rows"));
+  MutexLock l(rows_mu_);
+  rows_.erase(seq);
+  return Status::OK();
+}
+
+Status TabletStore::FlushRows(const TabletRows& rows) {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  return FromRocks(db_->Flush(fo, rows.cf_), "flushing a tablet's rows");
+}
+
+Status TabletStore::ExportRows(const TabletRows& rows, const std::string& dir,
+                               TabletCopySuperblockPB* out) {
+  rocksdb::Checkpoint* raw = nullptr;
+  RETURN_NOT_OK(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw), "export"));
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  rocksdb::ExportImportFilesMetaData* raw_meta = nullptr;
+  RETURN_NOT_OK(FromRocks(checkpoint->ExportColumnFamily(rows.cf_, dir, &raw_meta),
+                          "exporting a tablet's rows"));
+  std::unique_ptr<rocksdb::ExportImportFilesMetaData> meta(raw_meta);
+  out->set_comparator(meta->db_comparator_name);
+  out->clear_sst_files();
+  for (const rocksdb::LiveFileMetaData& f : meta->files) {
+    CopiedSstFilePB* pb = out->add_sst_files();
+    std::string name = f.name;
+    if (!name.empty() && name[0] == '/') name.erase(0, 1);
+    pb->set_name(name);
+    pb->set_level(f.level);
+    pb->set_size(f.size);
+    pb->set_smallest_seqno(f.smallest_seqno);
+    pb->set_largest_seqno(f.largest_seqno);
+    pb->set_smallest_key(f.smallestkey);
+    pb->set_largest_key(f.largestkey);
+  }
+  return Status::OK();
+}
+
+Status TabletStore::ForEachRequestRecordOf(
+    uint64_t seq, const StoreSnapshot* snapshot,
+    const std::function<Status(Slice key, Slice value)>& fn) {
+  const std::string lower = TabletPrefix(seq), upper = TabletPrefix(seq + 1);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  if (snapshot) ro.snapshot = snapshot->snap_;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, requests_cf_));
+  for (it->Seek(lower); it->Valid(); it->Next()) {
+    Slice key = FromRocksSlice(it->key());
+    key.remove_prefix(kTabletPrefixSize);
+    RETURN_NOT_OK(fn(key, FromRocksSlice(it->value())));
+  }
+  return FromRocks(it->status(), "reading request records");
+}
+
+Result<std::string> TabletStore::GetAppliedStateAt(uint64_t seq, const StoreSnapshot& snapshot) {
+  std::string v;
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.snap_;
+  rocksdb::Status s = db_->Get(ro, meta_cf_, AppliedStateKey(seq), &v);
+  if (s.IsNotFound()) return std::string();
+  RETURN_NOT_OK(FromRocks(s, "reading a tablet's applied index"));
+  return v;
+}
+
+Status TabletStore::ImportTablet(TabletMetadataPB* meta, const std::string& dir,
+                                 const TabletCopySuperblockPB& sst_files,
+                                 const std::vector<std::pair<std::string, std::string>>& records,
+                                 Slice applied_state) {
+  rocksdb::ExportImportFilesMetaData files;
+  files.db_comparator_name = sst_files.comparator();
+  for (const CopiedSstFilePB& f : sst_files.sst_files()) {
+    if (f.name().empty() || f.name().find('/') != std::string::npos || f.name() == "." ||
+        f.name() == "..") {
+      return Status::InvalidArgument("tablet copy: bad SST file name '" + f.name() + "'");
+    }
+    rocksdb::LiveFileMetaData lf;
+    lf.name = "/" + f.name();
+    lf.relative_filename = f.name();
+    lf.db_path = dir;
+    lf.directory = dir;
+    lf.level = f.level();
+    lf.size = f.size();
+    lf.smallest_seqno = f.smallest_seqno();
+    lf.largest_seqno = f.largest_seqno();
+    lf.smallestkey = f.smallest_key();
+    lf.largestkey = f.largest_key();
+    files.files.push_back(std::move(lf));
+  }
+  MutexLock l(seq_mu_);
+  const uint64_t seq = next_seq_;
+  // The new seq's spare family goes, and the next seq moves past it (synced) before the
+  // import: a family a crash leaves behind is then below the next seq and named by no
+  // metadata, an orphan the next start drops, never a spare with rows in it.
+  if (auto it = spares_.find(seq); it != spares_.end()) {
+    RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(it->second->cf_), "dropping a spare family"));
+    spares_.erase(it);
+  }
+  {
+    std::string next;
+    PutFixed64BE(&next, seq + 1);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    RETURN_NOT_OK(FromRocks(db_->Put(wo, meta_cf_, kNextSeqKey, next), "writing the next seq"));
+    next_seq_ = seq + 1;
+  }
+  size_t families;
+  {
+    MutexLock rl(rows_mu_);
+    families = rows_.size() + spares_.size() + 1;
+  }
+  rocksdb::ImportColumnFamilyOptions io;
+  io.move_files = true;
+  rocksdb::ColumnFamilyHandle* handle = nullptr;
+  RETURN_NOT_OK(FromRocks(
+      db_->CreateColumnFamilyWithImport(RowsCfOptions(families),
+                                        kRowsCfPrefix + std::to_string(seq), io, files, &handle),
+      "importing a tablet copy's rows"));
+  auto rows = std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handle, seq));
+  meta->set_seq(seq);
+  rocksdb::WriteBatch batch;
+  Status s = FromRocks(
+      batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString()));
+  if (s.ok() && !applied_state.empty()) {
+    s = FromRocks(batch.Put(meta_cf_, AppliedStateKey(seq), ToRocks(applied_state)));
+  }
+  std::string key;
+  for (size_t i = 0; s.ok() && i < records.size(); i++) {
+    key.clear();
+    AppendTabletPrefix(seq, &key);
+    key.append(records[i].first);
+    s = FromRocks(batch.Put(requests_cf_, key, records[i].second));
+  }
+  if (s.ok()) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    s = FromRocks(db_->Write(wo, &batch), "writing a copied tablet's metadata");
+  }
+  if (!s.ok()) {
+    WARN_NOT_OK(FromRocks(db_->DropColumnFamily(handle)), "dropping a failed import");
+    return s;  // `rows` closes the handle
+  }
+  MutexLock rl(rows_mu_);
+  rows_[seq] = std::move(rows);
+  return Status::OK();
+}
+
 Status TabletStore::Write(StoreWriteBatch* batch) {
   rocksdb::WriteOptions wo;
   wo.sync = FLAGS_fsync_writes;
@@ -805,7 +963,8 @@ std::unique_ptr<StoreIterator> TabletStore::NewIterator(const TabletRows& rows,
 }
 
 int64_t TabletStore::ApproximateSize(const TabletRows& rows) {
-  const std::string start = TabletPrefix(rows.seq()), end = TabletPrefix(rows.seq() + 1);
+  // Every key of the family: its tablet's prefix is 8 bytes, whichever it is.
+  const std::string start(kTabletPrefixSize, '\0'), end(kTabletPrefixSize + 1, '\xff');
   rocksdb::Range range(start, end);
   rocksdb::SizeApproximationOptions o;
   o.include_memtables = true;

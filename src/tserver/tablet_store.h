@@ -4,7 +4,8 @@
 //
 // Column families (docs/storage-format.md):
 //   meta       "tablet/<tablet id>" -> TabletMetadataPB, "next_tablet_seq" -> 8-byte BE
-//   rows-<seq> one per tablet: [8-byte BE tablet seq][encoded primary key] -> row value
+//   rows-<seq> one per tablet: [8-byte BE row prefix][encoded primary key] -> row value
+//              (the prefix is the tablet's seq, or a copied tablet's seq on its source)
 //              (row_encoding.h). A family of its own gives each tablet its own
 //              memtable and LSM tree: rows inserted in key order into several
 //              tablets at once still reach the last level by trivial moves, and
@@ -56,6 +57,7 @@ class MetricRegistry;
 namespace nyala::tserver {
 
 class TabletMetadataPB;
+class TabletCopySuperblockPB;
 
 constexpr size_t kTabletPrefixSize = 8;
 
@@ -240,6 +242,38 @@ class TabletStore {
   // DropColumnFamilies call (which rewrites RocksDB's OPTIONS file, listing every
   // family, once rather than per tablet).
   Status DropTablets(const std::vector<std::pair<uint64_t, std::string>>& tablets);
+
+  // Drops what tablet `seq` holds (its rows family, request records and applied
+  // state) but not the metadata of `tablet_id`, which the caller rewrites (a tombstone,
+  // or a copy's metadata). Dropping dropped data again is harmless.
+  Status DropTabletData(uint64_t seq);
+
+  // --- Tablet copy.
+  // Writes `rows`' memtable to SST files and waits (ahead of an export, so that the
+  // export's own flush is short).
+  Status FlushRows(const TabletRows& rows);
+  // Exports `rows` into the new directory `dir` (RocksDB's
+  // Checkpoint::ExportColumnFamily: a flush, then hard links to the family's SST files)
+  // and describes its files in `out` (sst_files, comparator). Holds exactly the rows
+  // written before the call: the caller keeps writes to the tablet out meanwhile if it
+  // needs the export to match an applied state.
+  Status ExportRows(const TabletRows& rows, const std::string& dir, TabletCopySuperblockPB* out);
+  // Calls `fn` with each request record of tablet `seq` at `snapshot` (null: latest):
+  // its key without the 8-byte tablet prefix, and its value.
+  Status ForEachRequestRecordOf(uint64_t seq, const StoreSnapshot* snapshot,
+                                const std::function<Status(Slice key, Slice value)>& fn);
+  // The applied state of tablet `seq` at `snapshot` ("" when it never applied).
+  Result<std::string> GetAppliedStateAt(uint64_t seq, const StoreSnapshot& snapshot);
+  // Creates a tablet from a copy: `meta` gets a new seq; a rows family is imported from
+  // the SST files `sst_files` describes in directory `dir` (moved in: `dir` loses them);
+  // `records` (keys without the tablet prefix) get the new seq; and `meta`, the
+  // records and `applied_state` are written in one synced batch. On an error nothing
+  // names the tablet's new seq (an imported family left by a crash is an orphan the
+  // next start drops).
+  Status ImportTablet(TabletMetadataPB* meta, const std::string& dir,
+                      const TabletCopySuperblockPB& sst_files,
+                      const std::vector<std::pair<std::string, std::string>>& records,
+                      Slice applied_state);
 
   // --- Rows (one column family per tablet).
   // The rows family of tablet `seq`; null when the store has none (the tablet was

@@ -193,7 +193,7 @@ void Tablet::BuildStorageKeys(WriteScratch* w) const {
       w->key_end[i] = 0;
       continue;
     }
-    AppendTabletPrefix(seq(), &w->keys);
+    AppendTabletPrefix(row_prefix(), &w->keys);
     EncodeKey(schema_, ops[i].row.cells(), &w->keys);
     w->key_end[i] = static_cast<uint32_t>(w->keys.size());
     w->order.push_back(static_cast<uint32_t>(i));
@@ -381,7 +381,7 @@ Status Tablet::ApplyWrite(const DecodedWriteCommand& cmd, Slice applied_state) {
   batch.Clear();
   std::string key, largest;
   for (const DecodedWriteCommand::Change& c : cmd.changes) {
-    key = TabletPrefix(seq());
+    key = TabletPrefix(row_prefix());
     key.append(c.key.cdata(), c.key.size());
     if (c.is_delete) {
       batch.Delete(*rows_, key);
