@@ -552,7 +552,7 @@ TEST_F(CatchUpITest, AFollowerThatMissedMoreThanMemoryHoldsCatchesUpFromTheLog) 
 
 // Without retention on disk (and with 1 MiB log segments, so that checkpoints drop
 // durable entries soon), a follower down for long enough falls behind everything its
-// leader holds: the leader reports it as needing a copy, and writes go on.
+// leader holds: it needs a copy of the tablet.
 class NoRetentionITest : public CatchUpITest {
  protected:
   std::vector<std::string> TserverFlags() const override {
@@ -560,9 +560,97 @@ class NoRetentionITest : public CatchUpITest {
             "--tablet_durable_report_interval_ms=100", "--log_min_seconds_to_retain=0",
             "--log_segment_size_mb=1"};
   }
+  // The rows of the table's one tablet as replica `i` holds them: a scan any replica
+  // may answer, sent to that server.
+  size_t CountRowsOn(int i) {
+    tserver::ListTabletsResponsePB listed;
+    rpc::RpcController lrpc;
+    lrpc.set_timeout(MonoDelta::FromSeconds(5));
+    EXPECT_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &listed, &lrpc));
+    if (listed.tablets_size() != 1) {
+      ADD_FAILURE() << "server " << i << " lists " << listed.tablets_size() << " tablets";
+      return 0;
+    }
+    tserver::TabletServerServiceProxy proxy(MiniClusterOf()->messenger(),
+                                            cluster_->tserver(i)->rpc_addr());
+    tserver::ScanRequestPB req;
+    req.mutable_new_scan_request()->set_tablet_id(listed.tablets(0).tablet_id());
+    req.mutable_new_scan_request()->set_replica_selection(tserver::ANY_REPLICA);
+    req.set_batch_size_bytes(1 << 20);
+    size_t n = 0;
+    for (int batch = 0; batch < 100000; batch++) {
+      tserver::ScanResponsePB resp;
+      rpc::RpcController rpc;
+      rpc.set_timeout(MonoDelta::FromSeconds(10));
+      EXPECT_OK(proxy.Scan(req, &resp, &rpc));
+      if (resp.has_error()) {
+        ADD_FAILURE() << "server " << i << ": " << resp.error().ShortDebugString();
+        return n;
+      }
+      n += size_t(resp.data().num_rows());
+      if (!resp.has_more_results()) return n;
+      req.Clear();
+      req.set_scanner_id(resp.scanner_id());
+      req.set_call_seq_id(uint32_t(batch + 1));
+      req.set_batch_size_bytes(1 << 20);
+    }
+    ADD_FAILURE() << "scan of server " << i << " did not end";
+    return n;
+  }
 };
 
-TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskIsReportedAsNeedingACopy) {
+// A follower beyond the leader's log on disk gets a copy of the tablet from the leader
+// (its rows family's files and request records, then the log after the copy): it holds
+// what the leader committed, every replica holds the same rows, and it then counts
+// toward a majority: the table takes writes with the other follower down.
+TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskGetsACopyAndCountsTowardAMajority) {
+  auto t = CreateTable("copied", 1);
+  Writer w;
+  auto [leader, down] = WriteWhileAFollowerIsDown(&w, t, "copied", 15000);
+  ASSERT_FALSE(HasFailure());
+  const int other = 3 - leader - down;
+  const uint64_t missed_to = ReplicaState(leader).committed_index();
+  ASSERT_OK(cluster_->tserver(down)->Restart());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(60),
+                    [&] { ASSERT_GE(ReplicaState(down).applied_index(), missed_to); });
+  const std::string down_uuid = cluster_->tserver(down)->uuid();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    bool replicating = false;
+    const master::ConsensusStatePB state = ReplicaState(leader);
+    for (const auto& f : state.followers()) {
+      if (f.uuid() == down_uuid) replicating = f.state() == master::FollowerStatusPB::REPLICATE;
+    }
+    ASSERT_TRUE(replicating);
+  });
+  ASSERT_OK(cluster_->tserver(other)->Shutdown());
+  ASSERT_WRITES_GO_ON(w, 300, MonoDelta::FromSeconds(20));
+  ASSERT_OK(cluster_->tserver(other)->Restart());
+  w.Stop();
+  EXPECT_EQ(w.failures.load(), 0) << w.last_error;
+  const std::map<int64_t, int64_t> rows = ScanAll(t);
+  ExpectAcknowledgedRows(&w, rows);
+  // Every replica, the copied one included, holds the same rows once it applied
+  // everything committed.
+  const uint64_t committed = ReplicaState(leader).committed_index();
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
+                      [&] { ASSERT_GE(ReplicaState(i).applied_index(), committed); });
+    EXPECT_EQ(CountRowsOn(i), rows.size()) << "server " << i;
+  }
+}
+
+// With copies refused (the follower's server takes none at once), the follower stays
+// behind: the leader reports it as needing a copy, and writes go on.
+class NoCopyITest : public NoRetentionITest {
+ protected:
+  std::vector<std::string> TserverFlags() const override {
+    std::vector<std::string> flags = NoRetentionITest::TserverFlags();
+    flags.push_back("--num_tablets_to_copy_simultaneously=0");
+    return flags;
+  }
+};
+
+TEST_F(NoCopyITest, AFollowerThatGetsNoCopyIsReportedAsNeedingOne) {
   auto t = CreateTable("needs_copy", 1);
   Writer w;
   // Enough entries to roll a few 1 MiB segments.

@@ -212,8 +212,19 @@ uint64_t RaftGroup::LogRetentionFloor(uint64_t durable) {
   if (log_->Stats().segments_live > uint64_t(std::max(FLAGS_log_max_segments_to_retain, 0)) + 1) {
     floor = durable;  // the log holds as much as retention may keep: let go
   }
+  if (anchor_until_us_ > now) {
+    floor = std::min(floor, anchor_index_);  // a copy being sent needs what follows it
+  } else {
+    anchor_until_us_ = 0;
+  }
   retained_floor_ = std::max(retained_floor_, std::min(floor, durable));
   return retained_floor_;
+}
+
+void RaftGroup::AnchorLog(uint64_t index, int64_t until_us) {
+  DCHECK(worker_->IsCurrentThread());
+  if (anchor_until_us_ == 0 || index < anchor_index_) anchor_index_ = index;
+  anchor_until_us_ = std::max(anchor_until_us_, until_us);
 }
 
 GroupInfo RaftGroup::info() const {

@@ -238,6 +238,11 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // Asks the state machine to make its applied state durable (it keeps old log
   // segments alive), unless the group failed.
   void RequestFlush();
+  // A copy of the state machine at `index` is being sent: the log keeps the entries
+  // after it until monotonic time `until_us` (retention and the segment cap
+  // notwithstanding), so that the copy's receiver finds them once it installed the copy.
+  // Several anchors keep the lowest index and the latest time.
+  void AnchorLog(uint64_t index, int64_t until_us);
   // Whether the group runs: not failed, nor stopped.
   bool running() const;
   // The core's state, for the runtime's liveness checks.
@@ -310,6 +315,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // first; and the floor last given to the log.
   std::deque<std::pair<int64_t, uint64_t>> durable_samples_;
   uint64_t retained_floor_ = 0;
+  // AnchorLog's anchor (until 0: none).
+  uint64_t anchor_index_ = 0;
+  int64_t anchor_until_us_ = 0;
   HardStatePB logged_hs_;                   // the newest hard state handed to the log
   std::optional<HardStatePB> unlogged_hs_;  // a newer one differing only in commit
   RaftRole last_role_ = RaftRole::kFollower;

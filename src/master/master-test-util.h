@@ -110,6 +110,7 @@ class FakeTabletServer {
       ctx->RespondSuccess();
     }
     NYALA_FAKE_UNIMPLEMENTED(tserver, LeaderStepDown)
+    NYALA_FAKE_UNIMPLEMENTED(tserver, StartTabletCopy)
 
    private:
     const std::shared_ptr<State> st_;

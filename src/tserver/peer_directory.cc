@@ -49,6 +49,12 @@ void PeerDirectory::Update(const google::protobuf::RepeatedPtrField<master::TSIn
   }
 }
 
+std::string PeerDirectory::AddressOf(const std::string& uuid) const {
+  MutexLock l(mu_);
+  auto it = addrs_.find(uuid);
+  return it == addrs_.end() ? std::string() : it->second;
+}
+
 std::string PeerDirectory::UuidOf(consensus::PeerId id) const {
   MutexLock l(mu_);
   auto it = uuids_.find(id);

@@ -44,6 +44,8 @@ class PeerDirectory {
   void Update(const google::protobuf::RepeatedPtrField<master::TSInfoPB>& servers);
   // The uuid of the server with peer id `id`, or "" when unknown.
   std::string UuidOf(consensus::PeerId id) const EXCLUDES(mu_);
+  // The "host:port" server `uuid` listens at, or "" when unknown.
+  std::string AddressOf(const std::string& uuid) const EXCLUDES(mu_);
 
  private:
   // Set in the constructor, never changed.

@@ -23,6 +23,11 @@ Status ReplicaStarter::Start(Tablet* tablet, bool campaign, std::function<void()
     tracker->RememberApplied(rid, resp, stored);
   };
   hooks.consensus_changed = std::move(changed);
+  if (copy_needed_) {
+    hooks.copy_needed = [peers, fn = copy_needed_, id](consensus::PeerId peer, uint64_t index) {
+      fn(id, peers->UuidOf(peer), index);
+    };
+  }
   consensus::GroupOptions o;
   o.group_id = consensus::GroupIdFromTabletId(id);
   o.name = "tablet " + id;

@@ -11,7 +11,9 @@
 // Thread-safety: thread-safe; it holds nothing but the borrowed pointers.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <string>
 
 #include "common/status.h"
 #include "tserver/tablet_metadata.pb.h"
@@ -28,10 +30,15 @@ class Tablet;
 
 class ReplicaStarter {
  public:
-  // The three must outlive the starter and every replica it starts.
+  // A replica this server leads needs a copy sent to the replica on server
+  // `peer_uuid`, at least as new as `index` (on the group's worker: must not block).
+  using CopyNeeded = std::function<void(const std::string& tablet_id, const std::string& peer_uuid,
+                                        uint64_t index)>;
+  // The three must outlive the starter and every replica it starts. `copy_needed` may
+  // be null (no copies are sent).
   ReplicaStarter(consensus::ConsensusRuntime* runtime, RequestTracker* tracker,
-                 PeerDirectory* peers)
-      : runtime_(runtime), tracker_(tracker), peers_(peers) {}
+                 PeerDirectory* peers, CopyNeeded copy_needed = nullptr)
+      : runtime_(runtime), tracker_(tracker), peers_(peers), copy_needed_(std::move(copy_needed)) {}
 
   // Starts `tablet`'s replica, campaigning at once when `campaign`. `changed` runs on
   // the group's worker thread (it must not block) whenever the replica's role, term or
@@ -51,6 +58,7 @@ class ReplicaStarter {
   consensus::ConsensusRuntime* const runtime_;
   RequestTracker* const tracker_;
   PeerDirectory* const peers_;
+  const CopyNeeded copy_needed_;
 };
 
 }  // namespace nyala::tserver

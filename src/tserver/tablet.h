@@ -122,6 +122,8 @@ class Tablet final : public ReplicaStorage {
     return meta_.row_key_prefix() != 0 ? meta_.row_key_prefix() : meta_.seq();
   }
   TabletStore* store() const { return store_; }
+  // Its rows family (null in a failed tablet): tablet copy exports it.
+  std::shared_ptr<TabletRows> rows() const { return rows_; }
   TabletState state() const { return state_.load(std::memory_order_acquire); }
   // Why the tablet is FAILED (OK otherwise).
   const Status& failure() const { return failure_; }

@@ -261,7 +261,7 @@ Status TabletManager::StartReplication(consensus::ConsensusRuntime* runtime,
       uuid, [runtime](consensus::PeerId id, const rpc::Sockaddr& addr, const std::string& uuid) {
         runtime->AddPeer(id, addr, uuid);
       });
-  starter_ = std::make_unique<ReplicaStarter>(runtime, tracker, peers_.get());
+  starter_ = std::make_unique<ReplicaStarter>(runtime, tracker, peers_.get(), copy_needed_);
   int started = 0, failed = 0;
   for (const auto& t : GetTablets()) {
     if (t->state() != TabletState::kRunning) continue;
@@ -356,6 +356,10 @@ void TabletManager::UpdatePeers(
 
 std::string TabletManager::UuidOfPeer(uint64_t id) const {
   return peers_ ? peers_->UuidOf(id) : std::string();
+}
+
+std::string TabletManager::PeerAddress(const std::string& uuid) const {
+  return peers_ ? peers_->AddressOf(uuid) : std::string();
 }
 
 void TabletManager::StopAdminThread() {

@@ -72,6 +72,13 @@ class TabletManager {
   // master), the others run.
   Status StartReplication(consensus::ConsensusRuntime* runtime, RequestTracker* tracker,
                           const std::string& uuid);
+  // Where replicas this server leads send their need of a copy for another replica
+  // (ReplicaStarter::CopyNeeded). Before StartReplication.
+  void set_copy_needed(std::function<void(const std::string& tablet_id,
+                                          const std::string& peer_uuid, uint64_t index)>
+                           fn) {
+    copy_needed_ = std::move(fn);
+  }
   // Syncs every store's RocksDB WAL and reports each replica's applied index durable
   // to its group, so the consensus log and the groups' in-memory logs let go of what
   // the rows hold. Runs every --tablet_durable_report_interval_ms on a thread of its
@@ -92,6 +99,28 @@ class TabletManager {
   // (false, `pb` untouched, otherwise): what heartbeats report, and ListTablets and
   // the /tablets page show. Takes the PeerDirectory's lock (mu_ may be held).
   bool ConsensusStateOf(const Tablet& t, master::ConsensusStatePB* pb) const;
+
+  // --- Tablet copy (tablet_manager_copy.cc).
+  // The source's side: exports running tablet `tablet_id` into the new directory `dir`
+  // for a copy session, at one applied index (its rows family's SST files, hard-linked,
+  // and its request records), and describes it in `superblock` (a serialized
+  // TabletCopySuperblockPB); `files` gets every file's name. Briefly holds the
+  // tablet's group worker (the export runs between two applies). NotFound when the
+  // tablet does not run here.
+  Status ExportForCopy(const std::string& tablet_id, const std::string& dir,
+                       std::vector<std::string>* files, std::string* superblock);
+  // The receiver's side: installs the copy downloaded into `staging_dir` (its files
+  // are moved into a store) as tablet `tablet_id`, in place of this server's replica
+  // of it if it has one (that replica's group stops with its log kept, so the group
+  // starts again from the copy with its term and vote; its data goes). The copy's
+  // request records go to `tracker`. Returns the copy's applied index.
+  // AlreadyPresent when the replica here applied as much; Corruption when the copy
+  // does not hold together. A failure before the import leaves the replica running.
+  Result<uint64_t> InstallCopy(const std::string& tablet_id, const std::string& staging_dir,
+                               const std::string& superblock, RequestTracker* tracker)
+      EXCLUDES(admin_mu_, mu_);
+  // The "host:port" of server `uuid` as the consensus peers know it, or "".
+  std::string PeerAddress(const std::string& uuid) const;
 
   // Flushes and closes the stores. Call after everything using tablets stopped.
   void Shutdown();
@@ -227,6 +256,7 @@ class TabletManager {
   // read only; null before.
   std::unique_ptr<PeerDirectory> peers_;
   std::unique_ptr<ReplicaStarter> starter_;
+  std::function<void(const std::string&, const std::string&, uint64_t)> copy_needed_;
   std::thread durable_reporter_;
   Mutex reporter_mu_;
   CondVar reporter_cv_;

@@ -140,6 +140,7 @@ Status TabletReplica::Start(consensus::ConsensusRuntime* runtime, consensus::Gro
   applied_index_.store(applied.index, std::memory_order_release);
   options.state_machine = this;
   options.applied = applied.index;
+  options.applied_term = applied.term;
   options.applied_config = applied_config_;
   ASSIGN_OR_RETURN(std::shared_ptr<consensus::RaftGroup> g, runtime->CreateGroup(options));
   NoteLeadership(g->info(), /*count=*/false);
@@ -151,10 +152,10 @@ Status TabletReplica::Start(consensus::ConsensusRuntime* runtime, consensus::Gro
   return Status::OK();
 }
 
-Status TabletReplica::Stop() {
+Status TabletReplica::Stop(bool forget_log) {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) return Status::OK();
-  Status s = runtime_->RemoveGroup(g->id());
+  Status s = runtime_->StopGroup(g->id(), forget_log);
   // The group's worker calls nothing any more; callers that still hold the group keep
   // it alive, and from here on the replica reports that its group is not running.
   MutexLock l(group_mu_);
@@ -380,6 +381,10 @@ void TabletReplica::FlushRequested() {
     return;
   }
   if (auto g = group()) g->ReportDurable(index);
+}
+
+void TabletReplica::CopyNeeded(consensus::PeerId peer, uint64_t index) {
+  if (hooks_.copy_needed) hooks_.copy_needed(peer, index);
 }
 
 void TabletReplica::GroupFailed(const Status& error) {

@@ -73,6 +73,9 @@ struct TabletReplicaHooks {
   // the server's RequestTracker, so that a retry reaching this replica once it leads
   // is answered, not applied again.
   std::function<void(const rpc::RequestIdPB& id, const WriteResponsePB& resp)> applied_request;
+  // Leader: the replica on server `peer` needs a copy of the tablet at least as new as
+  // `index` (consensus::StateMachine::CopyNeeded). On the group's worker: must not block.
+  std::function<void(consensus::PeerId peer, uint64_t index)> copy_needed;
 };
 
 // The tablet's side of the seam: what a replica applies committed entries to.
@@ -117,8 +120,10 @@ class TabletReplica : public consensus::StateMachine {
   Status Start(consensus::ConsensusRuntime* runtime, consensus::GroupOptions options,
                TabletReplicaHooks hooks, bool campaign);
   // Removes the group from the runtime: writes waiting for it fail with Aborted, and
-  // nothing is applied once this returns. Nothing if the group never started.
-  Status Stop();
+  // nothing is applied once this returns. Nothing if the group never started. With
+  // `forget_log` false its records stay in the consensus log (its term, vote and
+  // entries), for a copy of the tablet to start the group from again.
+  Status Stop(bool forget_log = true);
   // The group, or null before Start() succeeded and after Stop().
   std::shared_ptr<consensus::RaftGroup> group() const;
 
@@ -169,6 +174,7 @@ class TabletReplica : public consensus::StateMachine {
   // The group failed (its consensus log could not be written, e.g. the disk is full):
   // the tablet fails too, with that error, and says so to the master.
   void GroupFailed(const Status& error) override;
+  void CopyNeeded(consensus::PeerId peer, uint64_t index) override;
 
   // What a tablet stores with its rows about the last entry applied to them.
   struct AppliedState {

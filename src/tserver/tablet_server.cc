@@ -13,6 +13,11 @@
 #include "tserver/heartbeater.h"
 #include "tserver/request_tracker.h"
 #include "tserver/scanners.h"
+#include "tserver/tablet_copy_client.h"
+#include "tserver/tablet_copy_requester.h"
+#include "tserver/tablet_copy_runner.h"
+#include "tserver/tablet_copy_service.h"
+#include "tserver/tablet_copy_source.h"
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_service.h"
 #include "tserver/tserver_metrics.h"
@@ -21,6 +26,9 @@ DEFINE_string(tserver_master_addrs, "127.0.0.1:7051",
               "Comma-separated host:port addresses of the masters this tablet server "
               "heartbeats to (a missing port is 7051).");
 
+DEFINE_int32(tablet_copy_timeout_sec, 3600,
+             "How long a tablet copy this server fetches may take before it is given up (the "
+             "tablet's leader then asks for another).");
 DEFINE_string(fs_wal_dir, "",
               "Directory of the tablet server's consensus log, shared by every tablet "
               "replica on the server (default: <first --fs_data_dirs>/wal). Put it on a "
@@ -77,7 +85,61 @@ Status TabletServer::Init() {
   consensus::RecoveryReport report;
   ASSIGN_OR_RETURN(consensus_, consensus::ConsensusRuntime::Start(ro, &report));
   LOG(INFO) << "consensus log " << ro.log.dir << ": " << report.ToString();
+  {
+    TabletCopyRequester::Options o;
+    o.self_uuid = uuid();
+    o.self_address = [this]() -> std::pair<std::string, uint32_t> {
+      const std::vector<rpc::HostPort> self = advertised_rpc_addresses();
+      if (self.empty()) return {"", 0};
+      return {self.front().host(), self.front().port()};
+    };
+    o.messenger = messenger();
+    o.tablets = tablets_.get();
+    copy_requester_ = std::make_unique<TabletCopyRequester>(std::move(o));
+    tablets_->set_copy_needed(
+        [r = copy_requester_.get()](const std::string& tablet_id, const std::string& peer,
+                                    uint64_t index) { r->CopyNeeded(tablet_id, peer, index); });
+  }
   RETURN_NOT_OK(tablets_->StartReplication(consensus_.get(), tracker_.get(), uuid()));
+  {
+    const std::string root = fs()->data_dirs().front();
+    ASSIGN_OR_RETURN(
+        copy_source_,
+        TabletCopySourceManager::Create(
+            root + "/copy-sessions",
+            [tablets = tablets_.get()](const std::string& tablet_id, const std::string& dir,
+                                       TabletCopySnapshot* out) {
+              return tablets->ExportForCopy(tablet_id, dir, &out->files, &out->superblock);
+            },
+            TabletCopySourceOptions{MonoDelta(), metrics()}));
+    RETURN_NOT_OK(
+        messenger()->RegisterService(std::make_unique<TabletCopyServiceImpl>(copy_source_.get())));
+    TabletCopyRunner::Options o;
+    o.tablets = tablets_.get();
+    o.tracker = tracker_.get();
+    o.self_uuid = uuid();
+    o.staging_root = root + "/copies-in-progress";
+    o.download = [m = messenger(), self = uuid()](
+                     const std::string& source, const std::string& tablet_id,
+                     const std::string& staging_dir, TabletCopyProgress* progress,
+                     const std::atomic<bool>* cancelled, std::string* superblock) -> Status {
+      auto addr = rpc::Sockaddr::ParseNumeric(source);
+      if (!addr.ok()) {
+        ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::HostPort::Parse(source, 0));
+        ASSIGN_OR_RETURN(std::vector<rpc::Sockaddr> addrs, hp.Resolve());
+        if (addrs.empty()) return Status::NetworkError("no address for " + source);
+        addr = addrs[0];
+      }
+      TabletCopyClientOptions co;
+      co.deadline = MonoTime::Now() + MonoDelta::FromSeconds(FLAGS_tablet_copy_timeout_sec);
+      co.cancelled = cancelled;
+      TabletCopyDownload out;
+      RETURN_NOT_OK(DownloadTabletCopy(m, *addr, tablet_id, self, staging_dir, co, progress, &out));
+      *superblock = std::move(out.superblock);
+      return Status::OK();
+    };
+    copy_runner_ = std::make_unique<TabletCopyRunner>(std::move(o));
+  }
   RegisterConsensusGauges();
   // Disk use, computed on each read (a directory walk: cheap for RocksDB's and the
   // log's few large files).
@@ -99,8 +161,8 @@ Status TabletServer::Init() {
   deps.tracker = tracker_.get();
   deps.metrics = tmetrics_.get();
   RETURN_NOT_OK(messenger()->RegisterService(std::make_unique<TabletServiceImpl>(deps)));
-  RETURN_NOT_OK(messenger()->RegisterService(
-      std::make_unique<TabletAdminServiceImpl>(tablets_.get(), uuid(), tmetrics_.get())));
+  RETURN_NOT_OK(messenger()->RegisterService(std::make_unique<TabletAdminServiceImpl>(
+      tablets_.get(), uuid(), tmetrics_.get(), copy_runner_.get())));
   metrics()->RegisterFunctionGauge(
       "tserver_tablets", "Tablets hosted", {},
       [this] { return static_cast<int64_t>(tablets_->NumTablets()); }, this);
@@ -202,6 +264,10 @@ void TabletServer::Shutdown() {
   shut_down_ = true;
   if (tablets_) tablets_->set_change_callback(nullptr);
   if (heartbeater_) heartbeater_->Stop();
+  // Copies stop first: running downloads are cancelled, installs finish.
+  if (copy_requester_) copy_requester_->Shutdown();
+  if (copy_runner_) copy_runner_->Shutdown();
+  if (copy_source_) copy_source_->Shutdown();
   // Writes waiting for their groups get an unknown outcome (the client retries with
   // the same request id); the services then drain.
   if (consensus_) consensus_->Shutdown();

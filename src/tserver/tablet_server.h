@@ -29,6 +29,9 @@ namespace nyala::tserver {
 class Heartbeater;
 class RequestTracker;
 class ScannerManager;
+class TabletCopyRequester;
+class TabletCopyRunner;
+class TabletCopySourceManager;
 class TabletManager;
 struct TServerMetrics;
 
@@ -60,6 +63,8 @@ class TabletServer : public server::ServerBase {
   RequestTracker* request_tracker() const { return tracker_.get(); }
   Heartbeater* heartbeater() const { return heartbeater_.get(); }
   consensus::ConsensusRuntime* consensus() const { return consensus_.get(); }
+  TabletCopyRunner* copy_runner() const { return copy_runner_.get(); }
+  TabletCopyRequester* copy_requester() const { return copy_requester_.get(); }
 
  protected:
   void AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) override;
@@ -78,6 +83,10 @@ class TabletServer : public server::ServerBase {
   std::unique_ptr<RequestTracker> tracker_;
   std::unique_ptr<Heartbeater> heartbeater_;
   std::unique_ptr<consensus::ConsensusRuntime> consensus_;
+  // Tablet copy: sessions this server serves, copies it fetches, copies it asks for.
+  std::unique_ptr<TabletCopySourceManager> copy_source_;
+  std::unique_ptr<TabletCopyRunner> copy_runner_;
+  std::unique_ptr<TabletCopyRequester> copy_requester_;
   bool shut_down_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include "tserver/request_tracker.h"
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"
+#include "tserver/tablet_copy_runner.h"
 #include "tserver/tablet_manager.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver_metrics.h"
@@ -244,6 +245,25 @@ void TabletAdminServiceImpl::ListTablets(const ListTabletsRequestPB*, ListTablet
     master::ConsensusStatePB consensus;
     if (tablets_->ConsensusStateOf(*t, &consensus)) *info->mutable_consensus() = std::move(consensus);
   }
+  ctx->RespondSuccess();
+}
+
+void TabletAdminServiceImpl::StartTabletCopy(const StartTabletCopyRequestPB* req,
+                                             StartTabletCopyResponsePB* resp,
+                                             rpc::RpcContext* ctx) {
+  if (WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  resp->clear_error();
+  if (copies_ == nullptr) {
+    SetError(TabletServerErrorPB::TABLET_NOT_RUNNING,
+             Status::NotSupported("this server does not take tablet copies"),
+             resp->mutable_error());
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  copies_->Start(*req, resp);
   ctx->RespondSuccess();
 }
 

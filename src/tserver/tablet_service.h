@@ -5,7 +5,8 @@
 //                           ScannerKeepAlive, Ping.
 //   TabletAdminServiceImpl  nyala.tserver.TabletServerAdminService: CreateTablet,
 //                           DeleteTablet, ListTablets (used by the master),
-//                           LeaderStepDown (and ListTablets: the CLI).
+//                           LeaderStepDown (and ListTablets: the CLI),
+//                           StartTabletCopy (used by tablets' leaders).
 //
 // Application errors (unknown tablet, malformed block, expired scanner...) are
 // answered with RespondSuccess and a TabletServerErrorPB in the response, and
@@ -27,6 +28,7 @@ namespace nyala::tserver {
 class RequestTracker;
 class Tablet;
 class ScannerManager;
+class TabletCopyRunner;
 class TabletManager;
 struct TServerMetrics;
 
@@ -66,8 +68,10 @@ class TabletServiceImpl : public TabletServerServiceIf {
 class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
  public:
   // `server_uuid` is checked against requests' dest_uuid when they set it.
-  TabletAdminServiceImpl(TabletManager* tablets, std::string server_uuid, TServerMetrics* metrics)
-      : tablets_(tablets), uuid_(std::move(server_uuid)), metrics_(metrics) {}
+  // `copies` answers StartTabletCopy (null: refused, tests).
+  TabletAdminServiceImpl(TabletManager* tablets, std::string server_uuid, TServerMetrics* metrics,
+                         TabletCopyRunner* copies = nullptr)
+      : tablets_(tablets), uuid_(std::move(server_uuid)), metrics_(metrics), copies_(copies) {}
 
   void CreateTablet(const CreateTabletRequestPB* req, CreateTabletResponsePB* resp,
                     rpc::RpcContext* ctx) override;
@@ -79,6 +83,9 @@ class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
   // worker thread.
   void LeaderStepDown(const LeaderStepDownRequestPB* req, LeaderStepDownResponsePB* resp,
                       rpc::RpcContext* ctx) override;
+  // Answered at once: the copy runs on a thread of the TabletCopyRunner.
+  void StartTabletCopy(const StartTabletCopyRequestPB* req, StartTabletCopyResponsePB* resp,
+                       rpc::RpcContext* ctx) override;
 
  private:
   // True, with `err` set, when `dest` names another server than this one.
@@ -87,6 +94,7 @@ class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
   TabletManager* const tablets_;
   const std::string uuid_;
   TServerMetrics* const metrics_;
+  TabletCopyRunner* const copies_;
 };
 
 }  // namespace nyala::tserver
