@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -561,15 +562,15 @@ class NoRetentionITest : public CatchUpITest {
             "--log_segment_size_mb=1"};
   }
   // The rows of the table's one tablet as replica `i` holds them: a scan any replica
-  // may answer, sent to that server.
-  size_t CountRowsOn(int i) {
+  // may answer, sent to that server (REPLICA_TOO_STALE until it heard from its leader).
+  Result<size_t> CountRowsOn(int i) {
     tserver::ListTabletsResponsePB listed;
     rpc::RpcController lrpc;
     lrpc.set_timeout(MonoDelta::FromSeconds(5));
-    EXPECT_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &listed, &lrpc));
+    RETURN_NOT_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &listed, &lrpc));
     if (listed.tablets_size() != 1) {
-      ADD_FAILURE() << "server " << i << " lists " << listed.tablets_size() << " tablets";
-      return 0;
+      return Status::IllegalState("server " + std::to_string(i) + " lists " +
+                                  std::to_string(listed.tablets_size()) + " tablets");
     }
     tserver::TabletServerServiceProxy proxy(MiniClusterOf()->messenger(),
                                             cluster_->tserver(i)->rpc_addr());
@@ -582,10 +583,9 @@ class NoRetentionITest : public CatchUpITest {
       tserver::ScanResponsePB resp;
       rpc::RpcController rpc;
       rpc.set_timeout(MonoDelta::FromSeconds(10));
-      EXPECT_OK(proxy.Scan(req, &resp, &rpc));
+      RETURN_NOT_OK(proxy.Scan(req, &resp, &rpc));
       if (resp.has_error()) {
-        ADD_FAILURE() << "server " << i << ": " << resp.error().ShortDebugString();
-        return n;
+        return Status::RuntimeError("server " + std::to_string(i), resp.error().ShortDebugString());
       }
       n += size_t(resp.data().num_rows());
       if (!resp.has_more_results()) return n;
@@ -594,8 +594,15 @@ class NoRetentionITest : public CatchUpITest {
       req.set_call_seq_id(uint32_t(batch + 1));
       req.set_batch_size_bytes(1 << 20);
     }
-    ADD_FAILURE() << "scan of server " << i << " did not end";
-    return n;
+    return Status::IllegalState("the scan of server " + std::to_string(i) + " did not end");
+  }
+  // Waits until replica `i` answers a scan with `rows` rows.
+  void ExpectRowsOn(int i, size_t rows) {
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+      Result<size_t> n = CountRowsOn(i);
+      ASSERT_OK(n.status());
+      ASSERT_EQ(*n, rows) << "server " << i;
+    });
   }
 };
 
@@ -635,8 +642,115 @@ TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskGetsACopyAndCountsTowardAMaj
   for (int i = 0; i < 3; i++) {
     ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
                       [&] { ASSERT_GE(ReplicaState(i).applied_index(), committed); });
-    EXPECT_EQ(CountRowsOn(i), rows.size()) << "server " << i;
+    ExpectRowsOn(i, rows.size());
   }
+}
+
+// Copies slowed to 2 MiB/s (and rows left uncompressed, so a tablet of a few hundred
+// thousand rows takes seconds to copy), to interrupt them.
+class InterruptedCopyITest : public NoRetentionITest {
+ protected:
+  std::vector<std::string> TserverFlags() const override {
+    std::vector<std::string> flags = NoRetentionITest::TserverFlags();
+    flags.push_back("--tablet_copy_rate_limit_mb=2");
+    flags.push_back("--rocksdb_compression=none");
+    // A session its receiver abandoned (it died) frees its files soon.
+    flags.push_back("--tablet_copy_idle_timeout_sec=3");
+    return flags;
+  }
+  // Kills a follower's server, then loads `rows` rows in batches of 1,000. Returns
+  // (leader, follower).
+  std::pair<int, int> LoadWhileAFollowerIsDown(const std::shared_ptr<Table>& t,
+                                               const std::string& table, int64_t rows) {
+    int leader = -1;
+    AssertEventually(MonoDelta::FromSeconds(10),
+                     [&] { ASSERT_GE(leader = LeaderIndex(table), 0); });
+    if (leader < 0) return {-1, -1};
+    const int down = (leader + 1) % 3;
+    cluster_->tserver(down)->Kill(9);
+    auto session = client_->NewSession();
+    CHECK_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+    CHECK_OK(session->SetTimeout(MonoDelta::FromSeconds(30)));
+    for (int64_t k = 0; k < rows; k++) {
+      // Values that do not repeat, so the rows take their room on disk.
+      CHECK_OK(session->Apply(UpsertOf(*t, k, int64_t(uint64_t(k) * 0x9e3779b97f4a7c15ULL))));
+      if (k % 1000 == 999) CHECK_OK(session->Flush());
+    }
+    CHECK_OK(session->Flush());
+    return {leader, down};
+  }
+  // Waits until server `i` reports a copy it fetches with some bytes done.
+  void WaitForACopyUnderWay(int i) {
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(60), [&] {
+      tserver::ListTabletsResponsePB listed;
+      rpc::RpcController rpc;
+      rpc.set_timeout(MonoDelta::FromSeconds(5));
+      ASSERT_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &listed, &rpc));
+      ASSERT_EQ(listed.tablets_size(), 1);
+      ASSERT_TRUE(listed.tablets(0).has_copy());
+      ASSERT_GT(listed.tablets(0).copy().bytes_done(), 0);
+      ASSERT_LT(listed.tablets(0).copy().bytes_done(), listed.tablets(0).copy().bytes_total());
+    });
+  }
+  static size_t FilesUnder(const std::string& dir) {
+    std::error_code ec;
+    size_t n = 0;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      n += it->is_regular_file();
+    }
+    return n;
+  }
+  // Every replica applied what the leader committed and holds `rows` rows; nothing is
+  // left of the copies in progress or of the sessions that served them (an abandoned
+  // one expires).
+  void ExpectHealed(int leader, size_t rows) {
+    const uint64_t committed = ReplicaState(leader).committed_index();
+    for (int i = 0; i < 3; i++) {
+      ASSERT_EVENTUALLY(MonoDelta::FromSeconds(60),
+                        [&] { ASSERT_GE(ReplicaState(i).applied_index(), committed); });
+      ExpectRowsOn(i, rows);
+      const std::string data = cluster_->tserver(i)->data_dir();
+      EXPECT_EQ(FilesUnder(data + "/copies-in-progress"), 0u) << "server " << i;
+      ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
+                        [&] { ASSERT_EQ(FilesUnder(data + "/copy-sessions"), 0u) << i; });
+    }
+  }
+};
+
+// The receiver dies in the middle of a copy: its restart throws the half-downloaded
+// files away, and the leader's next request starts the copy over.
+TEST_F(InterruptedCopyITest, AReceiverKilledMidCopyStartsOverAfterItsRestart) {
+  auto t = CreateTable("receiver_killed", 1);
+  auto [leader, down] = LoadWhileAFollowerIsDown(t, "receiver_killed", 300000);
+  ASSERT_GE(leader, 0);
+  ASSERT_OK(cluster_->tserver(down)->Restart());
+  ASSERT_NO_FATAL_FAILURE(WaitForACopyUnderWay(down));
+  EXPECT_GT(FilesUnder(cluster_->tserver(down)->data_dir() + "/copies-in-progress"), 0u);
+  cluster_->tserver(down)->Kill(9);
+  ASSERT_OK(cluster_->tserver(down)->Restart());
+  ExpectHealed(leader, 300000);
+}
+
+// The source (the leader) dies in the middle of a copy: the new leader asks for a copy
+// from itself, the receiver gives up the old one and fetches the new.
+TEST_F(InterruptedCopyITest, ASourceKilledMidCopyIsReplacedByTheNewLeader) {
+  auto t = CreateTable("source_killed", 1);
+  auto [leader, down] = LoadWhileAFollowerIsDown(t, "source_killed", 300000);
+  ASSERT_GE(leader, 0);
+  ASSERT_OK(cluster_->tserver(down)->Restart());
+  ASSERT_NO_FATAL_FAILURE(WaitForACopyUnderWay(down));
+  cluster_->tserver(leader)->Kill(9);
+  int new_leader = -1;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    ASSERT_GE(new_leader = LeaderIndex("source_killed"), 0);
+    ASSERT_NE(new_leader, leader);
+  });
+  const uint64_t committed = ReplicaState(new_leader).committed_index();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(90),
+                    [&] { ASSERT_GE(ReplicaState(down).applied_index(), committed); });
+  ASSERT_OK(cluster_->tserver(leader)->Restart());
+  ExpectHealed(new_leader, 300000);
 }
 
 // With copies refused (the follower's server takes none at once), the follower stays

@@ -4,6 +4,7 @@
 #include <map>
 #include <thread>
 
+#include "common/human_readable.h"
 #include "common/wire_protocol.h"
 #include "master/master.proxy.h"
 #include "rpc/messenger.h"
@@ -70,6 +71,10 @@ std::string StateName(tserver::TabletDataStatePB state, bool failed) {
       return "RUNNING";
     case tserver::TABLET_DATA_DELETED:
       return "DELETED";
+    case tserver::TABLET_DATA_COPYING:
+      return "COPYING";
+    case tserver::TABLET_DATA_TOMBSTONED:
+      return "TOMBSTONED";
     default:
       return "UNKNOWN";
   }
@@ -214,6 +219,7 @@ std::string FollowerStateWord(master::FollowerStatusPB::State state) {
 }
 
 std::string TabletView::CatchUp(const ReplicaView& r) const {
+  if (!r.copy.empty()) return r.copy;
   const ReplicaView* leader = Leader();
   if (leader == nullptr || leader == &r) return "";
   auto it = leader->follower_states.find(r.ts_uuid);
@@ -278,6 +284,12 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
         rv.hosted = true;
         rv.state = StateName(t.state(), t.has_failure());
         if (t.has_failure()) rv.failure = StatusFromPB(t.failure()).ToString();
+        if (t.has_copy()) {
+          rv.copy = "copying from " + t.copy().source_uuid() + ": " +
+                    HumanReadableBytes(t.copy().bytes_done()) + " of " +
+                    (t.copy().bytes_total() > 0 ? HumanReadableBytes(t.copy().bytes_total())
+                                                : std::string("?"));
+        }
         if (t.has_consensus()) {
           rv.live_consensus = true;
           rv.role = RoleName(t.consensus().role());

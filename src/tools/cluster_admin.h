@@ -93,6 +93,8 @@ struct ReplicaView {
   bool hosted = false;
   std::string state;    // RUNNING, FAILED, DELETED, ...; "" unless hosted
   std::string failure;  // why a FAILED replica stopped
+  // A copy its server is fetching: "copying from <uuid>: <done> of <total>"; "" if none.
+  std::string copy;
 
   // The replica's consensus state: the server's own now (`live_consensus`), else the
   // master's last report (`reported`), else unknown.
@@ -132,8 +134,9 @@ struct TabletView {
   // index − r's applied index, at least 0); unknown without a leader or without a
   // state of `r`'s own.
   std::optional<int64_t> Lag(const ReplicaView& r) const;
-  // How the leader replicates to `r`: "replicating", "probing", "catching up from the
-  // log on disk" or "needs a copy"; "" for the leader itself or when unknown.
+  // How `r` catches up: the copy its server is fetching (ReplicaView::copy), else how
+  // the leader replicates to it: "replicating", "probing", "catching up from the log
+  // on disk" or "needs a copy"; "" for the leader itself or when unknown.
   std::string CatchUp(const ReplicaView& r) const;
 };
 

@@ -73,6 +73,8 @@ TabletVerdict CheckTablet(const TabletView& t, int64_t max_lag) {
       v.reasons.push_back(ReplicaName(r) + " cannot catch up: it needs a copy of the tablet " +
                           "(the leader's log no longer holds the entries it lacks" +
                           (lag ? ", " + std::to_string(*lag) + " behind" : std::string()) + ")");
+    } else if (!r.copy.empty()) {
+      v.reasons.push_back(ReplicaName(r) + " is " + r.copy);
     } else if (r.running() && catch_up == "catching up from the log on disk") {
       v.reasons.push_back(ReplicaName(r) + " is catching up from the leader's log on disk" +
                           (lag ? " (" + std::to_string(*lag) + " entries behind)" : std::string()));

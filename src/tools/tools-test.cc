@@ -758,6 +758,12 @@ TEST(KsckTest, AFollowerThatNeedsACopyOrReadsTheLogIsNamedAsSuch) {
                         "disk (10 entries behind)"));
   t.replicas[0].follower_states["c"] = FollowerStateWord(master::FollowerStatusPB::REPLICATE);
   EXPECT_EQ(TabletHealth::kHealthy, CheckTablet(t, 1000).health);
+  // A copy its server is fetching is named, with its progress, whatever the leader says.
+  t.replicas[2].copy = "copying from a: 1.0 MiB of 4.0 MiB";
+  EXPECT_EQ(t.CatchUp(t.replicas[2]), "copying from a: 1.0 MiB of 4.0 MiB");
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v, "replica on c (127.0.0.1:1) is copying from a: 1.0 MiB of 4.0 MiB"));
 }
 
 TEST(KsckTest, LaggingDownOrMissingReplicasMakeItUnderReplicated) {

@@ -36,11 +36,12 @@ TabletCopyRunner::TabletCopyRunner(Options options) : opts_(std::move(options)) 
 TabletCopyRunner::~TabletCopyRunner() { Shutdown(); }
 
 void TabletCopyRunner::Shutdown() {
-  cancelled_ = true;
+  shutting_down_ = true;
   std::vector<std::thread> threads;
   {
     MutexLock l(mu_);
     for (auto& [id, t] : tasks_) {
+      t->cancelled = true;
       if (t->thread.joinable()) threads.push_back(std::move(t->thread));
     }
     for (auto& t : finished_threads_) threads.push_back(std::move(t));
@@ -77,7 +78,7 @@ void TabletCopyRunner::Start(const StartTabletCopyRequestPB& req, StartTabletCop
     return refuse(TabletServerErrorPB::INVALID_CONFIG,
                   Status::InvalidArgument("a server cannot copy a tablet from itself"));
   }
-  if (cancelled_) {
+  if (shutting_down_) {
     return refuse(TabletServerErrorPB::TABLET_NOT_RUNNING,
                   Status::ServiceUnavailable("the tablet server is shutting down"));
   }
@@ -86,6 +87,12 @@ void TabletCopyRunner::Start(const StartTabletCopyRequestPB& req, StartTabletCop
   if (it != tasks_.end()) {
     Task& t = *it->second;
     if (!t.finished) {
+      if (t.source_uuid != req.source().permanent_uuid() && !t.cancelled) {
+        LOG(INFO) << "tablet " << req.tablet_id() << ": server " << req.source().permanent_uuid()
+                  << " asks for a copy while one from server " << t.source_uuid
+                  << " runs; cancelling that one";
+        t.cancelled = true;
+      }
       resp->set_state(StartTabletCopyResponsePB::COPYING);
       resp->set_bytes_done(t.progress.bytes_done.load());
       resp->set_bytes_total(t.progress.bytes_total.load());
@@ -135,8 +142,8 @@ void TabletCopyRunner::Run(const std::string& tablet_id, Task* task) {
   const std::string staging = opts_.staging_root + "/" + tablet_id;
   const MonoTime start = MonoTime::Now();
   std::string superblock;
-  Status s = opts_.download(task->source_address, tablet_id, staging, &task->progress, &cancelled_,
-                            &superblock);
+  Status s = opts_.download(task->source_address, tablet_id, staging, &task->progress,
+                            &task->cancelled, &superblock);
   uint64_t index = 0;
   if (s.ok()) {
     Result<uint64_t> installed =

@@ -6,7 +6,9 @@
 // (TabletManager::InstallCopy); later calls report it running with its progress, then
 // DONE with the copy's applied index, or FAILED with the reason (once: the next call
 // starts another copy). A call for a tablet whose replica here already holds the
-// index asked for answers DONE at once.
+// index asked for answers DONE at once. A call from another source than the running
+// copy's (a new leader: the old one may be gone) cancels that copy; the next call
+// reports it FAILED, and the one after starts a copy from the new source.
 //
 // Crash safety: staging directories live under one root, emptied when the runner
 // starts; the install is crash-safe by itself (TabletStore::ImportTablet).
@@ -73,6 +75,7 @@ class TabletCopyRunner {
 
  private:
   struct Task {
+    std::atomic<bool> cancelled{false};  // Shutdown, or a newer source
     std::string source_uuid;
     std::string source_address;
     TabletCopyProgress progress;
@@ -84,7 +87,7 @@ class TabletCopyRunner {
   void Run(const std::string& tablet_id, Task* task);
 
   const Options opts_;
-  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> shutting_down_{false};
   std::atomic<int64_t> done_{0};
   std::atomic<int64_t> failed_{0};
   mutable Mutex mu_;

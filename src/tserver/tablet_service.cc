@@ -245,6 +245,22 @@ void TabletAdminServiceImpl::ListTablets(const ListTabletsRequestPB*, ListTablet
     master::ConsensusStatePB consensus;
     if (tablets_->ConsensusStateOf(*t, &consensus)) *info->mutable_consensus() = std::move(consensus);
   }
+  if (copies_ != nullptr) {
+    for (const TabletCopyRunner::Running& c : copies_->RunningCopies()) {
+      ListTabletsResponsePB::TabletInfo* info = nullptr;
+      for (auto& t : *resp->mutable_tablets()) {
+        if (t.tablet_id() == c.tablet_id) info = &t;
+      }
+      if (info == nullptr) {
+        info = resp->add_tablets();
+        info->set_tablet_id(c.tablet_id);
+        info->set_state(TABLET_DATA_COPYING);
+      }
+      info->mutable_copy()->set_source_uuid(c.source_uuid);
+      info->mutable_copy()->set_bytes_done(c.bytes_done);
+      info->mutable_copy()->set_bytes_total(c.bytes_total);
+    }
+  }
   ctx->RespondSuccess();
 }
 
