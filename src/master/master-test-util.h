@@ -111,6 +111,7 @@ class FakeTabletServer {
     }
     NYALA_FAKE_UNIMPLEMENTED(tserver, LeaderStepDown)
     NYALA_FAKE_UNIMPLEMENTED(tserver, StartTabletCopy)
+    NYALA_FAKE_UNIMPLEMENTED(tserver, ChangeConfig)
 
    private:
     const std::shared_ptr<State> st_;

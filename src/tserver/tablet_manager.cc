@@ -358,6 +358,11 @@ std::string TabletManager::UuidOfPeer(uint64_t id) const {
   return peers_ ? peers_->UuidOf(id) : std::string();
 }
 
+void TabletManager::AddPeerAddress(const std::string& uuid, const std::string& host,
+                                   uint32_t port) {
+  if (peers_) peers_->AddPeer(uuid, host, port);
+}
+
 std::string TabletManager::PeerAddress(const std::string& uuid) const {
   return peers_ ? peers_->AddressOf(uuid) : std::string();
 }

@@ -119,6 +119,8 @@ class TabletManager {
   Result<uint64_t> InstallCopy(const std::string& tablet_id, const std::string& staging_dir,
                                const std::string& superblock, RequestTracker* tracker)
       EXCLUDES(admin_mu_, mu_);
+  // Server `uuid` listens at host:port (PeerDirectory::AddPeer): a member being added.
+  void AddPeerAddress(const std::string& uuid, const std::string& host, uint32_t port);
   // The "host:port" of server `uuid` as the consensus peers know it, or "".
   std::string PeerAddress(const std::string& uuid) const;
 

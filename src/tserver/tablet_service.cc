@@ -283,6 +283,91 @@ void TabletAdminServiceImpl::StartTabletCopy(const StartTabletCopyRequestPB* req
   ctx->RespondSuccess();
 }
 
+void TabletAdminServiceImpl::ChangeConfig(const ChangeConfigRequestPB* req,
+                                          ChangeConfigResponsePB* resp, rpc::RpcContext* ctx) {
+  auto reject = [&](TabletServerErrorPB::Code code, const Status& s) {
+    SetError(code, s, resp->mutable_error());
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    ctx->RespondSuccess();
+  };
+  if (WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  resp->clear_error();
+  consensus::ConfigChange change;
+  switch (req->type()) {
+    case ADD_LEARNER:
+      change = consensus::ConfigChange::kAddLearner;
+      break;
+    case PROMOTE_LEARNER:
+      change = consensus::ConfigChange::kPromoteLearner;
+      break;
+    case REMOVE_PEER:
+      change = consensus::ConfigChange::kRemovePeer;
+      break;
+    default:
+      return reject(TabletServerErrorPB::INVALID_CONFIG,
+                    Status::InvalidArgument("unknown configuration change type " +
+                                            std::to_string(int(req->type()))));
+  }
+  const RaftPeerPB& peer = req->peer();
+  if (peer.permanent_uuid().empty()) {
+    return reject(TabletServerErrorPB::INVALID_CONFIG,
+                  Status::InvalidArgument("a configuration change names no server uuid"));
+  }
+  if (change == consensus::ConfigChange::kAddLearner &&
+      (peer.host().empty() || peer.port() == 0 || peer.port() > 65535)) {
+    return reject(TabletServerErrorPB::INVALID_CONFIG,
+                  Status::InvalidArgument("adding server " + peer.permanent_uuid() +
+                                          " needs its host and port"));
+  }
+  std::shared_ptr<Tablet> tablet = tablets_->Lookup(req->tablet_id());
+  if (!tablet) {
+    NoSuchTablet(req->tablet_id(), resp);
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  std::shared_ptr<consensus::RaftGroup> group = tablet->replica().group();
+  if (tablet->state() != TabletState::kRunning || !group) {
+    return reject(TabletServerErrorPB::TABLET_NOT_RUNNING,
+                  Status::ServiceUnavailable("tablet " + req->tablet_id() + " is not running"));
+  }
+  if (group->leader_term() == 0) {
+    const consensus::GroupInfo info = group->info();
+    const std::string leader =
+        info.leader == consensus::kNoPeer ? "" : tablets_->UuidOfPeer(info.leader);
+    resp->mutable_error()->set_leader_uuid(leader);
+    return reject(TabletServerErrorPB::NOT_THE_LEADER,
+                  Status::IllegalState("tablet " + req->tablet_id() +
+                                           ": this replica is not the leader",
+                                       leader.empty() ? "no leader is known"
+                                                      : "the leader is " + leader));
+  }
+  if (change == consensus::ConfigChange::kAddLearner) {
+    tablets_->AddPeerAddress(peer.permanent_uuid(), peer.host(), peer.port());
+  }
+  LOG(INFO) << "tablet " << req->tablet_id() << ": " << ChangeConfigTypePB_Name(req->type())
+            << " of server " << peer.permanent_uuid() << " asked by " << ctx->remote_address().ToString();
+  group->ChangeConfig(
+      change, consensus::PeerIdFromUuid(peer.permanent_uuid()),
+      [resp, ctx, metrics = metrics_, id = req->tablet_id(), type = req->type(),
+       who = peer.permanent_uuid()](const Status& s, uint64_t index) {
+        if (s.ok()) {
+          LOG(INFO) << "tablet " << id << ": " << ChangeConfigTypePB_Name(type) << " of server "
+                    << who << " committed at index " << index;
+          resp->set_index(index);
+        } else {
+          const auto code = s.IsServiceUnavailable() ? TabletServerErrorPB::TABLET_NOT_RUNNING
+                            : s.IsAborted()          ? TabletServerErrorPB::NOT_THE_LEADER
+                                                     : TabletServerErrorPB::INVALID_CONFIG;
+          SetError(code, s.CloneAndPrepend("tablet " + id), resp->mutable_error());
+          LogRejected(ctx, id, resp->error(), metrics);
+        }
+        ctx->RespondSuccess();
+      });
+}
+
 void TabletAdminServiceImpl::LeaderStepDown(const LeaderStepDownRequestPB* req,
                                             LeaderStepDownResponsePB* resp, rpc::RpcContext* ctx) {
   auto reject = [&](TabletServerErrorPB::Code code, const Status& s) {

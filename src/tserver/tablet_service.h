@@ -86,6 +86,9 @@ class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
   // Answered at once: the copy runs on a thread of the TabletCopyRunner.
   void StartTabletCopy(const StartTabletCopyRequestPB* req, StartTabletCopyResponsePB* resp,
                        rpc::RpcContext* ctx) override;
+  // Answered from the group's worker thread once the change committed (or failed).
+  void ChangeConfig(const ChangeConfigRequestPB* req, ChangeConfigResponsePB* resp,
+                    rpc::RpcContext* ctx) override;
 
  private:
   // True, with `err` set, when `dest` names another server than this one.
