@@ -6,6 +6,7 @@
 
 #include "consensus/peer_id.h"
 #include "consensus/raft_group.h"
+#include "consensus/runtime.h"
 #include "tserver/peer_directory.h"
 #include "tserver/request_tracker.h"
 #include "tserver/tablet.h"
@@ -42,6 +43,11 @@ Status ReplicaStarter::Start(Tablet* tablet, bool campaign, std::function<void()
     return s.CloneAndPrepend("starting its Raft group");
   }
   return Status::OK();
+}
+
+void ReplicaStarter::ForgetLog(const std::string& tablet_id) const {
+  WARN_NOT_OK(runtime_->log()->RemoveGroup(consensus::GroupIdFromTabletId(tablet_id)),
+              "tablet " + tablet_id + ": removing its consensus records");
 }
 
 bool ReplicaStarter::CampaignsAtCreation(const TabletMetadataPB& meta) const {

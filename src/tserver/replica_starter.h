@@ -46,6 +46,9 @@ class ReplicaStarter {
   // the tablet is then without a group.
   Status Start(Tablet* tablet, bool campaign, std::function<void()> changed) const;
 
+  // Removes the records of tablet `tablet_id`'s group from the log (a tombstone being
+  // deleted: no group runs to do it).
+  void ForgetLog(const std::string& tablet_id) const;
   // Whether a new replica campaigns at once: when this server is the first peer the
   // master listed (the master spreads the first places, so the first leaders are
   // spread), or no peer is listed. The others wait for it.

@@ -21,6 +21,8 @@ const char* TabletStateName(TabletState state) {
       return "FAILED";
     case TabletState::kDeleted:
       return "DELETED";
+    case TabletState::kTombstoned:
+      return "TOMBSTONED";
   }
   return "UNKNOWN";
 }
@@ -93,10 +95,23 @@ std::shared_ptr<Tablet> Tablet::Failed(TabletMetadataPB meta, Status error, Tabl
   return t;
 }
 
+std::shared_ptr<Tablet> Tablet::Tombstone(TabletMetadataPB meta, TabletStore* store,
+                                          RowLocks* locks, TServerMetrics* metrics) {
+  std::shared_ptr<Tablet> t(new Tablet(std::move(meta), store, locks, metrics));
+  t->state_.store(TabletState::kTombstoned);
+  return t;
+}
+
 bool Tablet::CheckRunning(TabletServerErrorPB* error) const {
   switch (state()) {
     case TabletState::kRunning:
       return true;
+    case TabletState::kTombstoned:
+      SetError(TabletServerErrorPB::TABLET_NOT_FOUND,
+               Status::NotFound("tablet " + tablet_id() +
+                                " was removed from this server (a tombstone is left)"),
+               error);
+      return false;
     case TabletState::kDeleted:
       SetError(TabletServerErrorPB::TABLET_NOT_FOUND,
                Status::NotFound("tablet " + tablet_id() + " was deleted"), error);

@@ -83,7 +83,9 @@ struct TServerMetrics;
 struct WriteKeySlot;  // tablet_write.cc
 struct WriteScratch;  // tablet_write.cc
 
-enum class TabletState { kRunning, kFailed, kDeleted };
+// kTombstoned: removed from its group; no rows, its consensus state kept in the log
+// (TabletManager::TombstoneTablet).
+enum class TabletState { kRunning, kFailed, kDeleted, kTombstoned };
 const char* TabletStateName(TabletState state);
 
 // The columns a Get or Scan returns: a projection schema and, for each projected
@@ -107,6 +109,10 @@ class Tablet final : public ReplicaStorage {
   // A tablet whose metadata could not be used, kept to report it FAILED.
   static std::shared_ptr<Tablet> Failed(TabletMetadataPB meta, Status error, TabletStore* store,
                                         RowLocks* locks, TServerMetrics* metrics);
+  // A tombstone: a replica removed from its group, kept to say so (TABLET_NOT_FOUND to
+  // reads and writes) until a copy replaces it or it is deleted.
+  static std::shared_ptr<Tablet> Tombstone(TabletMetadataPB meta, TabletStore* store,
+                                           RowLocks* locks, TServerMetrics* metrics);
   ~Tablet();
 
   const std::string& tablet_id() const { return meta_.tablet_id(); }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "common/test_util.h"
 #include "consensus/peer_id.h"
 #include "consensus/runtime.h"
@@ -212,6 +214,110 @@ TEST_F(TabletManagerTest, CreatingBeforeReplicationStartsIsRefused) {
   Status s = mgr.CreateTablet(MakeCreateTablet("t1", schema_), &code);
   EXPECT_TRUE(s.IsServiceUnavailable()) << s.ToString();
   EXPECT_EQ(mgr.NumTablets(), 0u);
+}
+
+// A tombstone: the group stops with its consensus state kept in the log, the data
+// goes, reads and writes are refused, the master hears it removed, and it stays a
+// tombstone across a restart until a delete removes its log records too.
+TEST_F(TabletManagerTest, ATombstoneKeepsTheConsensusStateAndServesNothing) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t2"));
+  ASSERT_NO_FATAL_FAILURE(Insert("t1", 0, 4));
+  const uint64_t group = consensus::GroupIdFromTabletId("t1");
+  const uint64_t term = server_->runtime()->log()->GetGroupState(group).hard_state->term;
+  const int64_t before = mgr()->LatestChange();
+  ASSERT_OK(mgr()->TombstoneTablet("t1"));
+  ASSERT_OK(mgr()->TombstoneTablet("t1"));  // again: nothing to do
+  std::shared_ptr<Tablet> t1 = mgr()->Lookup("t1");
+  ASSERT_NE(t1, nullptr);
+  EXPECT_EQ(t1->state(), TabletState::kTombstoned);
+  EXPECT_EQ(t1->store()->Rows(t1->seq()), nullptr) << "its rows are gone";
+  EXPECT_EQ(server_->runtime()->GetGroup(group), nullptr);
+  consensus::GroupState gs = server_->runtime()->log()->GetGroupState(group);
+  ASSERT_TRUE(gs.exists);
+  ASSERT_TRUE(gs.hard_state.has_value());
+  EXPECT_EQ(gs.hard_state->term, term);
+  WriteResponsePB resp;
+  t1->Write(MakeSeedWrite("t1", schema_, 10, 1), &resp);
+  EXPECT_EQ(resp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+  master::TabletReportPB report;
+  mgr()->BuildReport(/*full=*/false, before, &report);
+  ASSERT_EQ(report.removed_tablet_ids_size(), 1);
+  EXPECT_EQ(report.removed_tablet_ids(0), "t1");
+
+  ASSERT_NO_FATAL_FAILURE(Start());  // a restart
+  t1 = mgr()->Lookup("t1");
+  ASSERT_NE(t1, nullptr);
+  EXPECT_EQ(t1->state(), TabletState::kTombstoned);
+  EXPECT_EQ(server_->runtime()->GetGroup(group), nullptr);
+  EXPECT_EQ(server_->runtime()->log()->GetGroupState(group).hard_state->term, term);
+  EXPECT_EQ(FullReport().count("t1"), 0u);
+  ASSERT_OK(mgr()->DeleteTablet("t1"));
+  EXPECT_EQ(mgr()->Lookup("t1"), nullptr);
+  EXPECT_FALSE(server_->runtime()->log()->GetGroupState(group).exists);
+  EXPECT_TRUE(mgr()->TombstoneTablet("t1").IsNotFound());
+}
+
+// A tablet exported by one server installs on another, as a new replica and then in
+// place of an older one; an export no newer than the replica is refused.
+TEST_F(TabletManagerTest, AnExportedTabletInstallsOnAnotherServer) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  ASSERT_NO_FATAL_FAILURE(Insert("t1", 0, 100));
+  TestTabletManager::Options opts;
+  opts.data_dir = test_dir() + "/other";
+  std::filesystem::create_directories(opts.data_dir);
+  opts.uuid = "00000000000000000000000000000002";
+  auto other = TestTabletManager::Start(std::move(opts));
+  ASSERT_OK(other.status());
+  auto rows_on = [&](TabletManager* m) {
+    std::shared_ptr<Tablet> t = m->Lookup("t1");
+    int n = 0;
+    auto it = t->NewIterator(nullptr, KeyRange());
+    for (it->SeekToFirst(); it->Valid(); it->Next()) n++;
+    EXPECT_OK(it->status());
+    return n;
+  };
+  auto export_to = [&](const std::string& dir, std::string* superblock) {
+    std::vector<std::string> files;
+    ASSERT_OK(mgr()->ExportForCopy("t1", dir, &files, superblock));
+    ASSERT_FALSE(files.empty());
+    for (const std::string& f : files) EXPECT_TRUE(std::filesystem::exists(dir + "/" + f)) << f;
+  };
+  std::string first;
+  ASSERT_NO_FATAL_FAILURE(export_to(test_dir() + "/copy1", &first));
+  auto index =
+      (*other)->manager()->InstallCopy("t1", test_dir() + "/copy1", first, (*other)->tracker());
+  ASSERT_OK(index.status());
+  EXPECT_EQ(*index, mgr()->Lookup("t1")->replica().applied_index());
+  EXPECT_EQ(rows_on((*other)->manager()), 100);
+  EXPECT_EQ((*other)->manager()->Lookup("t1")->state(), TabletState::kRunning);
+  // Rows of the copy keep their source's key prefix; the copy's seq is its own.
+  EXPECT_EQ((*other)->manager()->Lookup("t1")->row_prefix(), mgr()->Lookup("t1")->row_prefix());
+
+  ASSERT_NO_FATAL_FAILURE(Insert("t1", 100, 50));
+  std::string second;
+  ASSERT_NO_FATAL_FAILURE(export_to(test_dir() + "/copy2", &second));
+  index =
+      (*other)->manager()->InstallCopy("t1", test_dir() + "/copy2", second, (*other)->tracker());
+  ASSERT_OK(index.status());
+  EXPECT_EQ(rows_on((*other)->manager()), 150);
+  // An export at the index the replica holds already: nothing to install.
+  std::string again;
+  ASSERT_NO_FATAL_FAILURE(export_to(test_dir() + "/copy3", &again));
+  index = (*other)->manager()->InstallCopy("t1", test_dir() + "/copy3", again, (*other)->tracker());
+  EXPECT_TRUE(index.status().IsAlreadyPresent()) << index.status().ToString();
+  // A superblock that does not parse, or names another tablet, is refused.
+  EXPECT_TRUE((*other)
+                  ->manager()
+                  ->InstallCopy("t1", test_dir() + "/copy3", "junk", (*other)->tracker())
+                  .status()
+                  .IsCorruption());
+  EXPECT_TRUE((*other)
+                  ->manager()
+                  ->InstallCopy("t9", test_dir() + "/copy3", again, (*other)->tracker())
+                  .status()
+                  .IsCorruption());
+  EXPECT_EQ(rows_on((*other)->manager()), 150);
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ master::TabletStatePB ReportedState(const Tablet& tablet) {
     case TabletState::kFailed:
       return master::TABLET_FAILED;
     case TabletState::kDeleted:
+    case TabletState::kTombstoned:
       return master::TABLET_DELETED;
   }
   return master::TABLET_UNKNOWN;
@@ -70,6 +71,12 @@ Status TabletManager::OpenStore(const std::string& dir) {
       LOG(INFO) << "tablet " << id << ": finishing an interrupted delete";
       RETURN_NOT_OK_PREPEND(store->DropTablet(meta.seq(), id), "deleting tablet " + id);
       continue;
+    }
+    if (meta.state() == TABLET_DATA_TOMBSTONED || meta.state() == TABLET_DATA_COPYING) {
+      MutexLock l(mu_);
+      tablets_.emplace(id,
+                       Tablet::Tombstone(std::move(meta), store.get(), row_locks_.get(), metrics_));
+      continue;  // not reported: the master knows it as removed
     }
     std::shared_ptr<Tablet> tablet;
     auto opened = Tablet::Open(meta, store.get(), row_locks_.get(), metrics_);
@@ -358,6 +365,34 @@ std::string TabletManager::UuidOfPeer(uint64_t id) const {
   return peers_ ? peers_->UuidOf(id) : std::string();
 }
 
+Status TabletManager::TombstoneTablet(const std::string& tablet_id) {
+  MutexLock admin(admin_mu_);
+  std::shared_ptr<Tablet> t = Lookup(tablet_id);
+  if (!t) return Status::NotFound("no tablet " + tablet_id);
+  if (t->state() == TabletState::kTombstoned) return Status::OK();
+  // The group stops with its log kept: its term, vote and last position stay.
+  RETURN_NOT_OK_PREPEND(t->replica().Stop(/*forget_log=*/false),
+                        "tablet " + tablet_id + ": stopping its Raft group");
+  t->MarkDeleted();  // waits for running writes and gets
+  TabletMetadataPB tombstone = t->metadata();
+  tombstone.set_state(TABLET_DATA_TOMBSTONED);
+  TabletStore* store = t->store();
+  RETURN_NOT_OK_PREPEND(store->PutTabletMetadata(tombstone), "tablet " + tablet_id + ": tombstone");
+  RETURN_NOT_OK_PREPEND(store->DropTabletData(t->seq()),
+                        "tablet " + tablet_id + ": dropping its data");
+  if (metrics_) TabletMetrics::RemoveFromRegistry(metrics_->registry, tablet_id);
+  {
+    MutexLock l(mu_);
+    tablets_[tablet_id] =
+        Tablet::Tombstone(std::move(tombstone), store, row_locks_.get(), metrics_);
+    RecordChangeLocked(tablet_id, true);
+  }
+  NotifyChange();
+  LOG(INFO) << "tablet " << tablet_id
+            << ": tombstoned (its data dropped, its consensus state kept)";
+  return Status::OK();
+}
+
 void TabletManager::AddPeerAddress(const std::string& uuid, const std::string& host,
                                    uint32_t port) {
   if (peers_) peers_->AddPeer(uuid, host, port);
@@ -598,6 +633,8 @@ void TabletManager::DeleteBatchLocked(const std::vector<PendingDelete*>& batch) 
     }
     // Writes waiting for the group get Aborted; nothing is applied from here on.
     WARN_NOT_OK(tablet->replica().Stop(), "removing the Raft group of tablet " + id);
+    // A tombstone runs no group, but its consensus state is in the log.
+    if (tablet->state() == TabletState::kTombstoned && starter_) starter_->ForgetLog(id);
     tablet->MarkDeleted();  // waits for running writes and gets
     TabletMetadataPB tombstone = tablet->metadata();
     tombstone.set_state(TABLET_DATA_DELETED);
@@ -727,6 +764,7 @@ int64_t TabletManager::BuildReport(bool full, int64_t since, master::TabletRepor
   report->set_is_incremental(!full);
   if (full) {
     for (const auto& [id, t] : tablets_) {
+      if (t->state() == TabletState::kTombstoned) continue;  // removed, for the master
       auto* pb = report->add_updated_tablets();
       FillReported(*t, pb);
       FillConsensus(*t, pb);

@@ -153,6 +153,12 @@ class TabletManager {
   // admin thread; later ones are answered so at once. Before the RPC services stop
   // (their calls are answered from that thread). Shutdown() calls it too.
   void StopAdminThread();
+  // Removes the replica from this server but leaves a tombstone: its group stops, its
+  // data (rows, request records) goes, and its consensus state (term, vote, last log
+  // position) stays in the log, so that it never votes as if it had forgotten them. It
+  // is listed as TOMBSTONED, no longer reported to the master, and a copy may replace
+  // it (InstallCopy). OK if it is one already; NotFound without such a tablet.
+  Status TombstoneTablet(const std::string& tablet_id) EXCLUDES(admin_mu_, mu_);
   // Deletes the tablet, its rows and request records, and its per-tablet metrics.
   // NotFound if there is no such tablet. Concurrent calls are group-committed like
   // creates.

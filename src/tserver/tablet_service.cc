@@ -206,24 +206,30 @@ void TabletAdminServiceImpl::CreateTablet(const CreateTabletRequestPB* req,
 
 void TabletAdminServiceImpl::DeleteTablet(const DeleteTabletRequestPB* req,
                                           DeleteTabletResponsePB* resp, rpc::RpcContext* ctx) {
-  if (!WrongServer(req->dest_uuid(), resp->mutable_error())) {
-    resp->clear_error();
-    LOG(INFO) << "deleting tablet " << req->tablet_id() << " on request of "
-              << ctx->remote_address().ToString() << ": " << req->reason();
-    // Answered from the tablet manager's admin thread, as CreateTablet.
-    return tablets_->DeleteTabletAsync(req->tablet_id(), [this, req, resp,
-                                                          ctx](const Status& s) {
-      if (!s.ok()) {
-        SetError(s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND
-                                : TabletServerErrorPB::UNKNOWN_ERROR,
-                 s, resp->mutable_error());
-        LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
-      }
-      ctx->RespondSuccess();
-    });
+  if (WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
   }
-  if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
-  ctx->RespondSuccess();
+  resp->clear_error();
+  auto fail = [this, req, resp, ctx](const Status& s) {
+    SetError(
+        s.IsNotFound() ? TabletServerErrorPB::TABLET_NOT_FOUND : TabletServerErrorPB::UNKNOWN_ERROR,
+        s, resp->mutable_error());
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+  };
+  if (req->delete_type() == TABLET_DATA_TOMBSTONED) {
+    LOG(INFO) << "tombstoning tablet " << req->tablet_id() << " on request of "
+              << ctx->remote_address().ToString() << ": " << req->reason();
+    if (Status s = tablets_->TombstoneTablet(req->tablet_id()); !s.ok()) fail(s);
+    return ctx->RespondSuccess();
+  }
+  LOG(INFO) << "deleting tablet " << req->tablet_id() << " on request of "
+            << ctx->remote_address().ToString() << ": " << req->reason();
+  // Answered from the tablet manager's admin thread, as CreateTablet.
+  tablets_->DeleteTabletAsync(req->tablet_id(), [ctx, fail](const Status& s) {
+    if (!s.ok()) fail(s);
+    ctx->RespondSuccess();
+  });
 }
 
 void TabletAdminServiceImpl::ListTablets(const ListTabletsRequestPB*, ListTabletsResponsePB* resp,
@@ -237,9 +243,10 @@ void TabletAdminServiceImpl::ListTablets(const ListTabletsRequestPB*, ListTablet
     *info->mutable_partition() = m.partition();
     *info->mutable_schema() = m.schema();
     *info->mutable_partition_schema() = m.partition_schema();
-    info->set_state(t->state() == TabletState::kDeleted   ? TABLET_DATA_DELETED
-                    : t->state() == TabletState::kRunning ? TABLET_DATA_READY
-                                                          : TABLET_DATA_UNKNOWN);
+    info->set_state(t->state() == TabletState::kDeleted      ? TABLET_DATA_DELETED
+                    : t->state() == TabletState::kTombstoned ? TABLET_DATA_TOMBSTONED
+                    : t->state() == TabletState::kRunning    ? TABLET_DATA_READY
+                                                             : TABLET_DATA_UNKNOWN);
     info->set_estimated_on_disk_size(t->OnDiskSize());
     if (t->state() == TabletState::kFailed) StatusToPB(t->failure(), info->mutable_failure());
     master::ConsensusStatePB consensus;
