@@ -1,8 +1,10 @@
 // A Jepsen-style test of replicated tablets: client threads run random Gets, Upserts,
 // Inserts and Deletes on a few keys of a table whose tablets have three replicas,
 // while a nemesis kills (kill -9) and restarts tablet servers, pauses them
-// (SIGSTOP/SIGCONT) and cuts one off from the others' Raft traffic
-// (--fault_injection_consensus_drop_peers, set through GenericService.SetFlag). Every
+// (SIGSTOP/SIGCONT), cuts one off from the others' Raft traffic
+// (--fault_injection_consensus_drop_peers, set through GenericService.SetFlag), and
+// changes a tablet's membership (a follower removed, tombstoned, added back as a
+// learner that gets a copy of the tablet, and promoted). Every
 // operation's invocation and completion times and outcome go into a history, which
 // the linearizability checker (test/linearizability.h) must find linearizable.
 //
@@ -40,8 +42,10 @@
 
 #include "client/client.h"
 #include "common/test_util.h"
+#include "common/wire_protocol.h"
 #include "test/linearizability.h"
 #include "test/mini_cluster.h"
+#include "tserver/tserver_admin.proxy.h"
 
 DEFINE_int32(jepsen_seconds, 0,
              "Total time of each Jepsen test, cluster start-up and the check included (the "
@@ -219,9 +223,14 @@ void RunWorker(Worker* w, MonoTime origin, MonoTime end, const std::atomic<bool>
 
 // --- The nemesis -------------------------------------------------------------------
 
-enum class Fault { kKill, kPause, kPartition };
+// kMembership: a follower's replica of a tablet is removed from its group, tombstoned,
+// added back as a learner (it gets a copy of the tablet, then the log) and promoted.
+enum class Fault { kKill, kPause, kPartition, kMembership };
 const char* FaultName(Fault f) {
-  return f == Fault::kKill ? "kill" : f == Fault::kPause ? "pause" : "partition";
+  return f == Fault::kKill        ? "kill"
+         : f == Fault::kPause     ? "pause"
+         : f == Fault::kPartition ? "partition"
+                                  : "membership";
 }
 
 struct NemesisEvent {
@@ -247,7 +256,7 @@ class Nemesis {
     std::vector<Fault> round;
     while (true) {
       if (round.empty()) {
-        round = {Fault::kKill, Fault::kPause, Fault::kPartition};
+        round = {Fault::kKill, Fault::kPause, Fault::kPartition, Fault::kMembership};
         std::shuffle(round.begin(), round.end(), rng_);
       }
       const Fault f = round.back();
@@ -256,12 +265,15 @@ class Nemesis {
       // others elect new leaders while the cut-off one may still think it leads.
       // A pause may also end around an election timeout or the leader's lease (80%
       // of it): the paused leader wakes up not knowing whether it was replaced.
-      const MonoDelta hold = f == Fault::kPartition ? Millis(3000, 5000)
-                             : f == Fault::kPause   ? Millis(500, 3500)
-                                                    : Millis(1500, 3500);
+      // A membership change takes what it takes (a copy, then the promotion): at most
+      // this long.
+      const MonoDelta hold = f == Fault::kPartition    ? Millis(3000, 5000)
+                             : f == Fault::kPause      ? Millis(500, 3500)
+                             : f == Fault::kMembership ? MonoDelta::FromSeconds(15)
+                                                       : Millis(1500, 3500);
       if (MonoTime::Now() + hold > end) return Status::OK();
       RETURN_NOT_OK(CheckAlive());
-      NemesisEvent e{f, PickTarget(), Now(), 0};
+      NemesisEvent e{f, f == Fault::kMembership ? PickFollower() : PickTarget(), Now(), 0};
       LOG(INFO) << "nemesis: " << FaultName(f) << " tablet server " << e.target << " for "
                 << hold.ToString();
       RETURN_NOT_OK_PREPEND(Inject(f, e.target, hold), std::string("nemesis ") + FaultName(f));
@@ -306,6 +318,12 @@ class Nemesis {
       Status s = cluster_->SetTserverFlag(i, kDropPeersFlag, "");
       if (first.ok() && !s.ok()) first = s;
     }
+    // A membership change cut short: its member goes back in.
+    for (const auto& [tablet_id, member] : removed_) {
+      Status s = AddBack(tablet_id, member, MonoTime::Now() + MonoDelta::FromSeconds(30));
+      if (first.ok() && !s.ok()) first = s.CloneAndPrepend("tablet " + tablet_id);
+    }
+    removed_.clear();
     return first;
   }
 
@@ -315,6 +333,8 @@ class Nemesis {
   Status Inject(Fault f, int target, MonoDelta hold) {
     test::ExternalDaemon* ts = cluster_->tserver(target);
     switch (f) {
+      case Fault::kMembership:
+        return Rereplicate(target, MonoTime::Now() + hold);
       case Fault::kKill:
         ts->Kill(SIGKILL);
         SleepFor(hold);
@@ -366,6 +386,101 @@ class Nemesis {
     return int(rng_() % kNumTservers);
   }
 
+  // A server that follows in some tablet (every server does, with 3 tablets of 3
+  // replicas on 3 servers).
+  int PickFollower() { return int(rng_() % kNumTservers); }
+
+  // The server whose replica of `tablet_id` leads in the newest term, by asking every
+  // server; -1 if none does now.
+  int FindLeader(const std::string& tablet_id) {
+    int leader = -1;
+    uint64_t term = 0;
+    for (int i = 0; i < kNumTservers; i++) {
+      tserver::ListTabletsResponsePB resp;
+      rpc::RpcController rpc;
+      rpc.set_timeout(MonoDelta::FromSeconds(2));
+      if (!cluster_->tserver_admin_proxy(i).ListTablets({}, &resp, &rpc).ok()) continue;
+      for (const auto& t : resp.tablets()) {
+        if (t.tablet_id() == tablet_id && t.has_consensus() &&
+            t.consensus().role() == master::LEADER && t.consensus().term() >= term) {
+          leader = i;
+          term = t.consensus().term();
+        }
+      }
+    }
+    return leader;
+  }
+
+  // One membership change of `member` in `tablet_id`, sent to its leader (found again
+  // while it moves) until it is answered or `deadline`.
+  Status Change(const std::string& tablet_id, tserver::ChangeConfigTypePB type, int member,
+                MonoTime deadline) {
+    Status last = Status::TimedOut("no leader found");
+    while (MonoTime::Now() < deadline) {
+      const int leader = FindLeader(tablet_id);
+      if (leader >= 0) {
+        tserver::ChangeConfigRequestPB req;
+        req.set_tablet_id(tablet_id);
+        req.set_type(type);
+        req.mutable_peer()->set_permanent_uuid(cluster_->tserver(member)->uuid());
+        req.mutable_peer()->set_host("127.0.0.1");
+        req.mutable_peer()->set_port(cluster_->tserver(member)->rpc_addr().port());
+        tserver::ChangeConfigResponsePB resp;
+        rpc::RpcController rpc;
+        rpc.set_timeout(MonoDelta::FromSeconds(5));
+        last = cluster_->tserver_admin_proxy(leader).ChangeConfig(req, &resp, &rpc);
+        if (last.ok() && resp.has_error()) last = StatusFromPB(resp.error().status());
+        if (last.ok()) return last;
+      }
+      SleepFor(MonoDelta::FromMilliseconds(200));
+    }
+    return last.CloneAndPrepend(std::string(tserver::ChangeConfigTypePB_Name(type)));
+  }
+
+  // Adds `member` back to `tablet_id` as a learner and promotes it once it caught up.
+  Status AddBack(const std::string& tablet_id, int member, MonoTime deadline) {
+    Status s = Change(tablet_id, tserver::ADD_LEARNER, member, deadline);
+    // "a member already": added before a failure cut the change short.
+    if (!s.ok() && s.ToString().find("member already") == std::string::npos) return s;
+    s = Change(tablet_id, tserver::PROMOTE_LEARNER, member, deadline);
+    if (!s.ok() && s.ToString().find("is not a learner") != std::string::npos) return Status::OK();
+    return s;
+  }
+
+  // Takes `target`'s replica of a tablet it follows in out of the group, tombstones
+  // it, and brings it back through a copy.
+  Status Rereplicate(int target, MonoTime deadline) {
+    Result<std::vector<client::TabletInfo>> tablets = admin_->ListTabletsOfTable(kTable);
+    RETURN_NOT_OK(tablets.status());
+    std::vector<std::string> candidates;
+    for (const client::TabletInfo& t : *tablets) {
+      const int leader = FindLeader(t.tablet_id);
+      if (leader >= 0 && leader != target) candidates.push_back(t.tablet_id);
+    }
+    if (candidates.empty()) return Status::OK();  // it leads them all now
+    const std::string tablet_id = candidates[rng_() % candidates.size()];
+    LOG(INFO) << "nemesis: membership: tablet " << tablet_id << " loses and regains server "
+              << target;
+    Status removed = Change(tablet_id, tserver::REMOVE_PEER, target, deadline);
+    // "not a member": removed by an earlier try whose answer was lost.
+    if (!removed.ok() && removed.ToString().find("is not a member") == std::string::npos) {
+      return removed;
+    }
+    removed_[tablet_id] = target;
+    tserver::DeleteTabletRequestPB del;
+    del.set_tablet_id(tablet_id);
+    del.set_delete_type(tserver::TABLET_DATA_TOMBSTONED);
+    del.set_reason("jepsen nemesis: removed from its group");
+    tserver::DeleteTabletResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(5));
+    RETURN_NOT_OK(cluster_->tserver_admin_proxy(target).DeleteTablet(del, &resp, &rpc));
+    if (resp.has_error()) return StatusFromPB(resp.error().status()).CloneAndPrepend("tombstone");
+    RETURN_NOT_OK(AddBack(tablet_id, target, deadline));
+    removed_.erase(tablet_id);
+    return Status::OK();
+  }
+
   MonoDelta Millis(int lo, int hi) {
     return MonoDelta::FromMilliseconds(lo + int64_t(rng_() % uint64_t(hi - lo + 1)));
   }
@@ -376,6 +491,8 @@ class Nemesis {
   const MonoTime origin_;
   std::mt19937_64 rng_;
   std::vector<NemesisEvent> events_;
+  // Members a membership change took out and has not put back yet, by tablet.
+  std::map<std::string, int> removed_;
 };
 
 // --- The test ----------------------------------------------------------------------
@@ -579,8 +696,8 @@ void JepsenITest::PrintSummary(const RunResult& r, MonoDelta workload) {
     faults[e.fault]++;
     printf(" %s(ts%d)@%.1fs", FaultName(e.fault), e.target, double(e.start_ns) / 1e9);
   }
-  printf("\nnemesis totals: kill %d, pause %d, partition %d\n", faults[Fault::kKill],
-         faults[Fault::kPause], faults[Fault::kPartition]);
+  printf("\nnemesis totals: kill %d, pause %d, partition %d, membership %d\n", faults[Fault::kKill],
+         faults[Fault::kPause], faults[Fault::kPartition], faults[Fault::kMembership]);
   const lin::CheckResult& c = r.check;
   int64_t steps = 0, checked = 0, unknown = 0;
   int conc = 0;
@@ -621,7 +738,7 @@ TEST_F(JepsenITest, ReplicatedTabletsAreLinearizable) {
   for (OpType t : {OpType::kGet, OpType::kUpsert, OpType::kInsert, OpType::kDelete}) {
     EXPECT_GE(CountOk(r.history, t), FLAGS_jepsen_min_ok_per_kind) << lin::OpTypeName(t);
   }
-  for (Fault f : {Fault::kKill, Fault::kPause, Fault::kPartition}) {
+  for (Fault f : {Fault::kKill, Fault::kPause, Fault::kPartition, Fault::kMembership}) {
     const auto n = std::count_if(r.events.begin(), r.events.end(),
                                  [f](const NemesisEvent& e) { return e.fault == f; });
     EXPECT_GE(n, FLAGS_jepsen_min_nemesis_per_kind) << FaultName(f);
