@@ -8,6 +8,7 @@
 
 #include "common/flag_tags.h"
 #include "common/wire_protocol.h"
+#include "tserver/tablet_copy_source.h"
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_replica.h"
 
@@ -73,6 +74,12 @@ void TabletCopyRunner::Start(const StartTabletCopyRequestPB& req, StartTabletCop
     return refuse(TabletServerErrorPB::INVALID_CONFIG,
                   Status::InvalidArgument("a tablet copy needs a tablet id and a source "
                                           "(uuid, host and port)"));
+  }
+  // The id names the staging directory: a plain file name only.
+  if (!IsValidTabletCopyFileName(req.tablet_id())) {
+    return refuse(
+        TabletServerErrorPB::INVALID_CONFIG,
+        Status::InvalidArgument("a tablet id must be a plain name, not '" + req.tablet_id() + "'"));
   }
   if (req.source().permanent_uuid() == opts_.self_uuid) {
     return refuse(TabletServerErrorPB::INVALID_CONFIG,
