@@ -445,6 +445,73 @@ TEST_F(TabletServerTest, AdminServiceCreatesListsAndDeletes) {
   EXPECT_EQ(wresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
 }
 
+// Membership changes and tombstones over the admin service: bad requests get their
+// code and change nothing; a group of one refuses to lose its last voter, takes a
+// learner whose server is known by address, and a tombstone is listed as one.
+TEST_F(TabletServerTest, ChangeConfigAndTombstonesAnswerBadRequestsWithTheirCode) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1", "table"));
+  auto change = [&](const ChangeConfigRequestPB& req) {
+    ChangeConfigResponsePB resp;
+    EXPECT_OK(Call(*admin_, &TabletServerAdminServiceProxy::ChangeConfig, req, &resp));
+    return resp;
+  };
+  ChangeConfigRequestPB req;
+  req.set_tablet_id("t1");
+  req.mutable_peer()->set_permanent_uuid(server_->uuid());
+  EXPECT_EQ(change(req).error().code(), TabletServerErrorPB::INVALID_CONFIG);  // no type
+  req.set_type(static_cast<ChangeConfigTypePB>(99));
+  EXPECT_EQ(change(req).error().code(), TabletServerErrorPB::INVALID_CONFIG);
+  req.set_type(REMOVE_PEER);
+  ChangeConfigResponsePB resp = change(req);
+  EXPECT_EQ(resp.error().code(), TabletServerErrorPB::INVALID_CONFIG) << resp.ShortDebugString();
+  EXPECT_NE(resp.error().status().message().find("last voter"), std::string::npos)
+      << resp.ShortDebugString();
+  req.set_type(ADD_LEARNER);
+  req.mutable_peer()->set_permanent_uuid("");
+  EXPECT_EQ(change(req).error().code(), TabletServerErrorPB::INVALID_CONFIG);  // no uuid
+  req.mutable_peer()->set_permanent_uuid("0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(change(req).error().code(), TabletServerErrorPB::INVALID_CONFIG);  // no address
+  req.mutable_peer()->set_host("127.0.0.1");
+  req.mutable_peer()->set_port(1);
+  req.set_tablet_id("no-such-tablet");
+  EXPECT_EQ(change(req).error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+  req.set_tablet_id("t1");
+  resp = change(req);
+  EXPECT_FALSE(resp.has_error()) << resp.ShortDebugString();
+  EXPECT_GT(resp.index(), 0u);
+  resp = change(req);  // a member already
+  EXPECT_EQ(resp.error().code(), TabletServerErrorPB::INVALID_CONFIG);
+
+  DeleteTabletRequestPB dreq;
+  dreq.set_tablet_id("no-such-tablet");
+  dreq.set_delete_type(TABLET_DATA_TOMBSTONED);
+  DeleteTabletResponsePB dresp;
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::DeleteTablet, dreq, &dresp));
+  EXPECT_EQ(dresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+  dreq.set_tablet_id("t1");
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::DeleteTablet, dreq, &dresp));
+  EXPECT_FALSE(dresp.has_error()) << dresp.ShortDebugString();
+  ListTabletsResponsePB lresp;
+  ASSERT_OK(
+      Call(*admin_, &TabletServerAdminServiceProxy::ListTablets, ListTabletsRequestPB(), &lresp));
+  ASSERT_EQ(lresp.tablets_size(), 1);
+  EXPECT_EQ(lresp.tablets(0).state(), TABLET_DATA_TOMBSTONED);
+  EXPECT_FALSE(lresp.tablets(0).has_consensus());
+  WriteResponsePB wresp;
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 1), &wresp));
+  EXPECT_EQ(wresp.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
+  // A StartTabletCopy with a tablet id that is not a plain name is refused.
+  StartTabletCopyRequestPB sreq;
+  sreq.set_tablet_id("../t1");
+  sreq.mutable_source()->set_permanent_uuid("0123456789abcdef0123456789abcdef");
+  sreq.mutable_source()->set_host("127.0.0.1");
+  sreq.mutable_source()->set_port(1);
+  StartTabletCopyResponsePB sresp;
+  ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::StartTabletCopy, sreq, &sresp));
+  EXPECT_EQ(sresp.error().code(), TabletServerErrorPB::INVALID_CONFIG);
+}
+
 // A tablet created without peers is a group of one: ListTablets and the /tablets page
 // show it leading, with its term, indexes and its one peer (this server); it has no
 // other voter to hand leadership to; and the leadership counters count its election.
