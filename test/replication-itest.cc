@@ -6,11 +6,13 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "client/client.h"
 #include "common/test_util.h"
+#include "common/wire_protocol.h"
 #include "test/client_itest_util.h"
 #include "tserver/tserver.proxy.h"
 
@@ -22,10 +24,12 @@ class ReplicationITest : public NyalaTest {
   void SetUp() override {
     NyalaTest::SetUp();
     // A shorter election timeout than the default: failovers take ~1 s, not ~2 s.
-    cluster_ = std::make_unique<itest::ClientTestCluster>(test_dir(), 3, TserverFlags());
+    cluster_ =
+        std::make_unique<itest::ClientTestCluster>(test_dir(), NumTservers(), TserverFlags());
     ASSERT_OK(cluster_->Start());
     client_ = cluster_->client();
   }
+  virtual int NumTservers() const { return 3; }
   virtual std::vector<std::string> TserverFlags() const {
     return {"--raft_election_timeout_ms=500"};
   }
@@ -596,6 +600,41 @@ class NoRetentionITest : public CatchUpITest {
     }
     return Status::IllegalState("the scan of server " + std::to_string(i) + " did not end");
   }
+  // The checksum of replica `i`'s rows right after it applied entry `index`.
+  Result<tserver::ChecksumTabletResponsePB> ChecksumOn(int i, uint64_t index) {
+    tserver::ListTabletsResponsePB listed;
+    rpc::RpcController lrpc;
+    lrpc.set_timeout(MonoDelta::FromSeconds(5));
+    RETURN_NOT_OK(MiniClusterOf()->tserver_admin_proxy(i).ListTablets({}, &listed, &lrpc));
+    if (listed.tablets_size() != 1) return Status::IllegalState("not one tablet");
+    tserver::ChecksumTabletRequestPB req;
+    req.set_tablet_id(listed.tablets(0).tablet_id());
+    req.set_at_index(index);
+    req.set_timeout_ms(20000);
+    tserver::ChecksumTabletResponsePB resp;
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(30));
+    RETURN_NOT_OK(MiniClusterOf()->tserver_admin_proxy(i).ChecksumTablet(req, &resp, &rpc));
+    if (resp.has_error()) return StatusFromPB(resp.error().status());
+    return resp;
+  }
+  // Every replica of `servers`, checksummed at the leader's committed index (writes
+  // stopped), holds the same rows.
+  void ExpectSameChecksums(int leader, const std::vector<int>& servers) {
+    const uint64_t index = ReplicaState(leader).committed_index();
+    std::optional<tserver::ChecksumTabletResponsePB> first;
+    for (int i : servers) {
+      Result<tserver::ChecksumTabletResponsePB> c = ChecksumOn(i, index);
+      ASSERT_TRUE(c.ok()) << "server " << i << ": " << c.status().ToString();
+      EXPECT_EQ(c->applied_index(), index) << "server " << i;
+      if (!first) {
+        first = *c;
+        continue;
+      }
+      EXPECT_EQ(c->rows(), first->rows()) << "server " << i;
+      EXPECT_EQ(c->checksum(), first->checksum()) << "server " << i;
+    }
+  }
   // Waits until replica `i` answers a scan with `rows` rows.
   void ExpectRowsOn(int i, size_t rows) {
     ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
@@ -644,6 +683,7 @@ TEST_F(NoRetentionITest, AFollowerBeyondTheLogOnDiskGetsACopyAndCountsTowardAMaj
                       [&] { ASSERT_GE(ReplicaState(i).applied_index(), committed); });
     ExpectRowsOn(i, rows.size());
   }
+  ExpectSameChecksums(leader, {0, 1, 2});
 }
 
 // Copies slowed to 2 MiB/s (and rows left uncompressed, so a tablet of a few hundred
@@ -715,6 +755,7 @@ class InterruptedCopyITest : public NoRetentionITest {
       ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30),
                         [&] { ASSERT_EQ(FilesUnder(data + "/copy-sessions"), 0u) << i; });
     }
+    ExpectSameChecksums(leader, {0, 1, 2});
   }
 };
 

@@ -112,6 +112,7 @@ class FakeTabletServer {
     NYALA_FAKE_UNIMPLEMENTED(tserver, LeaderStepDown)
     NYALA_FAKE_UNIMPLEMENTED(tserver, StartTabletCopy)
     NYALA_FAKE_UNIMPLEMENTED(tserver, ChangeConfig)
+    NYALA_FAKE_UNIMPLEMENTED(tserver, ChecksumTablet)
 
    private:
     const std::shared_ptr<State> st_;

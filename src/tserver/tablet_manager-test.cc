@@ -301,6 +301,42 @@ TEST_F(TabletManagerTest, AnExportedTabletInstallsOnAnotherServer) {
       (*other)->manager()->InstallCopy("t1", test_dir() + "/copy2", second, (*other)->tracker());
   ASSERT_OK(index.status());
   EXPECT_EQ(rows_on((*other)->manager()), 150);
+  // The copy and its source checksum alike at the same index; a row changed behind the
+  // copy's back (damage) changes its checksum.
+  auto checksum = [](TabletManager* m) {
+    ChecksumTabletResponsePB resp;
+    m->Checksum("t1", 0, MonoDelta::FromSeconds(10), &resp);
+    EXPECT_FALSE(resp.has_error()) << resp.ShortDebugString();
+    return resp;
+  };
+  ChecksumTabletResponsePB a = checksum(mgr()), b = checksum((*other)->manager());
+  EXPECT_EQ(a.applied_index(), b.applied_index());
+  EXPECT_EQ(a.rows(), 150);
+  EXPECT_EQ(b.rows(), 150);
+  EXPECT_EQ(a.checksum(), b.checksum());
+  {
+    std::shared_ptr<Tablet> copy = (*other)->manager()->Lookup("t1");
+    StoreWriteBatch batch;
+    std::string key = TabletPrefix(copy->row_prefix()) + EncodedKey(schema_, 5);
+    std::unique_ptr<StoreIterator> it = copy->NewIterator(nullptr, KeyRange());
+    it->Seek(key);
+    ASSERT_TRUE(it->Valid());
+    std::string value = it->value().ToString();
+    value.back() ^= 1;
+    batch.Put(*copy->rows(), key, value);
+    ASSERT_OK(copy->store()->Write(&batch));
+  }
+  b = checksum((*other)->manager());
+  EXPECT_EQ(b.rows(), 150);
+  EXPECT_NE(a.checksum(), b.checksum());
+  // A checksum at an index the replica passed is refused; one it never reaches times out.
+  ChecksumTabletResponsePB late;
+  mgr()->Checksum("t1", 1, MonoDelta::FromSeconds(5), &late);
+  EXPECT_EQ(late.error().code(), TabletServerErrorPB::REPLICA_TOO_STALE);
+  mgr()->Checksum("t1", a.applied_index() + 10, MonoDelta::FromMilliseconds(100), &late);
+  EXPECT_EQ(late.error().code(), TabletServerErrorPB::REPLICA_TOO_STALE);
+  mgr()->Checksum("t9", 0, MonoDelta::FromSeconds(1), &late);
+  EXPECT_EQ(late.error().code(), TabletServerErrorPB::TABLET_NOT_FOUND);
   // An export at the index the replica holds already: nothing to install.
   std::string again;
   ASSERT_NO_FATAL_FAILURE(export_to(test_dir() + "/copy3", &again));

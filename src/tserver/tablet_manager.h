@@ -121,6 +121,12 @@ class TabletManager {
       EXCLUDES(admin_mu_, mu_);
   // Server `uuid` listens at host:port (PeerDirectory::AddPeer): a member being added.
   void AddPeerAddress(const std::string& uuid, const std::string& host, uint32_t port);
+  // Checksums the rows of tablet `tablet_id` right after its replica applied entry
+  // `at_index` (0: the last applied one now), waiting at most `timeout` for it
+  // (tablet_manager_checksum.cc; ChecksumTabletResponsePB says what it holds). Fills
+  // `resp`'s error when it cannot.
+  void Checksum(const std::string& tablet_id, uint64_t at_index, MonoDelta timeout,
+                ChecksumTabletResponsePB* resp);
   // The "host:port" of server `uuid` as the consensus peers know it, or "".
   std::string PeerAddress(const std::string& uuid) const;
 

@@ -358,11 +358,30 @@ void TabletReplica::Apply(const consensus::EntryPB& e) {
     }
   }
   applied_index_.store(e.index(), std::memory_order_release);
+  while (!index_waiters_.empty() && index_waiters_.begin()->first <= e.index()) {
+    auto it = index_waiters_.begin();
+    std::function<void(bool)> fn = std::move(it->second);
+    const bool at = it->first == e.index();
+    index_waiters_.erase(it);
+    fn(at);
+  }
   if (applied_term_.load(std::memory_order_relaxed) != e.term()) {
     MutexLock l(leader_mu_);
     applied_term_.store(e.term(), std::memory_order_release);
     leader_cv_.notify_all();
   }
+}
+
+bool TabletReplica::RunAtIndex(uint64_t index, std::function<void(bool)> fn) {
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  if (!g) return false;
+  return g->RunOnWorker([this, g, index, fn = std::move(fn)]() mutable {
+    if (!g->running()) return;  // stopped: the replica may be gone
+    const uint64_t applied = applied_index();
+    if (index == 0 || index == applied) return fn(true);
+    if (index < applied) return fn(false);
+    index_waiters_.emplace(index, std::move(fn));
+  });
 }
 
 void TabletReplica::FailTablet(const Status& s) {

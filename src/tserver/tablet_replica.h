@@ -36,6 +36,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -158,6 +159,11 @@ class TabletReplica : public consensus::StateMachine {
 
   // The index of the last entry applied (any thread).
   uint64_t applied_index() const { return applied_index_.load(std::memory_order_acquire); }
+  // Any thread: runs `fn` on the group's worker once entry `index` is the last applied
+  // one (at once if it is; 0: the last applied one now), before the next apply, with
+  // true; with false if this replica applied past `index` first. Not run at all if the
+  // group stops first. False, `fn` dropped, when no group runs.
+  bool RunAtIndex(uint64_t index, std::function<void(bool at_index)> fn);
   // The applied index last reported durable to the group (the tablet manager's
   // reporter; any thread).
   uint64_t reported_durable_index() const {
@@ -228,6 +234,8 @@ class TabletReplica : public consensus::StateMachine {
   std::set<ProposalWaiter*> proposals_waiting_ GUARDED_BY(leader_mu_);
   // The applied index (written by the worker, read anywhere).
   std::atomic<uint64_t> applied_index_{0};
+  // RunAtIndex's waiters, by index. Worker only.
+  std::multimap<uint64_t, std::function<void(bool)>> index_waiters_;
   std::atomic<uint64_t> reported_durable_{0};
   // The configuration in effect at the applied index: set by Start() before the group
   // exists, then by the worker only.

@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -287,6 +288,20 @@ void TabletAdminServiceImpl::StartTabletCopy(const StartTabletCopyRequestPB* req
     return ctx->RespondSuccess();
   }
   copies_->Start(*req, resp);
+  ctx->RespondSuccess();
+}
+
+void TabletAdminServiceImpl::ChecksumTablet(const ChecksumTabletRequestPB* req,
+                                            ChecksumTabletResponsePB* resp, rpc::RpcContext* ctx) {
+  if (WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  resp->clear_error();
+  const int64_t timeout_ms = std::clamp<int64_t>(req->timeout_ms(), 1, 60'000);
+  tablets_->Checksum(req->tablet_id(), req->at_index(), MonoDelta::FromMilliseconds(timeout_ms),
+                     resp);
+  if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
   ctx->RespondSuccess();
 }
 

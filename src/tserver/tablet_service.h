@@ -89,6 +89,10 @@ class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
   // Answered from the group's worker thread once the change committed (or failed).
   void ChangeConfig(const ChangeConfigRequestPB* req, ChangeConfigResponsePB* resp,
                     rpc::RpcContext* ctx) override;
+  // Blocks its service thread until the replica reaches the index asked for (at most
+  // the request's timeout, capped at 60 s) and its rows are read.
+  void ChecksumTablet(const ChecksumTabletRequestPB* req, ChecksumTabletResponsePB* resp,
+                      rpc::RpcContext* ctx) override;
 
  private:
   // True, with `err` set, when `dest` names another server than this one.
