@@ -708,6 +708,15 @@ out=$("$NYALA" cluster ksck "$M" --format=json 2>&1) || true
 check "ksck --format=json is one valid JSON document" json_ok "$out"
 check "... HEALTHY, exit code 0, no tablet unhealthy" \
   same "HEALTHY 0 0 0" "$(jq -r '"\(.status) \(.exit_code) \(.summary.under_replicated) \(.summary.unavailable)"' <<<"$out")"
+# Every replica of every tablet checksummed at the same log index: they agree.
+out=$("$NYALA" cluster ksck "$M" --checksum_scan 2>&1) || echo "$out" | tail -n 30
+check "ksck --checksum_scan is healthy" "$NYALA" cluster ksck "$M" --checksum_scan
+check "... and says no replicas disagree" contains "$out" "with replicas that disagree"
+out=$("$NYALA" cluster ksck "$M" --checksum_scan --format=json 2>&1) || true
+check "... JSON: every tablet checksummed, every one agreeing, at an index" \
+  same "true true" "$(jq -r '"\([.checksums[] | .agree] | all) \([.checksums[] | .index > 0] | all)"' <<<"$out")"
+check "... with one checksum per tablet" \
+  same "$(jq -r '.summary.tablets' <<<"$out")" "$(jq -r '.checksums | length' <<<"$out")"
 
 # One tablet server of three killed: every tablet keeps a majority, and a leader once
 # the elections of the tablets it led are over: UNDER_REPLICATED, exit code 3. The

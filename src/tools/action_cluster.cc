@@ -7,13 +7,22 @@
 
 #include <map>
 
+#include "rpc/messenger.h"
 #include "tools/cluster_admin.h"
 #include "tools/ksck.h"
+#include "tools/ksck_checksum.h"
 #include "tools/tool_action.h"
 
 DEFINE_int64(max_replica_lag, 1000,
              "ksck: a running replica more than this many log entries behind its leader's "
              "committed index makes its tablet under-replicated.");
+
+DEFINE_bool(checksum_scan, false,
+            "ksck: also checksum every running replica of every available tablet right after "
+            "each applied the same log entry, and report replicas that disagree (exit code 5).");
+DEFINE_int32(checksum_timeout_sec, 60,
+             "ksck --checksum_scan: how long one replica may take to reach the index and "
+             "checksum its rows.");
 
 DECLARE_int64(timeout_ms);
 
@@ -149,9 +158,45 @@ Status Ksck(const std::vector<std::string>& args, int* exit_code) {
                  {name, s.tablets, s.healthy, s.under_replicated, s.unavailable});
   }
   *exit_code = KsckExitCode(verdicts, dead);
-  const char* status = *exit_code == kKsckHealthy           ? "HEALTHY"
-                       : *exit_code == kKsckUnderReplicated ? "UNDER_REPLICATED"
-                                                            : "UNAVAILABLE";
+  int mismatched = 0, checksummed = 0;
+  json checksums_json = json::array();
+  if (FLAGS_checksum_scan) {
+    rpc::MessengerOptions mo;
+    mo.name = "ksck-checksum";
+    ASSIGN_OR_RETURN(std::shared_ptr<rpc::Messenger> messenger, rpc::Messenger::Create(mo));
+    for (size_t i = 0; i < tablets.size(); i++) {
+      const TabletView& t = tablets[i];
+      if (verdicts[i].health == TabletHealth::kUnavailable) continue;
+      TabletChecksums c =
+          ChecksumTablet(messenger, t, MonoDelta::FromSeconds(FLAGS_checksum_timeout_sec));
+      checksummed++;
+      mismatched += c.mismatch;
+      for (const std::string& why : c.problems) {
+        problems.push_back("table " + t.table_name + ": tablet " + t.tablet_id +
+                           ": checksum scan: " + why);
+      }
+      if (as_json) {
+        json replicas = json::array();
+        for (const ReplicaChecksum& r : c.replicas) {
+          replicas.push_back(
+              {{"uuid", r.ts_uuid},
+               {"rows", r.status.ok() ? json(r.rows) : json(nullptr)},
+               {"checksum", r.status.ok() ? json(r.checksum) : json(nullptr)},
+               {"error", r.status.ok() ? json(nullptr) : json(r.status.ToString())}});
+        }
+        checksums_json.push_back({{"tablet_id", t.tablet_id},
+                                  {"index", c.index},
+                                  {"agree", !c.mismatch && c.problems.empty()},
+                                  {"replicas", replicas}});
+      }
+    }
+    messenger->Shutdown();
+    if (mismatched > 0) *exit_code = kKsckChecksumMismatch;
+  }
+  const char* status = *exit_code == kKsckHealthy            ? "HEALTHY"
+                       : *exit_code == kKsckUnderReplicated  ? "UNDER_REPLICATED"
+                       : *exit_code == kKsckChecksumMismatch ? "CHECKSUM_MISMATCH"
+                                                             : "UNAVAILABLE";
 
   if (as_json) {
     doc["master"] = {{"address", args[0]}, {"uuid", master->uuid}, {"status", "OK"}};
@@ -163,6 +208,7 @@ Status Ksck(const std::vector<std::string>& args, int* exit_code) {
                       {"under_replicated", under},
                       {"unavailable", unavailable},
                       {"dead_tablet_servers", dead}};
+    if (FLAGS_checksum_scan) doc["checksums"] = std::move(checksums_json);
     doc["problems"] = problems;
     doc["status"] = status;
     doc["exit_code"] = *exit_code;
@@ -180,6 +226,10 @@ Status Ksck(const std::vector<std::string>& args, int* exit_code) {
   if (!problems.empty()) {
     printf("\n%zu problem(s):\n", problems.size());
     for (const auto& p : problems) printf("  - %s\n", p.c_str());
+  }
+  if (FLAGS_checksum_scan) {
+    printf("\nChecksum scan: %d tablet(s) checksummed, %d with replicas that disagree\n",
+           checksummed, mismatched);
   }
   if (*exit_code == kKsckHealthy) {
     printf("\nOK: the cluster is healthy\n");
@@ -210,7 +260,7 @@ void RegisterClusterActions() {
       "Check the cluster: the master, every tablet server, and every tablet's leader, "
       "majority and replicas. Exit code: 0 healthy, 3 under-replicated, 4 unavailable.";
   a.args_usage = "<master_addresses>";
-  a.flags = {"format", "max_replica_lag"};
+  a.flags = {"format", "max_replica_lag", "checksum_scan", "checksum_timeout_sec"};
   a.min_args = 1;
   a.max_args = 1;
   a.run_with_exit_code = KsckMain;
@@ -225,9 +275,14 @@ void RegisterClusterActions() {
       "                    yet created: it takes no writes.\n"
       "Exit codes: 0 every tablet healthy and every tablet server live; 1 the check could\n"
       "not run (e.g. the master is unreachable); 2 bad usage; 3 some tablet under-\n"
-      "replicated or some tablet server dead, none unavailable; 4 some tablet unavailable.\n"
+      "replicated or some tablet server dead, none unavailable; 4 some tablet unavailable;\n"
+      "5 (with --checksum_scan) replicas of some tablet disagree.\n"
+      "--checksum_scan: every running replica of every available tablet checksums its\n"
+      "rows right after it applied the same log entry (the highest any replica applied;\n"
+      "under a write load, one a little ahead); replicas that disagree, or that cannot be\n"
+      "checksummed within --checksum_timeout_sec, are named.\n"
       "--format=json prints one JSON object (also when the check cannot run), with\n"
-      "\"status\" and \"exit_code\".";
+      "\"status\" and \"exit_code\" (and \"checksums\" with --checksum_scan).";
   AllActions().push_back(std::move(a));
 }
 

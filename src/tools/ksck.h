@@ -32,6 +32,7 @@ constexpr int kKsckHealthy = 0;
 constexpr int kKsckError = 1;            // the check could not run (master unreachable...)
 constexpr int kKsckUnderReplicated = 3;  // some tablet under-replicated or server dead
 constexpr int kKsckUnavailable = 4;      // some tablet unavailable
+constexpr int kKsckChecksumMismatch = 5;  // --checksum_scan: replicas of a tablet disagree
 
 // The exit code for a check that found these verdicts and `dead_servers` dead tablet
 // servers: the worst wins.
