@@ -364,9 +364,15 @@ TEST_F(TServerITest, RetryAfterKillGetsTheOriginalAnswer) {
   ts_->Kill(SIGKILL);
   ASSERT_OK(ts_->Restart());
 
-  // The retry gets the original success, not ALREADY_PRESENT, and writes nothing.
+  // The retry gets the original success, not ALREADY_PRESENT, and writes nothing. (Until
+  // the restarted replica leads and applied its log, it answers NOT_THE_LEADER, which a
+  // client retries.)
   WriteResponsePB retry;
-  ASSERT_OK(write_with_id(1, 1, req, &retry));
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    retry.Clear();
+    ASSERT_OK(write_with_id(1, 1, req, &retry));
+    ASSERT_NE(retry.error().code(), TabletServerErrorPB::NOT_THE_LEADER) << retry.ShortDebugString();
+  });
   EXPECT_FALSE(retry.has_error()) << retry.ShortDebugString();
   EXPECT_EQ(retry.per_row_errors_size(), 0) << retry.ShortDebugString();
   EXPECT_EQ(retry.rows_applied(), 100);
