@@ -510,6 +510,14 @@ TEST_F(TabletServerTest, ChangeConfigAndTombstonesAnswerBadRequestsWithTheirCode
   StartTabletCopyResponsePB sresp;
   ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::StartTabletCopy, sreq, &sresp));
   EXPECT_EQ(sresp.error().code(), TabletServerErrorPB::INVALID_CONFIG);
+  // The tablets page lists the copies in progress (none), the metrics count them.
+  const int port = server_->webserver()->port();
+  EXPECT_NE(HttpGet(port, "/tablets").find("Tablet copies in progress (0)"), std::string::npos);
+  const std::string metrics = HttpGet(port, "/metrics_prometheus");
+  for (const char* m : {"tablet_copies_done_total", "tablet_copies_failed_total",
+                        "tablet_copies_running", "tablet_copy_source_sessions"}) {
+    EXPECT_NE(metrics.find(m), std::string::npos) << m;
+  }
 }
 
 // A tablet created without peers is a group of one: ListTablets and the /tablets page

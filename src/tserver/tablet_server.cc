@@ -139,6 +139,20 @@ Status TabletServer::Init() {
       return Status::OK();
     };
     copy_runner_ = std::make_unique<TabletCopyRunner>(std::move(o));
+    TabletCopyRunner* runner = copy_runner_.get();
+    metrics()->RegisterFunctionCounter(
+        "tablet_copies_done_total", "Tablet copies this server fetched and installed", {},
+        [runner] { return runner->copies_done(); }, this);
+    metrics()->RegisterFunctionCounter(
+        "tablet_copies_failed_total", "Tablet copies this server fetched that failed", {},
+        [runner] { return runner->copies_failed(); }, this);
+    metrics()->RegisterFunctionGauge(
+        "tablet_copies_running", "Tablet copies this server is fetching now", {},
+        [runner] { return int64_t(runner->RunningCopies().size()); }, this);
+    metrics()->RegisterFunctionGauge(
+        "tablet_copies_requested",
+        "Copies this server asked other servers to fetch from it, not yet done", {},
+        [r = copy_requester_.get()] { return int64_t(r->NumPending()); }, this);
   }
   RegisterConsensusGauges();
   // Disk use, computed on each read (a directory walk: cheap for RocksDB's and the

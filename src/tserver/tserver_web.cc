@@ -8,6 +8,7 @@
 #include "server/webserver.h"
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"
+#include "tserver/tablet_copy_runner.h"
 #include "tserver/tablet_manager.h"
 #include "tserver/tablet_server.h"
 #include "tserver/tablet_service.h"
@@ -151,6 +152,24 @@ void TabletServer::RegisterWebPages() {
                TabletCounterCells(t->tablet_metrics()) + "</tr>";
         }
         b += "</table>";
+        // Copies this server fetches (a replica being replaced, or a new one).
+        const std::vector<TabletCopyRunner::Running> copies =
+            copy_runner_ ? copy_runner_->RunningCopies() : std::vector<TabletCopyRunner::Running>();
+        b += "<h2>Tablet copies in progress (" + std::to_string(copies.size()) + ")</h2>";
+        if (!copies.empty()) {
+          b += "<table><tr><th>Tablet id</th><th>From server</th><th>Fetched</th></tr>";
+          for (const auto& c : copies) {
+            b += "<tr><td>" + EscapeHtml(c.tablet_id) + "</td><td>" + EscapeHtml(c.source_uuid) +
+                 "</td><td>" + HumanReadableBytes(c.bytes_done) + " of " +
+                 (c.bytes_total > 0 ? HumanReadableBytes(c.bytes_total) : std::string("?")) +
+                 "</td></tr>";
+          }
+          b += "</table>";
+        }
+        if (copy_runner_) {
+          b += "<p>Copies done since start: " + std::to_string(copy_runner_->copies_done()) +
+               "; failed: " + std::to_string(copy_runner_->copies_failed()) + ".</p>";
+        }
       });
   // One tablet: what /tablets shows in a row, one item a line. The master's pages link
   // each replica here.
