@@ -1,7 +1,8 @@
 // CatalogManager: construction, loading, the background thread, dead servers,
 // listing servers and shared helpers. Tables: catalog_manager_tables.cc; tablets,
 // reports and RPCs: catalog_manager_tablets.cc; GetTableLocations:
-// catalog_manager_locations.cc.
+// catalog_manager_locations.cc; configurations, replacements and tablet-server
+// states: catalog_manager_replicas.cc.
 #include "master/catalog_manager.h"
 
 #include <gflags/gflags.h>
@@ -45,6 +46,17 @@ CatalogManager::CatalogManager(SysCatalog* sys_catalog, TSManager* ts_manager,
       messenger_(std::move(messenger)),
       cache_(MakeCache(metrics)),
       tasks_(std::make_shared<TabletRpcTasks>(messenger_)),
+      replacements_started_(metrics->FindOrCreateCounter(
+          "master_replica_replacements_started_total",
+          "Failed voters whose replacement began: the first learner was added in their stead")),
+      replacements_completed_(metrics->FindOrCreateCounter(
+          "master_replica_replacements_completed_total",
+          "Failed voters removed from their tablet's configuration after their replacement "
+          "was promoted")),
+      learners_removed_(metrics->FindOrCreateCounter(
+          "master_replacement_learners_removed_total",
+          "Learners removed because their server failed, they made no progress, or no voter "
+          "was left for them to replace")),
       rng_(std::random_device{}()),
       tablet_id_generator_([] { return server::GenerateUuid(); }) {}
 
@@ -60,6 +72,12 @@ Status CatalogManager::Load() {
     tables.push_back(std::move(t));
     return Status::OK();
   }));
+  std::map<std::string, SysTServerStateEntryPB> states;
+  RETURN_NOT_OK(
+      sys_catalog_->VisitTServerStates([&](const std::string& uuid, SysTServerStateEntryPB&& pb) {
+        states[uuid] = std::move(pb);
+        return Status::OK();
+      }));
   std::vector<std::shared_ptr<TabletInfo>> tablets;
   const MonoTime deadline =
       MonoTime::Now() + MonoDelta::FromMilliseconds(FLAGS_tablet_creation_timeout_ms);
@@ -74,6 +92,8 @@ Status CatalogManager::Load() {
   }));
 
   ExclusiveLock l(state_mu_);
+  tserver_states_ = std::move(states);
+  load_time_ = MonoTime::Now();
   for (auto& t : tables) {
     if (t->pb.state() != TABLE_DELETED) table_ids_by_name_[t->pb.name()] = t->id;
     tables_[t->id] = std::move(t);
@@ -102,7 +122,8 @@ Status CatalogManager::Load() {
     tablets_[t->id] = std::move(t);
   }
   LOG(INFO) << "catalog loaded: " << tables_.size() << " tables (" << table_ids_by_name_.size()
-            << " live), " << tablets_.size() << " tablets";
+            << " live), " << tablets_.size() << " tablets, " << tserver_states_.size()
+            << " tablet server(s) in maintenance";
   return Status::OK();
 }
 
@@ -129,8 +150,12 @@ void CatalogManager::BackgroundPass() {
   ApplyTaskResults();
   // Normally done when the leader is reported; this retries a failed write.
   WARN_NOT_OK(MarkTabletsRunning(PendingTabletsWithLeader()), "marking tablets running");
+  // Normally done when the leader reports; this retries a failed write.
+  WARN_NOT_OK(FollowConfigs(UnfollowedConfigs()), "following reported configurations");
   WARN_NOT_OK(ReplaceTimedOutTablets(now), "replacing timed-out tablets");
-  SendPendingRpcs(now);
+  std::set<TabletRpcTasks::Key> needed;  // every task still wanted, due or not
+  ReplaceFailedReplicas(now, &needed);
+  SendPendingRpcs(now, std::move(needed));
 }
 
 void CatalogManager::CheckDeadServers(MonoTime now) {
@@ -150,7 +175,7 @@ std::vector<std::string> CatalogManager::TablesOnServerLocked(const std::string&
     if (table->pb.state() == TABLE_DELETED) continue;
     bool found = false;
     for (const auto& [start, tablet] : table->tablets_by_start) {
-      for (const auto& r : tablet->pb.replica_uuids()) found |= r == uuid;
+      found |= tablet->IsMember(uuid);
       if (found) break;
     }
     if (found) out.push_back(id);
@@ -182,7 +207,7 @@ ServerLoads CatalogManager::LiveServerLoadsLocked(ServerLoads* leaders) const {
   for (const auto& [id, tablet] : tablets_) {
     const TabletStatePB st = tablet->pb.state();
     if (st != TABLET_CREATING && st != TABLET_RUNNING) continue;
-    for (const auto& r : tablet->pb.replica_uuids()) {
+    for (const auto& r : tablet->Members()) {
       auto it = loads.find(r);
       if (it != loads.end()) it->second++;
     }
@@ -222,7 +247,7 @@ std::map<std::string, int64_t> CatalogManager::ReplicasPerServer() const {
   for (const auto& [id, tablet] : tablets_) {
     const TabletStatePB st = tablet->pb.state();
     if (st != TABLET_CREATING && st != TABLET_RUNNING) continue;
-    for (const auto& r : tablet->pb.replica_uuids()) out[r]++;
+    for (const auto& r : tablet->Members()) out[r]++;
   }
   return out;
 }
@@ -230,8 +255,11 @@ std::map<std::string, int64_t> CatalogManager::ReplicasPerServer() const {
 void CatalogManager::ListTabletServers(const ListTabletServersRequestPB& req,
                                        ListTabletServersResponsePB* resp) {
   const MonoTime now = MonoTime::Now();
+  const std::map<std::string, TServerStatePB> states = TServerStates();
   for (const TSDescriptor& ts : ts_manager_->GetAll()) {
     auto* e = resp->add_servers();
+    auto st = states.find(ts.uuid);
+    e->set_state(st == states.end() ? TSERVER_STATE_NONE : st->second);
     e->mutable_instance_id()->set_permanent_uuid(ts.uuid);
     e->mutable_instance_id()->set_instance_seqno(ts.instance_seqno);
     *e->mutable_registration() = ts.registration;
@@ -242,6 +270,7 @@ void CatalogManager::ListTabletServers(const ListTabletServersRequestPB& req,
 }
 
 std::vector<TableSnapshot> CatalogManager::GetTableSnapshots() const {
+  const HealthSnapshot health = TakeHealthSnapshot(MonoTime::Now());
   SharedLock l(state_mu_);
   std::vector<TableSnapshot> out;
   for (const auto& [id, table] : tables_) {
@@ -256,7 +285,10 @@ std::vector<TableSnapshot> CatalogManager::GetTableSnapshots() const {
       ts.term = tablet->max_term;
       ts.replica_states = tablet->replica_states;
       ts.replica_stats = tablet->replica_stats;
-      for (const auto& r : tablet->pb.replica_uuids()) ts.roles[r] = tablet->RoleOf(r);
+      for (const auto& r : tablet->Members()) ts.roles[r] = tablet->RoleOf(r);
+      if (tablet->pb.state() == TABLET_RUNNING) {
+        ts.replacement = ReplacementStatusLocked(*tablet, health);
+      }
     }
     out.push_back(std::move(s));
   }

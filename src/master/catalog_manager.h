@@ -1,8 +1,9 @@
 // CatalogManager: the master's tables and tablets. It validates and creates
 // tables, places their tablets on tablet servers (placement.h), drives
 // CreateTablet / DeleteTablet on the servers from a background thread
-// (tablet_rpc_tasks.h), follows tablet reports from heartbeats, and answers
-// GetTableLocations through the table-locations cache.
+// (tablet_rpc_tasks.h), follows tablet reports from heartbeats, replaces failed
+// replicas (replica_replacement.h), keeps the operators' tablet-server states, and
+// answers GetTableLocations through the table-locations cache.
 //
 // State machine. Tablet: CREATING (placed, CreateTablet sent to every replica with
 // the tablet's Raft configuration) -> RUNNING (a leader is known: some replica
@@ -24,6 +25,27 @@
 // replica with its role (UNKNOWN_ROLE until it reports). After a restart no leader
 // is known until reports arrive.
 //
+// Configurations. A tablet's replica set is its Raft configuration: replica_uuids
+// (voters) and learner_uuids in the sys catalog. It starts as the replicas placed,
+// all voters; once the tablet runs, the master follows the configuration the
+// tablet's leader reports (FollowConfigs: written to the sys catalog, the table's
+// locations purged). A server reporting a replica of a running tablet outside that
+// configuration is told to tombstone it (DeleteTablet TABLET_DATA_TOMBSTONED), once
+// per change of its report, when two reports of the tablet's leader arrived since,
+// each without it, and no change adding it is in flight (a learner gets its copy only
+// after the leader added it, so the second of those reports would list it); the
+// leader's server is asked for full reports meanwhile. Replicas reported of tablets
+// that are not current (deleted, replaced, unknown) are deleted outright.
+//
+// Replacement (catalog_manager_replicas.cc). Each background pass decides, per
+// running tablet, the next configuration change (replica_replacement.h: a failed
+// voter is replaced ADD_LEARNER, PROMOTE_LEARNER, REMOVE_PEER; a learner that cannot
+// finish is removed) and sends it to the tablet's leader, at most one change in
+// flight per tablet and --max_concurrent_tablet_copies learners being added per
+// target server. Which change is pending, what is being replaced and the learners'
+// progress are in memory only: after a restart the decisions start again from the
+// configuration the catalog holds and the leaders report.
+//
 // Durability. Every change to persisted state is written to the SysCatalog
 // (sync, one batch) before the in-memory state changes; Load() rebuilds the
 // in-memory state. Which replicas confirmed, their reported consensus states, and
@@ -39,7 +61,7 @@
 //              updates; the table-locations cache of a table is purged under it
 //              before the change is applied, and misses are inserted under it
 //              shared, so a cached answer is never stale.
-//   TSManager::mu_, TabletRpcTasks::mu_, TableLocationsCache::mu_: leaves.
+//   TSManager::mu_, TabletRpcTasks::mu_, TableLocationsCache::mu_, report_mu_: leaves.
 //
 // Thread-safety: every public method is thread-safe. RPC-level methods fill the
 // response's `error` (MasterErrorPB) on failure and never block on tablet
@@ -50,6 +72,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -67,6 +90,7 @@
 #include "common/status.h"
 #include "master/master.pb.h"
 #include "master/placement.h"
+#include "master/replica_replacement.h"
 #include "master/sys_catalog.h"
 #include "master/table_locations_cache.h"
 #include "master/tablet_rpc_tasks.h"
@@ -83,6 +107,7 @@ struct TabletSnapshot {
   uint64_t term = 0;                                       // the newest term reported
   std::map<std::string, ConsensusStatePB> replica_states;  // by server uuid, as reported
   std::map<std::string, ReplicaRolePB> roles;              // as GetTableLocations says
+  ReplacementPB replacement;  // step UNKNOWN_STEP unless a replica is being replaced
   // By server uuid: each replica's last reported size (catalog_manager_statistics.cc).
   std::map<std::string, ReportedTabletStatsPB> replica_stats;
 };
@@ -139,6 +164,16 @@ class CatalogManager {
   void GetTableStatistics(const GetTableStatisticsRequestPB& req,
                           GetTableStatisticsResponsePB* resp) EXCLUDES(state_mu_);
 
+  // --- Operator calls (MasterAdminService; catalog_manager_replicas.cc) ---
+  // Forgets a tablet server the master considers dead, and its maintenance state.
+  void UnregisterTServer(const UnregisterTServerRequestPB& req, UnregisterTServerResponsePB* resp)
+      EXCLUDES(write_mu_, state_mu_);
+  // Puts a tablet server in or out of maintenance mode, in the sys catalog first.
+  void ChangeTServerState(const ChangeTServerStateRequestPB& req,
+                          ChangeTServerStateResponsePB* resp) EXCLUDES(write_mu_, state_mu_);
+  // The operator state of every server that has one other than TSERVER_STATE_NONE.
+  std::map<std::string, TServerStatePB> TServerStates() const EXCLUDES(state_mu_);
+
   // --- Introspection ---
   std::vector<TableSnapshot> GetTableSnapshots() const EXCLUDES(state_mu_);
   int NumTables() const EXCLUDES(state_mu_);  // not deleted
@@ -153,6 +188,8 @@ class CatalogManager {
   size_t NumPendingTabletsForTests() const EXCLUDES(state_mu_);
   size_t NumRpcTasksForTests() const { return tasks_->NumTasks(); }
   size_t NumRpcsInFlightForTests() const { return tasks_->NumInFlight(); }
+  int64_t ReplacementsStartedForTests() const { return replacements_started_->value(); }
+  int64_t ReplacementsCompletedForTests() const { return replacements_completed_->value(); }
   // Replaces the generator of new tablet ids (default: server::GenerateUuid).
   void SetTabletIdGeneratorForTests(std::function<std::string()> gen) EXCLUDES(write_mu_) {
     MutexLock w(write_mu_);
@@ -176,10 +213,48 @@ class CatalogManager {
     // the replica reports the tablet RUNNING. Changes no answer of GetTableLocations.
     std::map<std::string, ReportedTabletStatsPB> replica_stats;
 
-    // The role GetTableLocations gives `uuid`: LEADER for the leader, a stale leader
-    // claim (an older term) FOLLOWER, UNKNOWN_ROLE without a report.
+    // --- Configuration changes (catalog_manager_replicas.cc), in memory only ---
+    // The change the master asked the leader for, until the leader's report shows it,
+    // another leader reports, or the failure timeout passes.
+    std::optional<PendingChange> change;
+    bool change_answered = false;  // the leader answered that it committed
+    MonoTime change_since;         // sent, then answered
+    std::string change_leader;     // the leader asked
+    uint64_t change_term = 0;      // the newest term known when it was asked
+    // A NOT_THE_LEADER answer from this leader in this term: no change is asked of it
+    // until a leader reports again ("" when none).
+    std::string refused_by;
+    uint64_t refused_term = 0;
+    bool AwaitsLeaderReport() const {
+      return !refused_by.empty() && refused_by == leader_uuid && refused_term == max_term;
+    }
+    // The voter the master last started replacing and the learner it added for it.
+    std::string replacing;
+    std::string replacement;
+    // Why no learner could be added in the last pass ("" when one could).
+    std::string no_target;
+    struct LearnerProgress {
+      int state = -1;  // FollowerStatusPB::State, -1 when the leader does not list it
+      uint64_t match_index = 0;
+      MonoTime since;  // when the leader's view of it last changed
+    };
+    std::map<std::string, LearnerProgress> learner_progress;  // by learner uuid
+    // What the pending change is to the replacement, for the counters.
+    enum class ChangeRole { kOther, kStartsReplacement, kCompletesReplacement, kRemovesLearner };
+    ChangeRole change_role = ChangeRole::kOther;
+
+    bool IsVoter(const std::string& uuid) const;
+    bool IsLearner(const std::string& uuid) const;
+    bool IsMember(const std::string& uuid) const { return IsVoter(uuid) || IsLearner(uuid); }
+    // Voters, then learners.
+    std::vector<std::string> Members() const;
+    // The role GetTableLocations gives `uuid`: LEADER for the leader, LEARNER for a
+    // learner, a stale leader claim (an older term) FOLLOWER, UNKNOWN_ROLE without a
+    // report.
     ReplicaRolePB RoleOf(const std::string& uuid) const;
-    // Recomputes max_term and leader_uuid from replica_states.
+    // Recomputes max_term and leader_uuid from replica_states: the members' reports,
+    // and the leadership claims of replicas outside the configuration (a leader the
+    // master has not followed yet).
     void UpdateLeader();
   };
   struct TableInfo {
@@ -232,7 +307,9 @@ class CatalogManager {
   void ConfirmReplicaLocked(TabletInfo* t, const std::string& uuid) REQUIRES(state_mu_);
   void ApplyTaskResults() EXCLUDES(write_mu_, state_mu_);
   Status ReplaceTimedOutTablets(MonoTime now) EXCLUDES(write_mu_, state_mu_);
-  void SendPendingRpcs(MonoTime now) EXCLUDES(state_mu_);
+  // Sends the CreateTablet / DeleteTablet calls due; forgets the backoff state of
+  // tasks neither these nor `needed` (the replacement's) want any more.
+  void SendPendingRpcs(MonoTime now, std::set<TabletRpcTasks::Key> needed) EXCLUDES(state_mu_);
   void ProcessTabletReport(const std::string& uuid, const TabletReportPB& report)
       EXCLUDES(write_mu_, state_mu_);
   // Stores (or, with nullptr, drops) `uuid`'s consensus state of `t`, purging the
@@ -240,10 +317,49 @@ class CatalogManager {
   void SetReplicaStateLocked(TabletInfo* t, const std::string& uuid, const ConsensusStatePB* state)
       REQUIRES(state_mu_);
 
+  // --- catalog_manager_replicas.cc: configurations, replacements, leftovers ---
+  // What the replacement decisions need of every server, taken once per pass or call.
+  struct HealthSnapshot {
+    MonoTime now;
+    MonoDelta failed_after;  // --follower_unavailable_considered_failed_sec
+    std::map<std::string, TSManager::Liveness> servers;
+  };
+  HealthSnapshot TakeHealthSnapshot(MonoTime now) const;
+  ServerHealth HealthLocked(const HealthSnapshot& h, const std::string& uuid) const
+      REQUIRES_SHARED(state_mu_);
+  bool InMaintenanceLocked(const std::string& uuid) const REQUIRES_SHARED(state_mu_);
+  ReplacementInput ReplacementInputLocked(const TabletInfo& t, const HealthSnapshot& h) const
+      REQUIRES_SHARED(state_mu_);
+  // What ListTablets and /tables show of `t`'s replacement.
+  ReplacementPB ReplacementStatusLocked(const TabletInfo& t, const HealthSnapshot& h) const
+      REQUIRES_SHARED(state_mu_);
+  // Notes a report of `t` by its leader: the configuration's history, the learners'
+  // progress, a pending change it shows. Adds `t` to unfollowed_ when its
+  // configuration differs from the catalog's.
+  void NoteLeaderReportLocked(TabletInfo* t, const ConsensusStatePB& state, MonoTime now)
+      REQUIRES(state_mu_);
+  // Notes a report of `t` by `uuid`, a server outside its configuration.
+  void NoteNonMemberReportLocked(const TabletInfo& t, const std::string& uuid,
+                                 const ReportedTabletPB& rt) REQUIRES(state_mu_);
+  // Writes the configuration that each of `tablet_ids`' leader reports, where it
+  // differs from the catalog's, then applies it.
+  Status FollowConfigs(const std::vector<std::string>& tablet_ids) EXCLUDES(write_mu_, state_mu_);
+  std::vector<std::string> UnfollowedConfigs() const EXCLUDES(state_mu_);
+  // The background pass's part: decides and sends configuration changes and
+  // tombstones; adds the tasks it still wants to `needed`.
+  void ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks::Key>* needed)
+      EXCLUDES(write_mu_, state_mu_);
+  void ApplyChangeConfigResult(const TabletRpcTasks::Result& r, MonoTime now) REQUIRES(state_mu_);
+  // The next heartbeat response to `uuid` asks for a full tablet report (at most once
+  // per interval per server).
+  void RequestFullReport(const std::string& uuid, MonoTime now) EXCLUDES(report_mu_);
+  bool TakeFullReportRequest(const std::string& uuid) EXCLUDES(report_mu_);
+
   // --- catalog_manager_locations.cc ---
   // ListTablets' entries of `table`'s current tablets (only `only_tablet` if not "").
   void AddTabletsLocked(const TableInfo& table, const std::string& only_tablet,
-                        ListTabletsResponsePB* resp) const REQUIRES_SHARED(state_mu_);
+                        const HealthSnapshot& health, ListTabletsResponsePB* resp) const
+      REQUIRES_SHARED(state_mu_);
   // Builds the answer for `table`; an error response for TABLET_NOT_RUNNING.
   // `first` is the first tablet to return (tablets_by_start.end() for none).
   void BuildLocationsLocked(
@@ -257,6 +373,11 @@ class CatalogManager {
   const std::shared_ptr<rpc::Messenger> messenger_;
   const std::unique_ptr<TableLocationsCache> cache_;  // null when disabled
   const std::shared_ptr<TabletRpcTasks> tasks_;
+  // master_replica_replacements_{started,completed}_total and
+  // master_replacement_learners_removed_total.
+  Counter* const replacements_started_;
+  Counter* const replacements_completed_;
+  Counter* const learners_removed_;
   NodeInstancePB master_instance_;
 
   Mutex write_mu_ ACQUIRED_BEFORE(state_mu_);
@@ -273,6 +394,27 @@ class CatalogManager {
   std::set<std::string> pending_tablets_ GUARDED_BY(state_mu_);
   // (server, tablet) pairs a server reported that it should not have.
   std::set<std::pair<std::string, std::string>> orphans_ GUARDED_BY(state_mu_);
+  // Replicas of running tablets reported by servers outside the configuration, by
+  // (server, tablet): what the report said (to tell a change of it), how many reports
+  // of the tablet's leader lacking the server arrived since that report (at most 2),
+  // and whether the tombstone for that report was acknowledged.
+  struct Leftover {
+    std::string report;
+    int leader_reports_without = 0;
+    bool tombstoned = false;
+  };
+  std::map<std::pair<std::string, std::string>, Leftover> leftovers_ GUARDED_BY(state_mu_);
+  // Running tablets whose leader reports a configuration the catalog does not hold yet.
+  std::set<std::string> unfollowed_ GUARDED_BY(state_mu_);
+  // Operator states (sys catalog), by server uuid; TSERVER_STATE_NONE is absent.
+  std::map<std::string, SysTServerStateEntryPB> tserver_states_ GUARDED_BY(state_mu_);
+  MonoTime load_time_;  // set by Load(); servers unknown since then count silent since
+
+  // Servers whose next heartbeat response asks for a full tablet report, and when each
+  // was last asked.
+  mutable Mutex report_mu_;
+  std::set<std::string> full_report_wanted_ GUARDED_BY(report_mu_);
+  std::map<std::string, MonoTime> full_report_asked_ GUARDED_BY(report_mu_);
 
   std::atomic<bool> stopping_{false};
   std::thread bg_thread_;

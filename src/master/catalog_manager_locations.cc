@@ -103,9 +103,9 @@ void CatalogManager::BuildLocationsLocked(
     auto* loc = resp->add_tablet_locations();
     loc->set_tablet_id(t.id);
     *loc->mutable_partition() = t.pb.partition();
-    // The leader first, then the others in placement order.
+    // The leader first, then the other voters in placement order, then the learners.
     std::vector<const std::string*> order;
-    order.reserve(t.pb.replica_uuids_size());
+    order.reserve(t.pb.replica_uuids_size() + t.pb.learner_uuids_size());
     for (const auto& uuid : t.pb.replica_uuids()) {
       if (uuid == t.leader_uuid) {
         order.insert(order.begin(), &uuid);
@@ -113,6 +113,7 @@ void CatalogManager::BuildLocationsLocked(
         order.push_back(&uuid);
       }
     }
+    for (const auto& uuid : t.pb.learner_uuids()) order.push_back(&uuid);
     for (const std::string* uuid : order) {
       const ReplicaRolePB role = t.RoleOf(*uuid);
       if (!intern) {
@@ -139,6 +140,7 @@ void CatalogManager::BuildLocationsLocked(
 }
 
 void CatalogManager::ListTablets(const ListTabletsRequestPB& req, ListTabletsResponsePB* resp) {
+  const HealthSnapshot health = TakeHealthSnapshot(MonoTime::Now());
   SharedLock l(state_mu_);
   if (!req.tablet_id().empty()) {
     auto t = tablets_.find(req.tablet_id());
@@ -155,7 +157,7 @@ void CatalogManager::ListTablets(const ListTabletsRequestPB& req, ListTabletsRes
                resp->mutable_error());
       return;
     }
-    AddTabletsLocked(*table, req.tablet_id(), resp);
+    AddTabletsLocked(*table, req.tablet_id(), health, resp);
     return;
   }
   if (!req.table().table_id().empty() || !req.table().table_name().empty()) {
@@ -167,7 +169,7 @@ void CatalogManager::ListTablets(const ListTabletsRequestPB& req, ListTabletsRes
           resp->mutable_error());
       return;
     }
-    AddTabletsLocked(*table, "", resp);
+    AddTabletsLocked(*table, "", health, resp);
     return;
   }
   std::map<std::string, const TableInfo*> by_name;
@@ -177,10 +179,11 @@ void CatalogManager::ListTablets(const ListTabletsRequestPB& req, ListTabletsRes
       by_name[name] = it->second.get();
     }
   }
-  for (const auto& [name, table] : by_name) AddTabletsLocked(*table, "", resp);
+  for (const auto& [name, table] : by_name) AddTabletsLocked(*table, "", health, resp);
 }
 
 void CatalogManager::AddTabletsLocked(const TableInfo& table, const std::string& only_tablet,
+                                      const HealthSnapshot& health,
                                       ListTabletsResponsePB* resp) const {
   for (const auto& [start, tablet] : table.tablets_by_start) {
     const TabletInfo& t = *tablet;
@@ -194,7 +197,13 @@ void CatalogManager::AddTabletsLocked(const TableInfo& table, const std::string&
     out->set_leader_uuid(t.leader_uuid);
     out->set_term(t.max_term);
     out->set_num_replicas(table.pb.num_replicas());
-    for (const std::string& uuid : t.pb.replica_uuids()) {
+    if (t.pb.state() == TABLET_RUNNING) {
+      ReplacementPB replacement = ReplacementStatusLocked(t, health);
+      if (replacement.step() != ReplacementPB::UNKNOWN_STEP) {
+        *out->mutable_replacement() = std::move(replacement);
+      }
+    }
+    for (const std::string& uuid : t.Members()) {
       auto* r = out->add_replicas();
       r->set_ts_uuid(uuid);
       if (auto ts = ts_manager_->Lookup(uuid)) {

@@ -51,7 +51,7 @@ void CatalogManager::GetTableStatistics(const GetTableStatisticsRequestPB& req,
     } else {
       without++;
     }
-    for (const std::string& uuid : t.pb.replica_uuids()) {
+    for (const std::string& uuid : t.Members()) {
       auto* r = out->add_replicas();
       r->set_ts_uuid(uuid);
       if (auto ts = ts_manager_->Lookup(uuid)) {

@@ -23,14 +23,18 @@ DEFINE_validator(master_max_tablet_rpcs_per_ts, [](const char*, int32_t v) { ret
 namespace nyala::master {
 
 namespace {
-bool HasReplica(const SysTabletEntryPB& pb, const std::string& uuid) {
-  for (const auto& r : pb.replica_uuids()) {
-    if (r == uuid) return true;
+bool Contains(const google::protobuf::RepeatedPtrField<std::string>& v, const std::string& x) {
+  for (const auto& e : v) {
+    if (e == x) return true;
   }
   return false;
 }
+// Every member (voter or learner) of `pb` is in `confirmed`.
 bool AllConfirmed(const SysTabletEntryPB& pb, const std::set<std::string>& confirmed) {
   for (const auto& r : pb.replica_uuids()) {
+    if (!confirmed.count(r)) return false;
+  }
+  for (const auto& r : pb.learner_uuids()) {
     if (!confirmed.count(r)) return false;
   }
   return true;
@@ -46,16 +50,39 @@ struct LeaderView {
 };
 }  // namespace
 
+bool CatalogManager::TabletInfo::IsVoter(const std::string& uuid) const {
+  return Contains(pb.replica_uuids(), uuid);
+}
+
+bool CatalogManager::TabletInfo::IsLearner(const std::string& uuid) const {
+  return Contains(pb.learner_uuids(), uuid);
+}
+
+std::vector<std::string> CatalogManager::TabletInfo::Members() const {
+  std::vector<std::string> out(pb.replica_uuids().begin(), pb.replica_uuids().end());
+  out.insert(out.end(), pb.learner_uuids().begin(), pb.learner_uuids().end());
+  return out;
+}
+
 ReplicaRolePB CatalogManager::TabletInfo::RoleOf(const std::string& uuid) const {
   if (!leader_uuid.empty() && uuid == leader_uuid) return LEADER;
+  if (IsLearner(uuid)) return LEARNER;
   auto it = replica_states.find(uuid);
   if (it == replica_states.end()) return UNKNOWN_ROLE;
+  // A claim from an older term, or a report from before its promotion.
   const ReplicaRolePB role = it->second.role();
-  return role == LEADER ? FOLLOWER : role;  // a claim from an older term
+  return role == LEADER || role == LEARNER ? FOLLOWER : role;
 }
 
 void CatalogManager::TabletInfo::UpdateLeader() {
-  for (const auto& [uuid, st] : replica_states) max_term = std::max(max_term, st.term());
+  // A replica outside the configuration counts only when it claims to lead: a
+  // removed one that went on campaigning must not hide the real leader.
+  auto counts = [&](const std::string& uuid, const ConsensusStatePB& st) {
+    return st.role() == LEADER || IsMember(uuid);
+  };
+  for (const auto& [uuid, st] : replica_states) {
+    if (counts(uuid, st)) max_term = std::max(max_term, st.term());
+  }
   leader_uuid.clear();
   for (const auto& [uuid, st] : replica_states) {
     if (st.role() == LEADER && st.term() == max_term) leader_uuid = uuid;
@@ -66,7 +93,7 @@ void CatalogManager::SetReplicaStateLocked(TabletInfo* t, const std::string& uui
                                            const ConsensusStatePB* state) {
   auto view = [&] {
     LeaderView v{t->leader_uuid, t->max_term, {}};
-    for (const auto& r : t->pb.replica_uuids()) v.roles.push_back(t->RoleOf(r));
+    for (const auto& r : t->Members()) v.roles.push_back(t->RoleOf(r));
     return v;
   };
   const LeaderView before = view();
@@ -98,7 +125,7 @@ void CatalogManager::SetReplicaStateLocked(TabletInfo* t, const std::string& uui
 
 void CatalogManager::ConfirmReplicaLocked(TabletInfo* t, const std::string& uuid) {
   const TabletStatePB st = t->pb.state();
-  if ((st != TABLET_CREATING && st != TABLET_RUNNING) || !HasReplica(t->pb, uuid)) return;
+  if ((st != TABLET_CREATING && st != TABLET_RUNNING) || !t->IsMember(uuid)) return;
   t->confirmed.insert(uuid);
   if (st == TABLET_RUNNING && AllConfirmed(t->pb, t->confirmed)) pending_tablets_.erase(t->id);
 }
@@ -166,7 +193,8 @@ Status CatalogManager::MarkTabletsRunning(const std::vector<std::string>& tablet
 void CatalogManager::ApplyTaskResults() {
   std::vector<TabletRpcTasks::Result> results;
   for (auto& r : tasks_->TakeResults()) {
-    if (!r.status.ok()) {
+    // A configuration change's outcome, failed or not, settles the tablet's pending change.
+    if (!r.status.ok() && r.key.kind != TabletRpcTasks::Kind::kChangeConfig) {
       VLOG(1) << (r.key.kind == TabletRpcTasks::Kind::kCreate ? "CreateTablet " : "DeleteTablet ")
               << r.key.tablet_id << " on " << r.key.ts_uuid << " failed: " << r.status.ToString();
       continue;
@@ -174,10 +202,18 @@ void CatalogManager::ApplyTaskResults() {
     results.push_back(std::move(r));
   }
   if (results.empty()) return;
+  const MonoTime now = MonoTime::Now();
   ExclusiveLock l(state_mu_);  // in-memory bookkeeping only; no answer changes
   for (const auto& r : results) {
-    if (r.key.kind == TabletRpcTasks::Kind::kDelete)
+    if (r.key.kind == TabletRpcTasks::Kind::kChangeConfig) {
+      ApplyChangeConfigResult(r, now);
+      continue;
+    }
+    if (r.key.kind == TabletRpcTasks::Kind::kDelete) {
       orphans_.erase({r.key.ts_uuid, r.key.tablet_id});
+      auto left = leftovers_.find({r.key.ts_uuid, r.key.tablet_id});
+      if (left != leftovers_.end()) left->second.tombstoned = true;
+    }
     auto it = tablets_.find(r.key.tablet_id);
     if (it == tablets_.end()) continue;
     TabletInfo& t = *it->second;
@@ -185,11 +221,12 @@ void CatalogManager::ApplyTaskResults() {
       ConfirmReplicaLocked(&t, r.key.ts_uuid);
       continue;
     }
-    t.delete_acked.insert(r.key.ts_uuid);
+    // Only a deleted or replaced tablet's members are dropped (not a leftover, whose
+    // tablet runs on).
     const TabletStatePB st = t.pb.state();
-    if ((st == TABLET_DELETED || st == TABLET_REPLACED) && AllConfirmed(t.pb, t.delete_acked)) {
-      pending_tablets_.erase(t.id);
-    }
+    if (st != TABLET_DELETED && st != TABLET_REPLACED) continue;
+    t.delete_acked.insert(r.key.ts_uuid);
+    if (AllConfirmed(t.pb, t.delete_acked)) pending_tablets_.erase(t.id);
   }
 }
 
@@ -271,7 +308,7 @@ Status CatalogManager::ReplaceTimedOutTablets(MonoTime now) {
   return Status::OK();
 }
 
-void CatalogManager::SendPendingRpcs(MonoTime now) {
+void CatalogManager::SendPendingRpcs(MonoTime now, std::set<TabletRpcTasks::Key> needed) {
   struct Want {
     std::string address;
     tserver::CreateTabletRequestPB create;
@@ -279,7 +316,6 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
     bool is_create;
   };
   std::vector<Want> wants;
-  std::set<TabletRpcTasks::Key> needed;  // every task still wanted, due or not
   // At most --master_max_tablet_rpcs_per_ts calls in flight per server; the next ones
   // go when these finish (each completion wakes the background thread).
   std::map<std::string, int> in_flight = tasks_->InFlightPerServer();
@@ -320,7 +356,8 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
         // timer fires first after its campaign went unanswered.
         const int n = t.pb.replica_uuids_size();
         int others_confirmed = 0;
-        for (int i = 1; i < n; i++) others_confirmed += int(t.confirmed.count(t.pb.replica_uuids(i)));
+        for (int i = 1; i < n; i++)
+          others_confirmed += int(t.confirmed.count(t.pb.replica_uuids(i)));
         const bool first_may_start = st != TABLET_CREATING || others_confirmed >= n / 2;
         for (int i = 0; i < n; i++) {
           const std::string& uuid = t.pb.replica_uuids(i);
@@ -338,7 +375,7 @@ void CatalogManager::SendPendingRpcs(MonoTime now) {
           *w->create.mutable_peers() = peers;
         }
       } else if (st == TABLET_DELETED || st == TABLET_REPLACED) {
-        for (const auto& uuid : t.pb.replica_uuids()) {
+        for (const auto& uuid : t.Members()) {
           if (t.delete_acked.count(uuid)) continue;
           Want* w = want(TabletRpcTasks::Kind::kDelete, uuid, id);
           if (!w) continue;
@@ -371,7 +408,9 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
   const bool full = !report.is_incremental();
   if (!full && report.updated_tablets().empty() && report.removed_tablet_ids().empty()) return;
   std::vector<std::string> with_leader;  // CREATING tablets that now have a leader
-  bool new_orphans = false;
+  std::vector<std::string> to_follow;    // tablets whose leader reports a new configuration
+  bool wake = false;                     // new orphans or leftovers
+  const MonoTime now = MonoTime::Now();
   {
     // Reports change what locations say (roles, leaders): exclusive. Incremental
     // reports carry only changed tablets, so this is rare.
@@ -380,14 +419,28 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
     for (const auto& rt : report.updated_tablets()) {
       reported.insert(rt.tablet_id());
       auto it = tablets_.find(rt.tablet_id());
+      const TabletStatePB st = it == tablets_.end() ? TABLET_UNKNOWN : it->second->pb.state();
+      if (st == TABLET_RUNNING && !it->second->IsMember(uuid)) {
+        // Outside the configuration the catalog holds: a learner its leader has not
+        // reported yet, a leader the master has not followed yet, or a leftover.
+        TabletInfo& t = *it->second;
+        NoteNonMemberReportLocked(t, uuid, rt);
+        const bool running = rt.state() == TABLET_RUNNING;
+        SetReplicaStateLocked(&t, uuid, running ? &rt.consensus() : nullptr);
+        if (running && uuid == t.leader_uuid) {
+          NoteLeaderReportLocked(&t, rt.consensus(), now);
+          if (unfollowed_.count(t.id)) to_follow.push_back(t.id);
+        }
+        wake = true;
+        continue;
+      }
       const bool ours =
-          it != tablets_.end() && HasReplica(it->second->pb, uuid) &&
-          (it->second->pb.state() == TABLET_CREATING || it->second->pb.state() == TABLET_RUNNING);
+          (st == TABLET_CREATING || st == TABLET_RUNNING) && it->second->IsMember(uuid);
       if (!ours) {
         if (rt.state() != TABLET_DELETED && orphans_.emplace(uuid, rt.tablet_id()).second) {
           LOG(INFO) << "tablet server " << uuid << " reported tablet " << rt.tablet_id()
                     << " it should not have; deleting it there";
-          new_orphans = true;
+          wake = true;
         }
         continue;
       }
@@ -396,6 +449,10 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
         ConfirmReplicaLocked(&t, uuid);
         SetReplicaStateLocked(&t, uuid, &rt.consensus());
         if (rt.has_stats()) t.replica_stats[uuid] = rt.stats();
+        if (uuid == t.leader_uuid) {
+          NoteLeaderReportLocked(&t, rt.consensus(), now);
+          if (unfollowed_.count(t.id)) to_follow.push_back(t.id);
+        }
         if (t.pb.state() == TABLET_CREATING && !t.leader_uuid.empty()) {
           with_leader.push_back(t.id);
         }
@@ -409,6 +466,7 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
       }
     }
     for (const auto& id : report.removed_tablet_ids()) {
+      leftovers_.erase({uuid, id});
       auto it = tablets_.find(id);
       if (it != tablets_.end()) {
         SetReplicaStateLocked(it->second.get(), uuid, nullptr);
@@ -423,10 +481,15 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
         }
         if (!reported.count(id)) t->replica_stats.erase(uuid);
       }
+      for (auto it = leftovers_.begin(); it != leftovers_.end();) {
+        const bool gone = it->first.first == uuid && !reported.count(it->first.second);
+        it = gone ? leftovers_.erase(it) : std::next(it);
+      }
     }
   }
   WARN_NOT_OK(MarkTabletsRunning(with_leader), "marking reported tablets running");
-  if (new_orphans) tasks_->Wake();
+  WARN_NOT_OK(FollowConfigs(to_follow), "following reported configurations");
+  if (wake) tasks_->Wake();
 }
 
 void CatalogManager::TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatResponsePB* resp) {
@@ -460,6 +523,8 @@ void CatalogManager::TSHeartbeat(const TSHeartbeatRequestPB& req, TSHeartbeatRes
     ProcessTabletReport(uuid, req.tablet_report());
     resp->set_acked_report_sequence_number(req.tablet_report().sequence_number());
   }
+  // The replacement of a replica waits on this server's view of a tablet it leads.
+  if (TakeFullReportRequest(uuid)) resp->set_needs_full_tablet_report(true);
   // Where this server's consensus transport reaches the other replicas.
   for (auto& info : ts_manager_->AllTSInfos()) *resp->add_tablet_servers() = std::move(info);
 }

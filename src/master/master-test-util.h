@@ -7,12 +7,23 @@
 //    first peer of CreateTablet's `peers` (or the only replica, with none) LEADER in
 //    term 1, the others FOLLOWER; SetConsensusForTests() changes it. Incremental
 //    reports carry the tablets created, deleted or changed since the last report.
+//    DeleteTablet records each call's delete_type (DeleteLog()).
+//    ChangeConfig acts as a real leader's: refused (NOT_THE_LEADER) unless this
+//    replica leads, one member at a time (INVALID_CONFIG for adding a member,
+//    promoting a learner not caught up, removing a non-member or the last voter),
+//    answered with the change committed: the configuration, the committed index and
+//    the followers' states it reports change. How an added learner catches up is the
+//    leader's LearnerMode. With a FakeCluster shared by the servers, the leader's
+//    change reaches the other members' reported configurations, an added learner's
+//    server gets the tablet (its "copy") when it serves, and every change is logged.
+//  - FakeCluster: that registry.
 //  - MakeCreateTableRequest: CreateTable requests of the test schema
 //    (key INT64 KEY, v STRING NULLABLE) with hash buckets, splits and bounds.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -37,8 +48,17 @@
 
 namespace nyala::master {
 
+struct FakeCluster;
+
 class FakeTabletServer {
  public:
+  // How a leader's new learners catch up.
+  enum LearnerMode {
+    kCatchUpAtOnce = 0,  // REPLICATE at the committed index as soon as added
+    kStuck = 1,          // NEEDS_COPY at index 0, for good
+    kProgressing = 2,    // CATCHING_UP_FROM_LOG: each report of the leader moves it one
+                         // entry on and the committed index two, so it never catches up
+  };
   struct State {
     Mutex mu;
     std::map<std::string, tserver::CreateTabletRequestPB> tablets GUARDED_BY(mu);  // by id
@@ -46,11 +66,17 @@ class FakeTabletServer {
     std::set<std::string> changed GUARDED_BY(mu);  // for the next incremental report
     std::map<std::string, ReportedTabletStatsPB> stats GUARDED_BY(mu);  // by id, if set
     std::set<std::string> removed GUARDED_BY(mu);
-    std::string uuid;  // set before serving
+    // (tablet id, delete_type) of every DeleteTablet, in order.
+    std::vector<std::pair<std::string, tserver::TabletDataStatePB>> delete_log GUARDED_BY(mu);
+    std::string uuid;                      // set before serving
+    std::shared_ptr<FakeCluster> cluster;  // set before serving, or null
+    std::atomic<bool> serving{false};
     std::atomic<bool> fail_creates{false};
     std::atomic<int> create_delay_ms{0};  // each CreateTablet takes this long
     std::atomic<int> creates{0};
     std::atomic<int> deletes{0};
+    std::atomic<int> change_configs{0};
+    std::atomic<int> learner_mode{kCatchUpAtOnce};
   };
 
   class AdminService : public tserver::TabletServerAdminServiceIf {
@@ -89,6 +115,8 @@ class FakeTabletServer {
                       tserver::DeleteTabletResponsePB* resp, rpc::RpcContext* ctx) override {
       st_->deletes++;
       MutexLock l(st_->mu);
+      st_->delete_log.emplace_back(req->tablet_id(), req->delete_type());
+      // A tombstone is not reported either: to the master, both are removals.
       if (st_->tablets.erase(req->tablet_id()) == 0) {
         resp->mutable_error()->set_code(tserver::TabletServerErrorPB::TABLET_NOT_FOUND);
         resp->mutable_error()->mutable_status()->set_code(Status::kNotFound);
@@ -109,9 +137,11 @@ class FakeTabletServer {
       }
       ctx->RespondSuccess();
     }
+    // Defined after FakeCluster.
+    void ChangeConfig(const tserver::ChangeConfigRequestPB* req,
+                      tserver::ChangeConfigResponsePB* resp, rpc::RpcContext* ctx) override;
     NYALA_FAKE_UNIMPLEMENTED(tserver, LeaderStepDown)
     NYALA_FAKE_UNIMPLEMENTED(tserver, StartTabletCopy)
-    NYALA_FAKE_UNIMPLEMENTED(tserver, ChangeConfig)
     NYALA_FAKE_UNIMPLEMENTED(tserver, ChecksumTablet)
 
    private:
@@ -132,13 +162,18 @@ class FakeTabletServer {
     o.num_reactors = 1;
     ASSIGN_OR_RETURN(messenger_, rpc::Messenger::Create(o));
     RETURN_NOT_OK(messenger_->RegisterService(std::make_unique<AdminService>(state_), 1, 100));
-    return messenger_->AddListener(rpc::Sockaddr::Loopback(0), &addr_);
+    RETURN_NOT_OK(messenger_->AddListener(rpc::Sockaddr::Loopback(0), &addr_));
+    state_->serving = true;
+    return Status::OK();
   }
   // Stops serving (calls to it fail); Start() again serves on a new port.
   void Stop() {
+    state_->serving = false;
     messenger_->Shutdown();
     messenger_.reset();
   }
+  // Shares `cluster` with the other servers of the test (before Start()).
+  inline void JoinCluster(std::shared_ptr<FakeCluster> cluster);
 
   // A heartbeat as the tablet server sends it: registration (when `registration`)
   // and a full report (`full_report`) or an incremental one of what changed since
@@ -156,6 +191,22 @@ class FakeTabletServer {
     report->set_is_incremental(!full_report);
     report->set_sequence_number(seq_++);
     MutexLock l(state_->mu);
+    // Learners catching up (kProgressing) move on with every report of their leader.
+    for (auto& [id, c] : state_->consensus) {
+      if (c.role() != LEADER) continue;
+      bool moved = false;
+      for (auto& f : *c.mutable_followers()) {
+        if (f.state() != FollowerStatusPB::CATCHING_UP_FROM_LOG) continue;
+        if (!moved) c.set_committed_index(c.committed_index() + 2);
+        moved = true;
+        f.set_match_index(f.match_index() + 1);
+      }
+      if (moved) {
+        c.set_applied_index(c.committed_index());
+        c.set_last_index(c.committed_index());
+        state_->changed.insert(id);
+      }
+    }
     for (const auto& [id, t] : state_->tablets) {
       if (!full_report && !state_->changed.count(id)) continue;
       auto* rt = report->add_updated_tablets();
@@ -184,6 +235,28 @@ class FakeTabletServer {
     c.set_term(term);
     c.set_leader_uuid(leader_uuid);
     state_->changed.insert(tablet_id);
+  }
+  // This server's consensus state of `tablet_id` (empty if none).
+  ConsensusStatePB ConsensusOf(const std::string& tablet_id) const {
+    MutexLock l(state_->mu);
+    auto it = state_->consensus.find(tablet_id);
+    return it == state_->consensus.end() ? ConsensusStatePB() : it->second;
+  }
+  // The learners of the tablets this server leads catch up now (next report).
+  void CatchUpLearnersForTests() {
+    MutexLock l(state_->mu);
+    for (auto& [id, c] : state_->consensus) {
+      if (c.role() != LEADER) continue;
+      for (auto& f : *c.mutable_followers()) {
+        f.set_state(FollowerStatusPB::REPLICATE);
+        f.set_match_index(c.committed_index());
+      }
+      state_->changed.insert(id);
+    }
+  }
+  std::vector<std::pair<std::string, tserver::TabletDataStatePB>> DeleteLog() const {
+    MutexLock l(state_->mu);
+    return state_->delete_log;
   }
   // Sets the size this server reports for its replica of `tablet_id` (next report).
   void SetStatsForTests(const std::string& tablet_id, int64_t on_disk_size,
@@ -229,6 +302,199 @@ class FakeTabletServer {
   std::shared_ptr<rpc::Messenger> messenger_;
   rpc::Sockaddr addr_;
 };
+
+// The fake tablet servers of one test, for their leaders' configuration changes
+// (see the file comment). Thread-safe; mu is taken before a server's State::mu,
+// never while holding one.
+struct FakeCluster {
+  struct ConfigChange {
+    std::string leader;
+    std::string tablet_id;
+    tserver::ChangeConfigTypePB type;
+    std::string peer;
+    std::vector<std::string> voters;  // after the change
+    std::vector<std::string> learners;
+    std::string ToString() const { return tserver::ChangeConfigTypePB_Name(type) + " " + peer; }
+  };
+
+  // Every change committed, in order.
+  std::vector<ConfigChange> Changes() const {
+    MutexLock l(mu);
+    return changes;
+  }
+  std::vector<ConfigChange> ChangesOf(const std::string& tablet_id) const {
+    MutexLock l(mu);
+    std::vector<ConfigChange> out;
+    for (const auto& c : changes) {
+      if (c.tablet_id == tablet_id) out.push_back(c);
+    }
+    return out;
+  }
+
+  // Called by the leader `leader` once it committed a change of `tablet_id` (without
+  // holding its own lock): the other members follow, an added learner's server gets
+  // the tablet.
+  void Applied(const std::string& leader, const std::string& tablet_id,
+               tserver::ChangeConfigTypePB type, const std::string& peer,
+               const ConsensusStatePB& after, const tserver::CreateTabletRequestPB& def) {
+    MutexLock l(mu);
+    changes.push_back(ConfigChange{leader,
+                                   tablet_id,
+                                   type,
+                                   peer,
+                                   {after.voter_uuids().begin(), after.voter_uuids().end()},
+                                   {after.learner_uuids().begin(), after.learner_uuids().end()}});
+    for (const auto& [uuid, st] : servers) {
+      if (uuid == leader) continue;
+      const bool learner =
+          std::count(after.learner_uuids().begin(), after.learner_uuids().end(), uuid) > 0;
+      const bool voter =
+          std::count(after.voter_uuids().begin(), after.voter_uuids().end(), uuid) > 0;
+      if (!learner && !voter) continue;  // a removed replica keeps its old view
+      MutexLock sl(st->mu);
+      auto c = st->consensus.find(tablet_id);
+      if (c == st->consensus.end()) {
+        if (!learner || !st->serving) continue;  // no copy while it is down
+        st->tablets[tablet_id] = def;
+        st->removed.erase(tablet_id);
+        c = st->consensus.emplace(tablet_id, ConsensusStatePB()).first;
+        c->second.set_term(after.term());
+        c->second.set_leader_uuid(leader);
+      }
+      c->second.set_role(learner ? LEARNER : (c->second.role() == LEADER ? LEADER : FOLLOWER));
+      *c->second.mutable_voter_uuids() = after.voter_uuids();
+      *c->second.mutable_learner_uuids() = after.learner_uuids();
+      c->second.set_committed_index(after.committed_index());
+      st->changed.insert(tablet_id);
+    }
+  }
+
+  mutable Mutex mu;
+  std::map<std::string, std::shared_ptr<FakeTabletServer::State>> servers GUARDED_BY(mu);
+  std::vector<ConfigChange> changes GUARDED_BY(mu);
+};
+
+inline void FakeTabletServer::JoinCluster(std::shared_ptr<FakeCluster> cluster) {
+  MutexLock l(cluster->mu);
+  cluster->servers[uuid_] = state_;
+  state_->cluster = std::move(cluster);
+}
+
+inline void FakeTabletServer::AdminService::ChangeConfig(const tserver::ChangeConfigRequestPB* req,
+                                                         tserver::ChangeConfigResponsePB* resp,
+                                                         rpc::RpcContext* ctx) {
+  st_->change_configs++;
+  auto refuse = [&](tserver::TabletServerErrorPB::Code code, const std::string& msg) {
+    resp->mutable_error()->set_code(code);
+    resp->mutable_error()->mutable_status()->set_code(Status::kIllegalState);
+    resp->mutable_error()->mutable_status()->set_message(msg);
+    ctx->RespondSuccess();
+  };
+  const std::string& peer = req->peer().permanent_uuid();
+  ConsensusStatePB after;
+  tserver::CreateTabletRequestPB def;
+  {
+    MutexLock l(st_->mu);
+    auto it = st_->consensus.find(req->tablet_id());
+    if (it == st_->consensus.end()) {
+      return refuse(tserver::TabletServerErrorPB::TABLET_NOT_FOUND, "no such tablet");
+    }
+    ConsensusStatePB& c = it->second;
+    if (c.role() != LEADER) {
+      resp->mutable_error()->set_leader_uuid(c.leader_uuid());
+      return refuse(tserver::TabletServerErrorPB::NOT_THE_LEADER, "not the leader");
+    }
+    auto has = [](const google::protobuf::RepeatedPtrField<std::string>& v, const std::string& x) {
+      return std::count(v.begin(), v.end(), x) > 0;
+    };
+    auto erase = [](google::protobuf::RepeatedPtrField<std::string>* v, const std::string& x) {
+      for (int i = 0; i < v->size(); i++) {
+        if (v->Get(i) == x) {
+          v->erase(v->begin() + i);
+          return;
+        }
+      }
+    };
+    auto follower = [&](const std::string& uuid) -> FollowerStatusPB* {
+      for (auto& f : *c.mutable_followers()) {
+        if (f.uuid() == uuid) return &f;
+      }
+      return nullptr;
+    };
+    const bool voter = has(c.voter_uuids(), peer);
+    const bool learner = has(c.learner_uuids(), peer);
+    const uint64_t index = c.committed_index() + 1;  // the change's entry
+    switch (req->type()) {
+      case tserver::ADD_LEARNER: {
+        if (voter || learner) return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "member");
+        if (req->peer().host().empty() || req->peer().port() == 0) {
+          return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "no address");
+        }
+        c.add_learner_uuids(peer);
+        FollowerStatusPB* f = c.add_followers();
+        f->set_uuid(peer);
+        switch (st_->learner_mode.load()) {
+          case kCatchUpAtOnce:
+            f->set_state(FollowerStatusPB::REPLICATE);
+            f->set_match_index(index);
+            break;
+          case kStuck:
+            f->set_state(FollowerStatusPB::NEEDS_COPY);
+            break;
+          default:
+            f->set_state(FollowerStatusPB::CATCHING_UP_FROM_LOG);
+            break;
+        }
+        break;
+      }
+      case tserver::PROMOTE_LEARNER: {
+        FollowerStatusPB* f = follower(peer);
+        if (!learner) return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "no learner");
+        if (f == nullptr || f->state() != FollowerStatusPB::REPLICATE ||
+            f->match_index() < c.committed_index()) {
+          return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "not caught up");
+        }
+        erase(c.mutable_learner_uuids(), peer);
+        c.add_voter_uuids(peer);
+        f->set_match_index(index);
+        break;
+      }
+      case tserver::REMOVE_PEER: {
+        if (!voter && !learner) {
+          return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "not a member");
+        }
+        if (voter && c.voter_uuids_size() == 1) {
+          return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "the last voter");
+        }
+        erase(voter ? c.mutable_voter_uuids() : c.mutable_learner_uuids(), peer);
+        for (int i = 0; i < c.followers_size(); i++) {
+          if (c.followers(i).uuid() == peer) {
+            c.mutable_followers()->erase(c.mutable_followers()->begin() + i);
+            break;
+          }
+        }
+        break;
+      }
+      default:
+        return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "unknown change");
+    }
+    c.set_committed_index(index);
+    c.set_applied_index(index);
+    c.set_last_index(index);
+    // Caught-up followers stay caught up.
+    for (auto& f : *c.mutable_followers()) {
+      if (f.state() == FollowerStatusPB::REPLICATE) f.set_match_index(index);
+    }
+    st_->changed.insert(req->tablet_id());
+    after = c;
+    def = st_->tablets[req->tablet_id()];
+  }
+  if (st_->cluster) {
+    st_->cluster->Applied(st_->uuid, req->tablet_id(), req->type(), peer, after, def);
+  }
+  resp->set_index(after.committed_index());
+  ctx->RespondSuccess();
+}
 
 // The test schema: key INT64 (key), v STRING NULLABLE.
 inline SchemaPB TestSchemaPB() {

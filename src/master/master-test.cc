@@ -189,4 +189,58 @@ TEST_F(MasterTest, RestartKeepsTheCatalog) {
   EXPECT_EQ(3, list.tables(0).num_tablets());
 }
 
+// MasterAdminService over RPC: maintenance mode shows in ListTabletServers and on
+// /tablet-servers and survives a restart; a live server is not unregistered; the
+// replacement counters are in /metrics.
+TEST_F(MasterTest, AdminServiceKeepsMaintenanceModeAcrossRestarts) {
+  FakeTabletServer ts;
+  ASSERT_OK(ts.Start());
+  ASSERT_NO_FATAL_FAILURE(Register(ts));
+  auto admin = [&](auto method, const auto& req, auto* resp) {
+    MasterAdminServiceProxy proxy(client_, master_->bound_rpc_addresses()[0]);
+    rpc::RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromSeconds(10));
+    return (proxy.*method)(req, resp, &rpc);
+  };
+  ChangeTServerStateRequestPB enter;
+  enter.set_uuid(ts.uuid());
+  enter.set_change(ChangeTServerStateRequestPB::ENTER_MAINTENANCE_MODE);
+  ChangeTServerStateResponsePB entered;
+  ASSERT_OK(admin(&MasterAdminServiceProxy::ChangeTServerState, enter, &entered));
+  ASSERT_FALSE(entered.has_error()) << entered.error().ShortDebugString();
+  UnregisterTServerRequestPB unreg;
+  unreg.set_uuid(ts.uuid());
+  UnregisterTServerResponsePB refused;
+  ASSERT_OK(admin(&MasterAdminServiceProxy::UnregisterTServer, unreg, &refused));
+  EXPECT_EQ(MasterErrorPB::TABLET_SERVER_IS_LIVE, refused.error().code());
+
+  auto state = [&] {
+    ListTabletServersResponsePB list;
+    EXPECT_OK(Call(&MasterServiceProxy::ListTabletServers, ListTabletServersRequestPB(), &list));
+    return list.servers_size() == 1 ? list.servers(0).state() : TSERVER_STATE_NONE;
+  };
+  EXPECT_EQ(MAINTENANCE_MODE, state());
+  const std::string page = HttpGet(master_->webserver()->port(), "/tablet-servers");
+  EXPECT_NE(std::string::npos, page.find("<td>live</td><td>maintenance</td>")) << page;
+  const std::string metrics =
+      HttpGet(master_->webserver()->port(), "/metrics?name=master_replica_replacements");
+  EXPECT_NE(std::string::npos, metrics.find("master_replica_replacements_started_total"))
+      << metrics;
+  EXPECT_NE(std::string::npos, metrics.find("master_replica_replacements_completed_total"));
+
+  master_->Shutdown();
+  master_.reset();
+  ASSERT_NO_FATAL_FAILURE(StartMaster());
+  ASSERT_NO_FATAL_FAILURE(Register(ts));
+  EXPECT_EQ(MAINTENANCE_MODE, state());
+  ChangeTServerStateRequestPB exit = enter;
+  exit.set_change(ChangeTServerStateRequestPB::EXIT_MAINTENANCE_MODE);
+  ChangeTServerStateResponsePB exited;
+  ASSERT_OK(admin(&MasterAdminServiceProxy::ChangeTServerState, exit, &exited));
+  ASSERT_FALSE(exited.has_error());
+  EXPECT_EQ(TSERVER_STATE_NONE, state());
+  EXPECT_NE(std::string::npos,
+            HttpGet(master_->webserver()->port(), "/tablet-servers").find("<td>normal</td>"));
+}
+
 }  // namespace nyala::master

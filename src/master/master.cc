@@ -24,7 +24,9 @@ Status Master::Init() {
                                               metrics());
   catalog_->set_master_instance(instance_);
   RETURN_NOT_OK_PREPEND(catalog_->Load(), "loading the sys catalog");
-  return messenger()->RegisterService(std::make_unique<MasterServiceImpl>(this));
+  RETURN_NOT_OK(messenger()->RegisterService(std::make_unique<MasterServiceImpl>(this)));
+  // Operators' calls are rare: two threads and a short queue.
+  return messenger()->RegisterService(std::make_unique<MasterAdminServiceImpl>(this), 2, 16);
 }
 
 Status Master::Start() {

@@ -1,10 +1,10 @@
 // Master: the nyala-master daemon: ServerBase (data dirs, messenger, metrics, web
 // UI) plus the sys catalog, the tablet-server manager, the catalog manager with
-// its table-locations cache, MasterService, and the /tables, /tablet-servers and
-// /rpc-latency pages.
+// its table-locations cache, MasterService and MasterAdminService, and the /tables,
+// /tablet-servers and /rpc-latency pages.
 //
 // Life cycle: construct, Init() (opens the data dirs and the sys catalog, loads
-// the catalog, registers the service), Start() (listens, starts the background
+// the catalog, registers the services), Start() (listens, starts the background
 // tasks), Shutdown() (stops the background tasks, then the messenger; idempotent).
 // Thread-safety: accessors are safe from any thread after Start().
 #pragma once

@@ -80,4 +80,17 @@ void MasterServiceImpl::GetTableStatistics(const GetTableStatisticsRequestPB* re
   ctx->RespondSuccess();
 }
 
+void MasterAdminServiceImpl::UnregisterTServer(const UnregisterTServerRequestPB* req,
+                                               UnregisterTServerResponsePB* resp, RpcContext* ctx) {
+  master_->catalog_manager()->UnregisterTServer(*req, resp);
+  ctx->RespondSuccess();
+}
+
+void MasterAdminServiceImpl::ChangeTServerState(const ChangeTServerStateRequestPB* req,
+                                                ChangeTServerStateResponsePB* resp,
+                                                RpcContext* ctx) {
+  master_->catalog_manager()->ChangeTServerState(*req, resp);
+  ctx->RespondSuccess();
+}
+
 }  // namespace nyala::master

@@ -1,5 +1,6 @@
 // MasterServiceImpl: nyala.master.MasterService (declared in master.proto, which also
-// says where each method runs) over a Master's catalog manager. Application errors
+// says where each method runs) over a Master's catalog manager; MasterAdminServiceImpl:
+// nyala.master.MasterAdminService, the operators' calls about tablet servers. Application errors
 // travel in each response's `error` (MasterErrorPB) with RespondSuccess; RPC-level
 // failures are the framework's. GetTableLocations answers with the already
 // serialized response (RpcContext::RespondSuccessWithSerializedBody).
@@ -40,6 +41,19 @@ class MasterServiceImpl : public MasterServiceIf {
                    rpc::RpcContext* ctx) override;
   void GetTableStatistics(const GetTableStatisticsRequestPB* req,
                           GetTableStatisticsResponsePB* resp, rpc::RpcContext* ctx) override;
+
+ private:
+  Master* const master_;
+};
+
+class MasterAdminServiceImpl : public MasterAdminServiceIf {
+ public:
+  explicit MasterAdminServiceImpl(Master* master) : master_(master) {}
+
+  void UnregisterTServer(const UnregisterTServerRequestPB* req, UnregisterTServerResponsePB* resp,
+                         rpc::RpcContext* ctx) override;
+  void ChangeTServerState(const ChangeTServerStateRequestPB* req,
+                          ChangeTServerStateResponsePB* resp, rpc::RpcContext* ctx) override;
 
  private:
   Master* const master_;

@@ -113,7 +113,8 @@ void Master::RegisterWebPages() {
       };
       if (ps.ok()) b += "<br>Partitioning: " + EscapeHtml(ps->ToString());
       b += "</p><table><tr><th>Tablet</th><th>Partition</th><th>State</th><th>Leader</th>"
-           "<th>Term</th><th>Replicas (role, term, committed / applied / last index)</th></tr>";
+           "<th>Term</th><th>Replicas (role, term, committed / applied / last index)</th>"
+           "<th>Replacement</th></tr>";
       for (const TabletSnapshot& tablet : t.tablets) {
         // The tablet's id links to its leader's page of it, when a leader is known.
         const std::optional<TSDescriptor> leader =
@@ -126,7 +127,11 @@ void Master::RegisterWebPages() {
              (tablet.leader_uuid.empty() ? std::string("none known")
                                          : EscapeHtml(tablet.leader_uuid)) +
              "</td><td>" + std::to_string(tablet.term) + "</td><td>";
-        for (const auto& uuid : tablet.entry.replica_uuids()) {
+        std::vector<std::string> members(tablet.entry.replica_uuids().begin(),
+                                         tablet.entry.replica_uuids().end());
+        members.insert(members.end(), tablet.entry.learner_uuids().begin(),
+                       tablet.entry.learner_uuids().end());
+        for (const auto& uuid : members) {
           b += ServerCell(uuid, ts_manager_.get(), tablet.id);
           auto role = tablet.roles.find(uuid);
           b += " ";
@@ -141,7 +146,12 @@ void Master::RegisterWebPages() {
           }
           b += "<br>";
         }
-        b += "</td></tr>";
+        // A replica being replaced: "replacing <failed> by <new>: adding learner".
+        b += "</td><td class=\"replacement\">" +
+             (tablet.replacement.step() == ReplacementPB::UNKNOWN_STEP
+                  ? std::string("-")
+                  : EscapeHtml(tablet.replacement.description())) +
+             "</td></tr>";
       }
       b += "</table>";
       b += TableStatisticsHtml(t);
@@ -150,11 +160,12 @@ void Master::RegisterWebPages() {
   webserver()->RegisterPage(
       "/tablet-servers", "Tablet servers", [this](const WebRequest&, WebResponse* resp) {
         const auto placed = catalog_->ReplicasPerServer();
+        const auto states = catalog_->TServerStates();
         const MonoTime now = MonoTime::Now();
         std::string& b = resp->body;
         b += "<h2>Tablet servers</h2><table><tr><th>UUID</th><th>RPC</th><th>Web</th>"
-             "<th>State</th><th>Last heartbeat</th><th>Tablets reported running</th>"
-             "<th>Replicas placed</th></tr>";
+             "<th>State</th><th>Mode</th><th>Last heartbeat</th>"
+             "<th>Tablets reported running</th><th>Replicas placed</th></tr>";
         for (const TSDescriptor& ts : ts_manager_->GetAll()) {
           std::string web;  // each advertised web address, linked
           for (const auto& hp : ts.registration.http_addresses()) {
@@ -163,9 +174,14 @@ void Master::RegisterWebPages() {
                    " ";
           }
           auto p = placed.find(ts.uuid);
+          // An operator's state (`nyala tserver state`): maintenance holds back the
+          // replacement of the server's replicas.
+          auto st = states.find(ts.uuid);
+          const bool maintenance = st != states.end() && st->second == MAINTENANCE_MODE;
           b += "<tr><td>" + Link(WebUrl(ts), EscapeHtml(ts.uuid)) + "</td><td>" +
                EscapeHtml(ts.RpcAddressString()) + "</td><td>" + web + "</td><td>" +
                (ts.live ? "live" : "dead") + "</td><td>" +
+               (maintenance ? "maintenance" : "normal") + "</td><td>" +
                std::to_string((now - ts.last_heartbeat).ToMilliseconds()) + " ms ago</td><td>" +
                std::to_string(ts.running_tablets.size()) + "</td><td>" +
                std::to_string(p == placed.end() ? 0 : p->second) + "</td></tr>";

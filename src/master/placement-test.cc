@@ -108,4 +108,24 @@ TEST(PlacementTest, NotEnoughServers) {
   EXPECT_EQ(0, two["a"]);  // nothing charged on failure
 }
 
+TEST(PlacementTest, ReplacementGoesToTheLeastLoadedCandidate) {
+  std::mt19937_64 rng(TestRandomSeed());
+  ServerLoads loads = {{"a", 5}, {"b", 2}, {"c", 9}, {"d", 1}};
+  // "d" is the least loaded but not a candidate (e.g. it holds a replica already).
+  auto r = PlaceReplacement({"a", "b", "c"}, &loads, &rng);
+  ASSERT_OK(r.status());
+  EXPECT_EQ("b", *r);
+  EXPECT_EQ(3, loads["b"]);
+  // A candidate missing from the loads counts 0.
+  EXPECT_EQ("e", *PlaceReplacement({"a", "e"}, &loads, &rng));
+  // Ties go either way, and each pick counts toward the next.
+  loads = {{"x", 0}, {"y", 0}};
+  std::set<std::string> picked;
+  for (int i = 0; i < 4; i++) picked.insert(*PlaceReplacement({"x", "y"}, &loads, &rng));
+  EXPECT_EQ(2u, picked.size());
+  EXPECT_EQ(2, loads["x"]);
+  EXPECT_EQ(2, loads["y"]);
+  EXPECT_TRUE(PlaceReplacement({}, &loads, &rng).status().IsInvalidArgument());
+}
+
 }  // namespace nyala::master

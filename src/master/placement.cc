@@ -50,6 +50,29 @@ Result<std::vector<std::string>> PlaceReplicas(int num_replicas, ServerLoads* lo
   return chosen;
 }
 
+Result<std::string> PlaceReplacement(const std::set<std::string>& candidates, ServerLoads* loads,
+                                     std::mt19937_64* rng) {
+  if (candidates.empty()) return Status::InvalidArgument("no candidate server");
+  auto load = [&](const std::string& uuid) {
+    auto it = loads->find(uuid);
+    return it == loads->end() ? int64_t(0) : it->second;
+  };
+  std::vector<std::string> least;
+  int64_t fewest = INT64_MAX;
+  for (const auto& uuid : candidates) {
+    const int64_t l = load(uuid);
+    if (l < fewest) {
+      fewest = l;
+      least.clear();
+    }
+    if (l == fewest) least.push_back(uuid);
+  }
+  std::uniform_int_distribution<size_t> dist(0, least.size() - 1);
+  std::string pick = least[dist(*rng)];
+  (*loads)[pick]++;
+  return pick;
+}
+
 void OrderForLeadership(std::vector<std::string>* replicas, ServerLoads* leader_loads) {
   if (replicas->empty()) return;
   auto count = [&](const std::string& uuid) {

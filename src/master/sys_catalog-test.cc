@@ -69,6 +69,48 @@ TEST_F(SysCatalogTest, VisitorErrorStopsTheWalk) {
   EXPECT_EQ(2, seen);
 }
 
+// Tablet-server states have their own key space: they survive a reopen, a delete
+// removes one, and neither tables nor tablets see them.
+TEST_F(SysCatalogTest, TServerStatesSurviveReopenApartFromTablets) {
+  const std::string dir = test_dir() + "/sys";
+  {
+    auto cat = SysCatalog::Open(dir);
+    ASSERT_OK(cat.status());
+    SysCatalogBatch b;
+    SysTServerStateEntryPB st;
+    st.set_state(MAINTENANCE_MODE);
+    st.set_time_entered_micros(42);
+    b.put_tserver_states.emplace_back("ts-a", st);
+    b.put_tserver_states.emplace_back("ts-b", st);
+    SysTabletEntryPB tablet;
+    tablet.add_replica_uuids("ts-a");
+    tablet.add_learner_uuids("ts-b");
+    b.put_tablets.emplace_back("tablet", tablet);
+    ASSERT_OK((*cat)->Write(b));
+    SysCatalogBatch b2;
+    b2.delete_tserver_states.push_back("ts-a");
+    ASSERT_OK((*cat)->Write(b2));
+  }
+  auto cat = SysCatalog::Open(dir);
+  ASSERT_OK(cat.status());
+  std::vector<std::string> uuids;
+  ASSERT_OK((*cat)->VisitTServerStates([&](const std::string& uuid, SysTServerStateEntryPB&& pb) {
+    EXPECT_EQ(MAINTENANCE_MODE, pb.state());
+    EXPECT_EQ(42, pb.time_entered_micros());
+    uuids.push_back(uuid);
+    return Status::OK();
+  }));
+  EXPECT_EQ((std::vector<std::string>{"ts-b"}), uuids);
+  int tablets = 0;
+  ASSERT_OK((*cat)->VisitTablets([&](const std::string& id, SysTabletEntryPB&& pb) {
+    EXPECT_EQ("tablet", id);
+    EXPECT_EQ(1, pb.learner_uuids_size());
+    tablets++;
+    return Status::OK();
+  }));
+  EXPECT_EQ(1, tablets);
+}
+
 TEST_F(SysCatalogTest, SecondOpenOfTheSameDirFails) {
   auto a = SysCatalog::Open(test_dir() + "/sys");
   ASSERT_OK(a.status());

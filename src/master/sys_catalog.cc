@@ -69,6 +69,13 @@ Status SysCatalog::Write(const SysCatalogBatch& batch) {
   for (const auto& id : batch.delete_tablets) {
     RETURN_NOT_OK(FromRocks(wb.Delete(Key(kTabletEntry, id)), "batch"));
   }
+  for (const auto& [uuid, pb] : batch.put_tserver_states) {
+    if (!pb.SerializeToString(&value)) return Status::RuntimeError("serialize server " + uuid);
+    RETURN_NOT_OK(FromRocks(wb.Put(Key(kTServerStateEntry, uuid), value), "batch"));
+  }
+  for (const auto& uuid : batch.delete_tserver_states) {
+    RETURN_NOT_OK(FromRocks(wb.Delete(Key(kTServerStateEntry, uuid)), "batch"));
+  }
   rocksdb::WriteOptions wo;
   wo.sync = true;
   return FromRocks(db_->Write(wo, &wb), "sys catalog write");
@@ -100,6 +107,15 @@ Status SysCatalog::VisitTablets(
     SysTabletEntryPB pb;
     RETURN_NOT_OK(ParseEntry(id, bytes, &pb));
     return fn(id, std::move(pb));
+  });
+}
+
+Status SysCatalog::VisitTServerStates(
+    const std::function<Status(const std::string&, SysTServerStateEntryPB&&)>& fn) {
+  return Visit(kTServerStateEntry, [&](const std::string& uuid, std::string_view bytes) {
+    SysTServerStateEntryPB pb;
+    RETURN_NOT_OK(ParseEntry(uuid, bytes, &pb));
+    return fn(uuid, std::move(pb));
   });
 }
 

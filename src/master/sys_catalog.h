@@ -1,9 +1,9 @@
 // SysCatalog: the master's durable catalog, one RocksDB under the first
 // --fs_data_dirs entry (subdirectory "sys_catalog"). It maps (entry type, id) to a
-// serialized SysTableEntryPB or SysTabletEntryPB (master.proto). Every Write() is
-// one RocksDB WriteBatch with sync=true: all of its entries are on disk, or none,
-// when it returns, so the catalog manager writes here first and changes its
-// in-memory state only after a successful Write().
+// serialized SysTableEntryPB, SysTabletEntryPB or SysTServerStateEntryPB (master.proto). Every
+// Write() is one RocksDB WriteBatch with sync=true: all of its entries are on disk, or none, when
+// it returns, so the catalog manager writes here first and changes its in-memory state only after a
+// successful Write().
 //
 // The only file of the master that includes RocksDB is sys_catalog.cc.
 //
@@ -29,10 +29,15 @@ namespace nyala::master {
 
 // A set of changes written atomically by SysCatalog::Write.
 struct SysCatalogBatch {
-  std::vector<std::pair<std::string, SysTableEntryPB>> put_tables;    // id, entry
-  std::vector<std::pair<std::string, SysTabletEntryPB>> put_tablets;  // id, entry
-  std::vector<std::string> delete_tablets;                            // ids
-  bool empty() const { return put_tables.empty() && put_tablets.empty() && delete_tablets.empty(); }
+  std::vector<std::pair<std::string, SysTableEntryPB>> put_tables;                 // id, entry
+  std::vector<std::pair<std::string, SysTabletEntryPB>> put_tablets;               // id, entry
+  std::vector<std::string> delete_tablets;                                         // ids
+  std::vector<std::pair<std::string, SysTServerStateEntryPB>> put_tserver_states;  // uuid
+  std::vector<std::string> delete_tserver_states;                                  // uuids
+  bool empty() const {
+    return put_tables.empty() && put_tablets.empty() && delete_tablets.empty() &&
+           put_tserver_states.empty() && delete_tserver_states.empty();
+  }
 };
 
 class SysCatalog {
@@ -40,6 +45,7 @@ class SysCatalog {
   // Key prefixes: one byte of entry type, then the id.
   static constexpr char kTableEntry = 1;
   static constexpr char kTabletEntry = 2;
+  static constexpr char kTServerStateEntry = 3;
 
   // Opens (creating if missing) the catalog in `dir`.
   static Result<std::unique_ptr<SysCatalog>> Open(const std::string& dir);
@@ -54,6 +60,8 @@ class SysCatalog {
   // entry does not parse; the first non-OK status from `fn` stops the walk.
   Status VisitTables(const std::function<Status(const std::string& id, SysTableEntryPB&&)>& fn);
   Status VisitTablets(const std::function<Status(const std::string& id, SysTabletEntryPB&&)>& fn);
+  Status VisitTServerStates(
+      const std::function<Status(const std::string& uuid, SysTServerStateEntryPB&&)>& fn);
 
   const std::string& dir() const { return dir_; }
 

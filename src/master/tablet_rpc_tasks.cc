@@ -10,9 +10,9 @@
 #include "rpc/sockaddr.h"
 #include "tserver/tserver_admin.proxy.h"
 
-DEFINE_int32(
-    master_tablet_rpc_timeout_ms, 10000,
-    "Timeout of each CreateTablet / DeleteTablet call from the master to a tablet server.");
+DEFINE_int32(master_tablet_rpc_timeout_ms, 10000,
+             "Timeout of each CreateTablet / DeleteTablet / ChangeConfig call from the master "
+             "to a tablet server.");
 DEFINE_validator(master_tablet_rpc_timeout_ms, [](const char*, int32_t v) { return v > 0; });
 TAG_FLAG(master_tablet_rpc_timeout_ms, runtime);
 
@@ -66,7 +66,8 @@ bool TabletRpcTasks::Start(const Key& key, MonoTime now) {
   return true;
 }
 
-void TabletRpcTasks::Finish(const Key& key, Status s) {
+void TabletRpcTasks::Finish(const Key& key, Status s,
+                            std::optional<tserver::TabletServerErrorPB::Code> ts_error) {
   {
     MutexLock l(mu_);
     auto it = tasks_.find(key);
@@ -81,7 +82,7 @@ void TabletRpcTasks::Finish(const Key& key, Status s) {
                                                   MonoDelta::FromSeconds(5));
       }
     }
-    results_.push_back(Result{key, std::move(s)});
+    results_.push_back(Result{key, std::move(s), ts_error});
   }
   Wake();
 }
@@ -119,6 +120,26 @@ void TabletRpcTasks::SendDelete(const std::string& address, tserver::DeleteTable
   proxy.DeleteTabletAsync(call->req, &call->resp, &call->rpc, [self, call, key] {
     self->Finish(key, CallOutcome(call->rpc, call->resp.has_error() ? &call->resp.error() : nullptr,
                                   /*not_found_is_ok=*/true));
+  });
+}
+
+void TabletRpcTasks::SendChangeConfig(const std::string& address,
+                                      tserver::ChangeConfigRequestPB req, MonoTime now) {
+  Key key{Kind::kChangeConfig, req.dest_uuid(), req.tablet_id()};
+  if (!Start(key, now)) return;
+  auto addr = ResolveAddress(address);
+  if (!addr.ok()) return Finish(key, addr.status());
+  using C = Call<tserver::ChangeConfigRequestPB, tserver::ChangeConfigResponsePB>;
+  auto call = std::make_shared<C>();
+  call->req = std::move(req);
+  call->rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_master_tablet_rpc_timeout_ms));
+  tserver::TabletServerAdminServiceProxy proxy(messenger_, *addr);
+  auto self = shared_from_this();
+  proxy.ChangeConfigAsync(call->req, &call->resp, &call->rpc, [self, call, key] {
+    const TabletServerErrorPB* err = call->resp.has_error() ? &call->resp.error() : nullptr;
+    std::optional<TabletServerErrorPB::Code> code;
+    if (call->rpc.status().ok() && err != nullptr) code = err->code();
+    self->Finish(key, CallOutcome(call->rpc, err, /*not_found_is_ok=*/false), code);
   });
 }
 

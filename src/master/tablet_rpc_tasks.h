@@ -1,5 +1,6 @@
 // TabletRpcTasks: the master's outstanding CreateTablet / DeleteTablet calls to
-// tablet servers, one task per (kind, server, tablet). The catalog manager's
+// tablet servers and ChangeConfig calls to tablets' leaders, one task per (kind,
+// server, tablet). The catalog manager's
 // background thread decides which tasks it wants each pass and calls Send*; a task
 // already in flight or backing off after a failure is not sent again until due.
 // Completions are queued (TakeResults) and wake the background thread.
@@ -14,6 +15,7 @@
 #include <compare>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,7 @@ namespace nyala::master {
 
 class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
  public:
-  enum class Kind { kCreate, kDelete };
+  enum class Kind { kCreate, kDelete, kChangeConfig };
   struct Key {
     Kind kind;
     std::string ts_uuid;
@@ -37,6 +39,8 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
   struct Result {
     Key key;
     Status status;
+    // The tablet server's error code when it answered with one (e.g. NOT_THE_LEADER).
+    std::optional<tserver::TabletServerErrorPB::Code> ts_error;
   };
 
   explicit TabletRpcTasks(std::shared_ptr<rpc::Messenger> messenger)
@@ -50,6 +54,9 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
       EXCLUDES(mu_);
   void SendDelete(const std::string& address, tserver::DeleteTabletRequestPB req, MonoTime now)
       EXCLUDES(mu_);
+  // To the tablet's leader `req.dest_uuid()`; the key's server is that leader.
+  void SendChangeConfig(const std::string& address, tserver::ChangeConfigRequestPB req,
+                        MonoTime now) EXCLUDES(mu_);
   // Forgets tasks whose key fails `keep` (e.g. of tablets now running or gone).
   template <typename Pred>
   void Retain(Pred keep) EXCLUDES(mu_) {
@@ -79,7 +86,9 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
   };
   // Marks `key` in flight if due; false if it is not.
   bool Start(const Key& key, MonoTime now) EXCLUDES(mu_);
-  void Finish(const Key& key, Status s) EXCLUDES(mu_);
+  void Finish(const Key& key, Status s,
+              std::optional<tserver::TabletServerErrorPB::Code> ts_error = std::nullopt)
+      EXCLUDES(mu_);
 
   const std::shared_ptr<rpc::Messenger> messenger_;
   mutable Mutex mu_;

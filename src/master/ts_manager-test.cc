@@ -136,4 +136,26 @@ TEST(TSManagerTest, DeadAfterTimeoutAndLiveAgainOnNextHeartbeat) {
   FLAGS_tserver_unresponsive_timeout_ms = saved;
 }
 
+TEST(TSManagerTest, OnlyADeadServerIsUnregistered) {
+  const int32_t saved = FLAGS_tserver_unresponsive_timeout_ms;
+  FLAGS_tserver_unresponsive_timeout_ms = 100;
+  TSManager m;
+  const MonoTime t0 = MonoTime::Now();
+  (void)m.Heartbeat(Beat("a", 1, true, true), t0, true);
+  EXPECT_TRUE(m.Unregister("nope", t0).IsNotFound());
+  // Live, even past its timeout until it is marked dead.
+  Status s = m.Unregister("a", t0 + MonoDelta::FromMilliseconds(150));
+  EXPECT_TRUE(s.IsIllegalState()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("tablet server a is live (last heartbeat 150 ms"))
+      << s.ToString();
+  EXPECT_TRUE(m.Lookup("a").has_value());
+  ASSERT_TRUE(m.MarkDeadIfExpired("a", t0 + MonoDelta::FromMilliseconds(150)));
+  ASSERT_OK(m.Unregister("a", t0 + MonoDelta::FromMilliseconds(150)));
+  EXPECT_FALSE(m.Lookup("a").has_value());
+  EXPECT_TRUE(m.LivenessOfAll().empty());
+  // It heartbeats again: asked to register anew.
+  EXPECT_TRUE(m.Heartbeat(Beat("a", 1, false, false), t0, true).needs_reregister);
+  FLAGS_tserver_unresponsive_timeout_ms = saved;
+}
+
 }  // namespace nyala::master

@@ -204,6 +204,34 @@ std::vector<std::string> TSManager::LiveServerUuids() const {
   return out;
 }
 
+std::map<std::string, TSManager::Liveness> TSManager::LivenessOfAll() const {
+  MutexLock l(mu_);
+  std::map<std::string, Liveness> out;
+  for (const auto& [uuid, ts] : servers_) {
+    out[uuid] = Liveness{ts.live, ts.last_heartbeat, ts.RpcAddressString()};
+  }
+  return out;
+}
+
+Status TSManager::Unregister(const std::string& uuid, MonoTime now) {
+  MutexLock l(mu_);
+  auto it = servers_.find(uuid);
+  if (it == servers_.end()) {
+    return Status::NotFound("no tablet server with this uuid is registered", uuid);
+  }
+  if (it->second.live) {
+    return Status::IllegalState(
+        "tablet server " + uuid + " is live (last heartbeat " +
+        std::to_string((now - it->second.last_heartbeat).ToMilliseconds()) +
+        " ms ago): only a server the master considers dead can be unregistered; stop it and "
+        "wait --tserver_unresponsive_timeout_ms (" +
+        std::to_string(UnresponsiveTimeout().ToMilliseconds()) + " ms) first");
+  }
+  LOG(INFO) << "tablet server " << uuid << " unregistered";
+  servers_.erase(it);
+  return Status::OK();
+}
+
 int TSManager::NumLiveServers() const {
   MutexLock l(mu_);
   int n = 0;

@@ -6,7 +6,8 @@
 // pass without a heartbeat; MarkDeadIfExpired() makes that transition (the
 // catalog manager calls it from its background thread, holding its state lock
 // exclusively so the table-locations cache is purged first). Its next heartbeat
-// makes it live again.
+// makes it live again. Unregister() forgets a dead server (an operator's call); a
+// heartbeat from it afterwards asks it to register anew.
 //
 // Changes a GetTableLocations answer can see (a new server, changed addresses,
 // dead -> live) are "visible": Heartbeat() makes them only when the caller says it
@@ -86,6 +87,19 @@ class TSManager {
   std::vector<TSInfoPB> AllTSInfos() const EXCLUDES(mu_);
   std::vector<std::string> LiveServerUuids() const EXCLUDES(mu_);
   int NumLiveServers() const EXCLUDES(mu_);
+
+  // What the replacement of failed replicas needs of each registered server: cheaper
+  // than GetAll() (no tablet sets).
+  struct Liveness {
+    bool live = false;
+    MonoTime last_heartbeat;
+    std::string rpc_address;  // TSDescriptor::RpcAddressString()
+  };
+  std::map<std::string, Liveness> LivenessOfAll() const EXCLUDES(mu_);
+
+  // Forgets `uuid`, which must be dead. NotFound when unknown; IllegalState (saying how
+  // long ago it last heartbeated) when it is live.
+  Status Unregister(const std::string& uuid, MonoTime now) EXCLUDES(mu_);
 
   // The unresponsive timeout now in force (--tserver_unresponsive_timeout_ms).
   static MonoDelta UnresponsiveTimeout();

@@ -28,7 +28,8 @@ Status ListTabletReplicas(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(std::vector<TabletView> tablets,
                    GatherTablets(admin.get(), FLAGS_table, "", /*ask_servers=*/true));
   TableOutput out({"table", "tablet_id", "replica_uuid", "address", "role", "term",
-                   "committed_index", "applied_index", "lag", "catch_up", "state", "source"});
+                   "committed_index", "applied_index", "lag", "catch_up", "state", "source",
+                   "replacement"});
   for (const TabletView& t : tablets) {
     // The leader first, then the others in placement order.
     std::vector<const ReplicaView*> order;
@@ -39,6 +40,10 @@ Status ListTabletReplicas(const std::vector<std::string>& args) {
     }
     for (const ReplicaView* rp : order) {
       const ReplicaView& r = *rp;
+      // The tablet's replacement in progress: on its first row in the table format, on
+      // every row in the others.
+      const bool first = rp == order.front();
+      const std::string replacement = t.replacement.empty() || !first ? "-" : t.replacement;
       // A replica's own state when its server answered, else the master's last report.
       const bool known = r.live_consensus || r.reported;
       auto text = [known](uint64_t v) { return known ? std::to_string(v) : std::string("-"); };
@@ -52,11 +57,13 @@ Status ListTabletReplicas(const std::vector<std::string>& args) {
       out.AddRow(
           {t.table_name, t.tablet_id, r.ts_uuid, r.address.empty() ? "-" : r.address, role,
            text(r.term), text(r.committed_index), text(r.applied_index),
-           lag ? std::to_string(*lag) : "-", catch_up.empty() ? "-" : catch_up, r.Health(), source},
+           lag ? std::to_string(*lag) : "-", catch_up.empty() ? "-" : catch_up, r.Health(), source,
+           replacement},
           {t.table_name, t.tablet_id, r.ts_uuid, r.address, r.role, value(r.term),
            value(r.committed_index), value(r.applied_index), lag ? json(*lag) : json(nullptr),
            catch_up.empty() ? json(nullptr) : json(catch_up), r.Health(),
-           known ? json(source) : json(nullptr)});
+           known ? json(source) : json(nullptr),
+           t.replacement.empty() ? json(nullptr) : json(t.replacement)});
     }
   }
   out.Print(format);
@@ -133,8 +140,10 @@ Status LeaderStepDown(const std::vector<std::string>& args) {
     return s.CloneAndPrepend(tserver::TabletServerErrorPB::Code_Name(resp.error().code()));
   }
   const std::string target = resp.new_leader_uuid();
-  fprintf(stderr, "Tablet %s: %s is handing leadership to %s; waiting for the master to report "
-          "the new leader\n", tablet_id.c_str(), leader_uuid.c_str(),
+  fprintf(stderr,
+          "Tablet %s: %s is handing leadership to %s; waiting for the master to report "
+          "the new leader\n",
+          tablet_id.c_str(), leader_uuid.c_str(),
           target.empty() ? "another voter" : target.c_str());
 
   // Until the master names another leader, with a line of progress every 2 s.
@@ -146,8 +155,7 @@ Status LeaderStepDown(const std::vector<std::string>& args) {
     auto listed = admin->ListTablets("", tablet_id);
     if (listed.ok() && listed->tablets_size() == 1) {
       const auto& pb = listed->tablets(0);
-      if (!pb.leader_uuid().empty() && pb.leader_uuid() != leader_uuid &&
-          pb.term() > start_term) {
+      if (!pb.leader_uuid().empty() && pb.leader_uuid() != leader_uuid && pb.term() > start_term) {
         new_leader = pb.leader_uuid();
         term = pb.term();
         break;
@@ -194,7 +202,10 @@ void RegisterTabletActions() {
                "lag = the leader's committed index - the replica's applied index (entries it\n"
                "has yet to apply), '-' (null in JSON) when there is no leader or no current\n"
                "state of the replica. state: RUNNING, FAILED, NOT_HOSTED (its server does not\n"
-               "hold it), UNREACHABLE, DEAD (the master hears no heartbeats)."});
+               "hold it), UNREACHABLE, DEAD (the master hears no heartbeats). A replica being\n"
+               "added (a learner) has role LEARNER. replacement: the master's replacement of a\n"
+               "failed replica in progress (\"replacing <failed> by <new>: adding learner\",\n"
+               "\"...: promoting\", \"...: removing <failed>\"), on the tablet's first row."});
   a.push_back({"tablet",
                "leader_step_down",
                "Hand a tablet's leadership to another voter and wait until the master reports the "

@@ -108,12 +108,12 @@ Result<std::unique_ptr<AdminClient>> AdminClient::Create(const std::string& mast
       new AdminClient(std::move(messenger), std::move(addrs), timeout));
 }
 
-template <typename Resp>
+template <typename Proxy, typename Resp>
 Result<Resp> AdminClient::CallMasters(
-    const std::function<Status(master::MasterServiceProxy*, Resp*, rpc::RpcController*)>& call) {
+    const std::function<Status(Proxy*, Resp*, rpc::RpcController*)>& call) {
   Status last;
   for (const rpc::Sockaddr& addr : masters_) {
-    master::MasterServiceProxy proxy(messenger_, addr);
+    Proxy proxy(messenger_, addr);
     Resp resp;
     rpc::RpcController rpc;
     rpc.set_timeout(timeout_);
@@ -137,7 +137,7 @@ Result<master::ListTabletsResponsePB> AdminClient::ListTablets(const std::string
   master::ListTabletsRequestPB req;
   if (!table.empty()) req.mutable_table()->set_table_name(table);
   req.set_tablet_id(tablet_id);
-  return CallMasters<master::ListTabletsResponsePB>(
+  return CallMasters<master::MasterServiceProxy, master::ListTabletsResponsePB>(
       [&](master::MasterServiceProxy* proxy, master::ListTabletsResponsePB* resp,
           rpc::RpcController* rpc) { return proxy->ListTablets(req, resp, rpc); });
 }
@@ -146,9 +146,37 @@ Result<master::GetTableStatisticsResponsePB> AdminClient::GetTableStatistics(
     const std::string& table) {
   master::GetTableStatisticsRequestPB req;
   req.mutable_table()->set_table_name(table);
-  return CallMasters<master::GetTableStatisticsResponsePB>(
+  return CallMasters<master::MasterServiceProxy, master::GetTableStatisticsResponsePB>(
       [&](master::MasterServiceProxy* proxy, master::GetTableStatisticsResponsePB* resp,
           rpc::RpcController* rpc) { return proxy->GetTableStatistics(req, resp, rpc); });
+}
+
+Result<master::ListTabletServersResponsePB> AdminClient::ListTabletServers() {
+  return CallMasters<master::MasterServiceProxy, master::ListTabletServersResponsePB>(
+      [&](master::MasterServiceProxy* proxy, master::ListTabletServersResponsePB* resp,
+          rpc::RpcController* rpc) {
+        return proxy->ListTabletServers(master::ListTabletServersRequestPB(), resp, rpc);
+      });
+}
+
+Status AdminClient::UnregisterTServer(const std::string& uuid) {
+  master::UnregisterTServerRequestPB req;
+  req.set_uuid(uuid);
+  return CallMasters<master::MasterAdminServiceProxy, master::UnregisterTServerResponsePB>(
+             [&](master::MasterAdminServiceProxy* proxy, master::UnregisterTServerResponsePB* resp,
+                 rpc::RpcController* rpc) { return proxy->UnregisterTServer(req, resp, rpc); })
+      .status();
+}
+
+Status AdminClient::ChangeTServerState(const std::string& uuid,
+                                       master::ChangeTServerStateRequestPB::Change change) {
+  master::ChangeTServerStateRequestPB req;
+  req.set_uuid(uuid);
+  req.set_change(change);
+  return CallMasters<master::MasterAdminServiceProxy, master::ChangeTServerStateResponsePB>(
+             [&](master::MasterAdminServiceProxy* proxy, master::ChangeTServerStateResponsePB* resp,
+                 rpc::RpcController* rpc) { return proxy->ChangeTServerState(req, resp, rpc); })
+      .status();
 }
 
 Result<tserver::ListTabletsResponsePB> AdminClient::ListServerTablets(const std::string& address) {
@@ -183,6 +211,12 @@ std::string ReplicaView::Health() const {
   if (!server_status.ok()) return "UNREACHABLE";
   if (!hosted) return "NOT_HOSTED";
   return state;
+}
+
+size_t TabletView::NumVoters() const {
+  size_t n = 0;
+  for (const ReplicaView& r : replicas) n += r.learner ? 0 : 1;
+  return n;
 }
 
 const ReplicaView* TabletView::Leader() const {
@@ -239,6 +273,7 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
     v.master_leader_uuid = t.leader_uuid();
     v.master_term = t.term();
     v.num_replicas = t.num_replicas();
+    if (t.has_replacement()) v.replacement = t.replacement().description();
     for (const auto& r : t.replicas()) {
       ReplicaView& rv = v.replicas.emplace_back();
       rv.ts_uuid = r.ts_uuid();
@@ -247,6 +282,7 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
         rv.address = rpc::HostPort(hp.host(), uint16_t(hp.port())).ToString();
       }
       rv.ts_live = r.ts_live();
+      rv.learner = r.role() == master::LEARNER;
       rv.role = RoleName(r.role());
       if (r.reported()) {
         rv.reported = true;
@@ -260,8 +296,8 @@ Result<std::vector<TabletView>> GatherTablets(AdminClient* admin, const std::str
   // Every server at once: unreachable servers cost one timeout, not one each.
   std::vector<std::string> addresses;
   for (const auto& [address, live] : servers) addresses.push_back(address);
-  std::vector<Result<tserver::ListTabletsResponsePB>> results(
-      addresses.size(), Status::Incomplete("not asked"));
+  std::vector<Result<tserver::ListTabletsResponsePB>> results(addresses.size(),
+                                                              Status::Incomplete("not asked"));
   std::vector<std::thread> threads;
   for (size_t i = 0; i < addresses.size(); i++) {
     threads.emplace_back([&, i] { results[i] = admin->ListServerTablets(addresses[i]); });

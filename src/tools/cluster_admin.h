@@ -1,10 +1,12 @@
 // What the operator commands about replication (`tablet list`, `tablet
-// leader_step_down`, `cluster ksck`) ask the cluster, and the picture of each
+// leader_step_down`, `cluster ksck`) and about tablet servers (`tserver list`,
+// `tserver unregister`, `tserver state`) ask the cluster, and the picture of each
 // tablet's replicas they build from the answers.
 //
 // These are admin calls the client library does not offer: the master's ListTablets
-// (every tablet's replicas with their last reported consensus states) and the tablet
-// servers' ListTablets and LeaderStepDown (TabletServerAdminService). So, like
+// (every tablet's replicas with their last reported consensus states),
+// ListTabletServers with each server's maintenance state, MasterAdminService, and the
+// tablet servers' ListTablets and LeaderStepDown (TabletServerAdminService). So, like
 // Kudu's tools, this file talks to the services through their generated proxies; it
 // is the only part of the CLI that includes rpc/ and the service protos.
 //
@@ -36,6 +38,7 @@ class Sockaddr;
 }  // namespace nyala::rpc
 namespace nyala::master {
 class MasterServiceProxy;
+class MasterAdminServiceProxy;
 }  // namespace nyala::master
 
 namespace nyala::tools {
@@ -44,8 +47,7 @@ class AdminClient {
  public:
   // A client of the masters `masters` (comma-separated host[:port]); every call waits
   // at most `timeout`. NetworkError when no master address resolves.
-  static Result<std::unique_ptr<AdminClient>> Create(const std::string& masters,
-                                                     MonoDelta timeout);
+  static Result<std::unique_ptr<AdminClient>> Create(const std::string& masters, MonoDelta timeout);
   ~AdminClient();
   AdminClient(const AdminClient&) = delete;
   AdminClient& operator=(const AdminClient&) = delete;
@@ -57,6 +59,13 @@ class AdminClient {
                                                     const std::string& tablet_id = "");
   // The master's GetTableStatistics of table `table`, like ListTablets.
   Result<master::GetTableStatisticsResponsePB> GetTableStatistics(const std::string& table);
+  // The master's ListTabletServers, like ListTablets.
+  Result<master::ListTabletServersResponsePB> ListTabletServers();
+  // MasterAdminService.UnregisterTServer / ChangeTServerState of server `uuid`; the
+  // master's refusal becomes a Status naming its code (TABLET_SERVER_IS_LIVE...).
+  Status UnregisterTServer(const std::string& uuid);
+  Status ChangeTServerState(const std::string& uuid,
+                            master::ChangeTServerStateRequestPB::Change change);
   // TabletServerAdminService.ListTablets of the server at `address` ("host:port").
   Result<tserver::ListTabletsResponsePB> ListServerTablets(const std::string& address);
   // TabletServerAdminService.LeaderStepDown at `address`. The RPC's status; the
@@ -71,9 +80,8 @@ class AdminClient {
               MonoDelta timeout);
   // Runs `call` against each master in turn while one is unreachable or not the
   // leader; a MasterErrorPB in the response becomes a Status naming its code.
-  template <typename Resp>
-  Result<Resp> CallMasters(
-      const std::function<Status(master::MasterServiceProxy*, Resp*, rpc::RpcController*)>& call);
+  template <typename Proxy, typename Resp>
+  Result<Resp> CallMasters(const std::function<Status(Proxy*, Resp*, rpc::RpcController*)>& call);
 
   const std::shared_ptr<rpc::Messenger> messenger_;
   const std::vector<rpc::Sockaddr> masters_;
@@ -83,8 +91,9 @@ class AdminClient {
 // One replica of a tablet, as the master places it and as its server sees it.
 struct ReplicaView {
   std::string ts_uuid;
-  std::string address;  // "host:port"; "" when the server never registered
+  std::string address;   // "host:port"; "" when the server never registered
   bool ts_live = false;  // the master hears its heartbeats
+  bool learner = false;  // a learner of the configuration the master holds (no vote)
 
   // What its tablet server said (when `asked`): `server_status` not OK when the
   // server could not be reached; else whether it holds the tablet and in what state.
@@ -120,11 +129,16 @@ struct ReplicaView {
 struct TabletView {
   std::string tablet_id;
   std::string table_name;
-  std::string master_state;  // TABLET_RUNNING, TABLET_CREATING, ...
+  std::string master_state;        // TABLET_RUNNING, TABLET_CREATING, ...
   std::string master_leader_uuid;  // who the master believes leads ("" none)
   uint64_t master_term = 0;        // the newest term the master heard of
   int num_replicas = 0;
-  std::vector<ReplicaView> replicas;  // in placement order
+  std::vector<ReplicaView> replicas;  // voters in placement order, then learners
+  // A replacement of a failed replica in progress, as the master describes it
+  // ("replacing <failed> by <new>: adding learner"); "" when none.
+  std::string replacement;
+
+  size_t NumVoters() const;
 
   // The replica that leads now: a running replica whose own state says LEADER in the
   // newest term any running replica is in. Null when none (also when the servers were

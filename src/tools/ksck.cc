@@ -40,16 +40,19 @@ TabletVerdict CheckTablet(const TabletView& t, int64_t max_lag) {
     v.reasons.push_back("the master has the tablet " + t.master_state);
     return v;
   }
-  const size_t n = t.replicas.size();
+  // Learners (replicas being added) neither vote nor count toward a majority.
+  const size_t n = t.NumVoters();
   const size_t majority = n / 2 + 1;
   size_t running = 0;
   for (const ReplicaView& r : t.replicas) {
     if (r.running()) {
-      running++;
+      running += r.learner ? 0 : 1;
     } else {
       v.reasons.push_back(NotRunningReason(r));
     }
   }
+  // The master is healing it: say how far it got.
+  if (!t.replacement.empty()) v.reasons.push_back(t.replacement);
   if (n < size_t(t.num_replicas)) {
     v.reasons.push_back("placed on " + std::to_string(n) + " of its " +
                         std::to_string(t.num_replicas) + " replicas");

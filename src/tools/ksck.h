@@ -14,7 +14,7 @@ namespace nyala::tools {
 enum class TabletHealth {
   kHealthy,          // a leader, and every replica reachable, running and caught up
   kUnderReplicated,  // a leader and a majority, but some replica down, missing or lagging
-  kUnavailable,      // no leader, or fewer than a majority of the replicas running
+  kUnavailable,      // no leader, or fewer than a majority of the voters running
 };
 const char* TabletHealthName(TabletHealth h);  // HEALTHY, UNDER_REPLICATED, UNAVAILABLE
 
@@ -29,9 +29,9 @@ TabletVerdict CheckTablet(const TabletView& t, int64_t max_lag);
 
 // The exit codes of `nyala cluster ksck`.
 constexpr int kKsckHealthy = 0;
-constexpr int kKsckError = 1;            // the check could not run (master unreachable...)
-constexpr int kKsckUnderReplicated = 3;  // some tablet under-replicated or server dead
-constexpr int kKsckUnavailable = 4;      // some tablet unavailable
+constexpr int kKsckError = 1;             // the check could not run (master unreachable...)
+constexpr int kKsckUnderReplicated = 3;   // some tablet under-replicated or server dead
+constexpr int kKsckUnavailable = 4;       // some tablet unavailable
 constexpr int kKsckChecksumMismatch = 5;  // --checksum_scan: replicas of a tablet disagree
 
 // The exit code for a check that found these verdicts and `dead_servers` dead tablet

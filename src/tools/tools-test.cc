@@ -835,6 +835,28 @@ TEST(KsckTest, NoLeaderOrNoMajorityMakesItUnavailable) {
   EXPECT_TRUE(HasReason(v, "the master has the tablet TABLET_CREATING"));
 }
 
+// A learner (a replica being added) does not count toward the majority, and the
+// master's replacement in progress is named.
+TEST(KsckTest, LearnersDoNotVoteAndAReplacementIsNamed) {
+  TabletView t = ThreeReplicas();
+  t.replicas[2].server_status = Status::NetworkError("connection refused");
+  t.replicas[2].live_consensus = false;
+  ReplicaView learner = Running("d", "LEARNER", 2, 100, 40);
+  learner.learner = true;
+  t.replicas.push_back(learner);
+  t.replacement = "replacing c by d: adding learner";
+  EXPECT_EQ(3u, t.NumVoters());
+  TabletVerdict v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnderReplicated, v.health);
+  EXPECT_TRUE(HasReason(v, "replacing c by d: adding learner"));
+  EXPECT_FALSE(HasReason(v, "placed on"));
+  // Two voters down of three: the running learner makes no majority.
+  t.replicas[1].hosted = false;
+  v = CheckTablet(t, 1000);
+  EXPECT_EQ(TabletHealth::kUnavailable, v.health);
+  EXPECT_TRUE(HasReason(v, "1 of 3 replicas running: a majority (2) is needed"));
+}
+
 TEST(KsckTest, OneReplicaAndDeadServers) {
   TabletView t;
   t.master_state = "TABLET_RUNNING";
