@@ -52,6 +52,12 @@ DEFINE_int32(log_max_old_segments, 8,
 DEFINE_int32(consensus_max_queued_messages, 100000,
              "Raft messages queued for one destination server beyond which new ones are "
              "dropped (Raft resends; the count is in the runtime's messages_dropped)");
+DEFINE_bool(fault_injection_no_catch_up_from_log, false,
+            "Fault injection, for tests only: a follower behind a leader's in-memory log is "
+            "never sent entries read back from the log on disk, so it needs a copy of the "
+            "tablet (tests of tablet copy use it to make copies happen every time).");
+TAG_FLAG(fault_injection_no_catch_up_from_log, unsafe);
+
 DEFINE_string(fault_injection_consensus_drop_peers, "",
               "Fault injection, for tests only: comma-separated uuids of tablet servers this "
               "server's Raft traffic with is cut, as by a network partition: messages to them "
@@ -420,7 +426,7 @@ RaftOptions ConsensusRuntime::GroupRaftOptions(const GroupOptions& g) const {
   // less per commit (consensus-bench at 1 in flight: p50 about 100 us lower).
   o.notify_commit_at_once = false;
   // Entries compacted from memory are read back from the shared log (RaftGroup).
-  o.fetch_from_storage = true;
+  o.fetch_from_storage = !FLAGS_fault_injection_no_catch_up_from_log;
   // Distinct election timeouts per group and server (they need not be reproducible).
   o.random_seed = (g.group_id * 0x9e3779b97f4a7c15ULL) ^ (opts_.server_id << 32) ^
                   uint64_t(GetMonoTimeMicros());

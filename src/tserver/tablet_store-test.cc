@@ -408,6 +408,39 @@ TEST_F(TabletStoreTest, ACopyExportedFromOneStoreImportsIntoAnother) {
   EXPECT_EQ(CreateTablet(dst->get(), "next"), metas[0].seq() + 1);
 }
 
+// An empty tablet exports no SST file; its import makes an empty family (RocksDB
+// imports no empty file list).
+TEST_F(TabletStoreTest, AnEmptyTabletCopiesToo) {
+  auto src = TabletStore::Open(path(), nullptr);
+  ASSERT_OK(src.status());
+  const uint64_t seq = CreateTablet(src->get(), "empty");
+  TabletCopySuperblockPB sb;
+  ASSERT_OK((*src)->ExportRows(*(*src)->Rows(seq), test_dir() + "/export", &sb));
+  EXPECT_EQ(sb.sst_files_size(), 0);
+  auto dst = TabletStore::Open(test_dir() + "/dst", nullptr);
+  ASSERT_OK(dst.status());
+  TabletMetadataPB meta;
+  meta.set_tablet_id("empty");
+  meta.set_row_key_prefix(seq);
+  ASSERT_OK((*dst)->ImportTablet(&meta, test_dir() + "/export", sb, {}, "applied"));
+  std::shared_ptr<TabletRows> rows = (*dst)->Rows(meta.seq());
+  ASSERT_NE(rows, nullptr);
+  auto it = (*dst)->NewIterator(*rows, nullptr, "", "");
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid());
+  auto applied = (*dst)->GetAppliedState(meta.seq());
+  ASSERT_OK(applied.status());
+  EXPECT_EQ(*applied, "applied");
+  // The next tablet gets the next seq, and the copy survives a restart.
+  EXPECT_EQ(CreateTablet(dst->get(), "next"), meta.seq() + 1);
+  it.reset();
+  rows.reset();
+  dst->reset();
+  dst = TabletStore::Open(test_dir() + "/dst", nullptr);
+  ASSERT_OK(dst.status());
+  EXPECT_NE((*dst)->Rows(meta.seq()), nullptr);
+}
+
 // An import that fails leaves nothing that names its seq: no metadata, no family.
 TEST_F(TabletStoreTest, AFailedImportLeavesNoTablet) {
   auto store = TabletStore::Open(path(), nullptr);

@@ -764,6 +764,40 @@ Status TabletStore::ImportTablet(TabletMetadataPB* meta, const std::string& dir,
   }
   MutexLock l(seq_mu_);
   const uint64_t seq = next_seq_;
+  if (files.files.empty()) {
+    // An empty tablet: RocksDB imports no empty file list; the new seq's (empty) spare
+    // family serves, as for a tablet created here.
+    while (!spares_.count(seq)) {
+      const size_t before = spares_.size();
+      RETURN_NOT_OK(MakeSpareFamilies());
+      if (spares_.size() == before) return Status::IllegalState("no rows family for a copy");
+    }
+    meta->set_seq(seq);
+    rocksdb::WriteBatch batch;
+    std::string next;
+    PutFixed64BE(&next, seq + 1);
+    RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kNextSeqKey, next)));
+    RETURN_NOT_OK(FromRocks(
+        batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString())));
+    if (!applied_state.empty()) {
+      RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, AppliedStateKey(seq), ToRocks(applied_state))));
+    }
+    std::string key;
+    for (const auto& [k, v] : records) {
+      key.clear();
+      AppendTabletPrefix(seq, &key);
+      key.append(k);
+      RETURN_NOT_OK(FromRocks(batch.Put(requests_cf_, key, v)));
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "writing a copied tablet's metadata"));
+    next_seq_ = seq + 1;
+    MutexLock rl(rows_mu_);
+    rows_[seq] = std::move(spares_[seq]);
+    spares_.erase(seq);
+    return Status::OK();
+  }
   // The new seq's spare family goes, and the next seq moves past it (synced) before the
   // import: a family a crash leaves behind is then below the next seq and named by no
   // metadata, an orphan the next start drops, never a spare with rows in it.
