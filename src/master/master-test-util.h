@@ -344,8 +344,10 @@ struct FakeCluster {
                                    peer,
                                    {after.voter_uuids().begin(), after.voter_uuids().end()},
                                    {after.learner_uuids().begin(), after.learner_uuids().end()}});
-    for (const auto& [uuid, st] : servers) {
+    for (const auto& [uuid, weak] : servers) {
       if (uuid == leader) continue;
+      std::shared_ptr<FakeTabletServer::State> st = weak.lock();
+      if (!st) continue;  // that server is gone
       const bool learner =
           std::count(after.learner_uuids().begin(), after.learner_uuids().end(), uuid) > 0;
       const bool voter =
@@ -370,7 +372,8 @@ struct FakeCluster {
   }
 
   mutable Mutex mu;
-  std::map<std::string, std::shared_ptr<FakeTabletServer::State>> servers GUARDED_BY(mu);
+  // Weak: each server's state holds the cluster (a cycle would never be freed).
+  std::map<std::string, std::weak_ptr<FakeTabletServer::State>> servers GUARDED_BY(mu);
   std::vector<ConfigChange> changes GUARDED_BY(mu);
 };
 
