@@ -316,7 +316,7 @@ out=$("$NYALA" table get "$M" -neg -5 -dash --formt=csv 2>&1) && fail "a mistype
 check "a mistyped --flag is an error naming it" contains "$out" "unknown flag --formt"
 check "table delete -neg" "$NYALA" table delete "$M" -- -neg
 
-# ---- Values people can read, and JSON that loses nothing (issue 18) ----
+# ---- Values people can read, and JSON that loses nothing ----
 # Every type goes scan --format=json → JSONL (and the array as printed) → insert into a
 # second table → scan, and compares equal: NaN and infinities (strings, not null), bytes
 # that are not UTF-8 (base64), timestamps before 1970 (ISO-8601 UTC by default, raw
@@ -459,7 +459,7 @@ bad=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9
 check "/metrics_prometheus lines are well-formed" test -z "$bad"
 check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
 
-# ==== h-verbs (issue 18): table statistics, table copy, tserver|master get_flags and
+# ==== Operator verbs: table statistics, table copy, tserver|master get_flags and
 # set_flag, perf table_scan. A section of its own; the cluster is healthy here. ====
 VSPEC='{"name": "vsrc", "num_replicas": 1,
   "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}],
@@ -711,7 +711,7 @@ check "... HEALTHY, exit code 0, no tablet unhealthy" \
 # Every replica of every tablet checksummed at the same log index: they agree.
 out=$("$NYALA" cluster ksck "$M" --checksum_scan 2>&1) || echo "$out" | tail -n 30
 check "ksck --checksum_scan is healthy" "$NYALA" cluster ksck "$M" --checksum_scan
-check "... and says no replicas disagree" contains "$out" "with replicas that disagree"
+check "... and says no replicas disagree" contains "$out" "checksummed, 0 with replicas that disagree"
 out=$("$NYALA" cluster ksck "$M" --checksum_scan --format=json 2>&1) || true
 check "... JSON: every tablet checksummed, every one agreeing, at an index" \
   same "true true" "$(jq -r '"\([.checksums[] | .agree] | all) \([.checksums[] | .index > 0] | all)"' <<<"$out")"
