@@ -22,15 +22,6 @@ using tserver::TabletServerErrorPB;
 
 namespace {
 
-Result<rpc::Sockaddr> ResolveAddress(const std::string& address) {
-  auto numeric = rpc::Sockaddr::ParseNumeric(address);
-  if (numeric.ok()) return *numeric;
-  ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::HostPort::Parse(address, 0));
-  ASSIGN_OR_RETURN(std::vector<rpc::Sockaddr> addrs, hp.Resolve());
-  if (addrs.empty()) return Status::NetworkError("no address for " + address);
-  return addrs[0];
-}
-
 // The outcome of an admin call: the RPC status, else the response's error.
 Status CallOutcome(const rpc::RpcController& rpc, const TabletServerErrorPB* err,
                    bool not_found_is_ok) {
@@ -91,7 +82,7 @@ void TabletRpcTasks::SendCreate(const std::string& address, tserver::CreateTable
                                 MonoTime now) {
   Key key{Kind::kCreate, req.dest_uuid(), req.tablet_id()};
   if (!Start(key, now)) return;
-  auto addr = ResolveAddress(address);
+  auto addr = rpc::ResolveAddress(address);
   if (!addr.ok()) return Finish(key, addr.status());
   using C = Call<tserver::CreateTabletRequestPB, tserver::CreateTabletResponsePB>;
   auto call = std::make_shared<C>();
@@ -109,7 +100,7 @@ void TabletRpcTasks::SendDelete(const std::string& address, tserver::DeleteTable
                                 MonoTime now) {
   Key key{Kind::kDelete, req.dest_uuid(), req.tablet_id()};
   if (!Start(key, now)) return;
-  auto addr = ResolveAddress(address);
+  auto addr = rpc::ResolveAddress(address);
   if (!addr.ok()) return Finish(key, addr.status());
   using C = Call<tserver::DeleteTabletRequestPB, tserver::DeleteTabletResponsePB>;
   auto call = std::make_shared<C>();
@@ -127,7 +118,7 @@ void TabletRpcTasks::SendChangeConfig(const std::string& address,
                                       tserver::ChangeConfigRequestPB req, MonoTime now) {
   Key key{Kind::kChangeConfig, req.dest_uuid(), req.tablet_id()};
   if (!Start(key, now)) return;
-  auto addr = ResolveAddress(address);
+  auto addr = rpc::ResolveAddress(address);
   if (!addr.ok()) return Finish(key, addr.status());
   using C = Call<tserver::ChangeConfigRequestPB, tserver::ChangeConfigResponsePB>;
   auto call = std::make_shared<C>();

@@ -228,4 +228,13 @@ std::string FirstNonLoopbackAddress() {
   return found;
 }
 
+Result<Sockaddr> ResolveAddress(std::string_view host_port) {
+  auto numeric = Sockaddr::ParseNumeric(host_port);
+  if (numeric.ok()) return *numeric;
+  ASSIGN_OR_RETURN(HostPort hp, HostPort::Parse(host_port, 0));
+  ASSIGN_OR_RETURN(std::vector<Sockaddr> addrs, hp.Resolve());
+  if (addrs.empty()) return Status::NetworkError("no address for " + std::string(host_port));
+  return addrs[0];
+}
+
 }  // namespace nyala::rpc

@@ -73,4 +73,8 @@ class HostPort {
 // The first non-loopback IPv4 address of this host, or 127.0.0.1 if there is none.
 std::string FirstNonLoopbackAddress();
 
+// "a.b.c.d:port" or "[v6]:port" as is, else "host:port" resolved (getaddrinfo: may block
+// on DNS) to its first address. NetworkError when nothing resolves.
+Result<Sockaddr> ResolveAddress(std::string_view host_port);
+
 }  // namespace nyala::rpc

@@ -17,21 +17,12 @@ namespace {
 constexpr uint64_t kAhead = 20;
 constexpr int kAttempts = 5;
 
-Result<rpc::Sockaddr> Resolve(const std::string& address) {
-  auto numeric = rpc::Sockaddr::ParseNumeric(address);
-  if (numeric.ok()) return *numeric;
-  ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::HostPort::Parse(address, 0));
-  ASSIGN_OR_RETURN(std::vector<rpc::Sockaddr> addrs, hp.Resolve());
-  if (addrs.empty()) return Status::NetworkError("no address for " + address);
-  return addrs[0];
-}
-
 // One replica's checksum at `index`; `*past` when it applied past it first.
 ReplicaChecksum Ask(const std::shared_ptr<rpc::Messenger>& messenger, const std::string& tablet_id,
                     const ReplicaView& r, uint64_t index, MonoDelta timeout, bool* past) {
   ReplicaChecksum out;
   out.ts_uuid = r.ts_uuid;
-  auto addr = Resolve(r.address);
+  auto addr = rpc::ResolveAddress(r.address);
   if (!addr.ok()) {
     out.status = addr.status();
     return out;

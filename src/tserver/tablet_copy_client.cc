@@ -19,6 +19,7 @@
 #include "common/flag_tags.h"
 #include "common/mutex.h"
 #include "common/rate_limiter.h"
+#include "common/scoped_fd.h"
 #include "common/wire_protocol.h"
 #include "rpc/messenger.h"
 #include "rpc/retry.h"
@@ -55,24 +56,6 @@ RateLimiter* ReceiveRateLimiter() {
   static RateLimiter* const limiter =
       new RateLimiter([] { return int64_t(FLAGS_tablet_copy_rate_limit_mb) << 20; });
   return limiter;
-}
-
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  const int fd_;
-};
-
-Status ErrnoStatus(const std::string& what, int err) {
-  return Status::IOError(what, strerror(err), err);
 }
 
 Status WriteAll(int fd, const std::string& data, uint64_t offset, const std::string& path) {

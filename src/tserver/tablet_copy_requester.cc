@@ -30,15 +30,6 @@ namespace {
 constexpr int64_t kMaxBackoffMs = 30'000;
 constexpr int64_t kRpcTimeoutMs = 10'000;
 
-Result<rpc::Sockaddr> Resolve(const std::string& address) {
-  auto numeric = rpc::Sockaddr::ParseNumeric(address);
-  if (numeric.ok()) return *numeric;
-  ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::HostPort::Parse(address, 0));
-  ASSIGN_OR_RETURN(std::vector<rpc::Sockaddr> addrs, hp.Resolve());
-  if (addrs.empty()) return Status::NetworkError("no address for " + address);
-  return addrs[0];
-}
-
 }  // namespace
 
 TabletCopyRequester::TabletCopyRequester(Options options) : opts_(std::move(options)) {
@@ -139,7 +130,7 @@ bool TabletCopyRequester::Ask(const Key& key, Pending* p) {
     backoff(Status::NotFound("cannot start: the server's address is not known yet"));
     return true;
   }
-  auto addr = Resolve(address);
+  auto addr = rpc::ResolveAddress(address);
   if (!addr.ok()) {
     backoff(addr.status());
     return true;

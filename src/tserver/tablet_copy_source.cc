@@ -15,6 +15,7 @@
 #include "common/crc32c.h"
 #include "common/flag_tags.h"
 #include "common/metrics.h"
+#include "common/scoped_fd.h"
 #include "server/fs_manager.h"
 
 DEFINE_int32(tablet_copy_idle_timeout_sec, 600,
@@ -42,25 +43,6 @@ namespace nyala::tserver {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Closes a file descriptor when it goes out of scope.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  const int fd_;
-};
-
-Status ErrnoStatus(const std::string& what, int err) {
-  return Status::IOError(what, strerror(err), err);
-}
 
 // A peer's string as it may appear in a log line: at most 80 bytes, anything but
 // printable ASCII escaped.

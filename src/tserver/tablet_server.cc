@@ -123,18 +123,12 @@ Status TabletServer::Init() {
                      const std::string& source, const std::string& tablet_id,
                      const std::string& staging_dir, TabletCopyProgress* progress,
                      const std::atomic<bool>* cancelled, std::string* superblock) -> Status {
-      auto addr = rpc::Sockaddr::ParseNumeric(source);
-      if (!addr.ok()) {
-        ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::HostPort::Parse(source, 0));
-        ASSIGN_OR_RETURN(std::vector<rpc::Sockaddr> addrs, hp.Resolve());
-        if (addrs.empty()) return Status::NetworkError("no address for " + source);
-        addr = addrs[0];
-      }
+      ASSIGN_OR_RETURN(rpc::Sockaddr addr, rpc::ResolveAddress(source));
       TabletCopyClientOptions co;
       co.deadline = MonoTime::Now() + MonoDelta::FromSeconds(FLAGS_tablet_copy_timeout_sec);
       co.cancelled = cancelled;
       TabletCopyDownload out;
-      RETURN_NOT_OK(DownloadTabletCopy(m, *addr, tablet_id, self, staging_dir, co, progress, &out));
+      RETURN_NOT_OK(DownloadTabletCopy(m, addr, tablet_id, self, staging_dir, co, progress, &out));
       *superblock = std::move(out.superblock);
       return Status::OK();
     };

@@ -355,16 +355,11 @@ void TabletAdminServiceImpl::ChangeConfig(const ChangeConfigRequestPB* req,
     return reject(TabletServerErrorPB::TABLET_NOT_RUNNING,
                   Status::ServiceUnavailable("tablet " + req->tablet_id() + " is not running"));
   }
-  if (group->leader_term() == 0) {
-    const consensus::GroupInfo info = group->info();
-    const std::string leader =
-        info.leader == consensus::kNoPeer ? "" : tablets_->UuidOfPeer(info.leader);
-    resp->mutable_error()->set_leader_uuid(leader);
-    return reject(TabletServerErrorPB::NOT_THE_LEADER,
-                  Status::IllegalState("tablet " + req->tablet_id() +
-                                           ": this replica is not the leader",
-                                       leader.empty() ? "no leader is known"
-                                                      : "the leader is " + leader));
+  // NOT_THE_LEADER, naming the leader when known.
+  if (TabletServerErrorPB not_leader; !tablet->replica().CheckLeader(&not_leader)) {
+    *resp->mutable_error() = std::move(not_leader);
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
   }
   if (change == consensus::ConfigChange::kAddLearner) {
     tablets_->AddPeerAddress(peer.permanent_uuid(), peer.host(), peer.port());

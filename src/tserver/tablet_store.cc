@@ -764,72 +764,52 @@ Status TabletStore::ImportTablet(TabletMetadataPB* meta, const std::string& dir,
   }
   MutexLock l(seq_mu_);
   const uint64_t seq = next_seq_;
+  std::string next;
+  PutFixed64BE(&next, seq + 1);
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  std::shared_ptr<TabletRows> rows;
   if (files.files.empty()) {
-    // An empty tablet: RocksDB imports no empty file list; the new seq's (empty) spare
+    // An empty tablet (RocksDB imports no empty file list): the new seq's empty spare
     // family serves, as for a tablet created here.
     while (!spares_.count(seq)) {
       const size_t before = spares_.size();
       RETURN_NOT_OK(MakeSpareFamilies());
       if (spares_.size() == before) return Status::IllegalState("no rows family for a copy");
     }
-    meta->set_seq(seq);
-    rocksdb::WriteBatch batch;
-    std::string next;
-    PutFixed64BE(&next, seq + 1);
-    RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, kNextSeqKey, next)));
+    rows = spares_[seq];
+  } else {
+    // The new seq's spare family goes, and the next seq moves past it (synced) before
+    // the import: a family a crash leaves behind is then below the next seq and named by
+    // no metadata, an orphan the next start drops, never a spare with rows in it.
+    if (auto it = spares_.find(seq); it != spares_.end()) {
+      RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(it->second->cf_), "dropping a spare family"));
+      spares_.erase(it);
+    }
+    RETURN_NOT_OK(FromRocks(db_->Put(sync, meta_cf_, kNextSeqKey, next), "writing the next seq"));
+    next_seq_ = seq + 1;
+    size_t families;
+    {
+      MutexLock rl(rows_mu_);
+      families = rows_.size() + spares_.size() + 1;
+    }
+    rocksdb::ImportColumnFamilyOptions io;
+    io.move_files = true;
+    rocksdb::ColumnFamilyHandle* handle = nullptr;
     RETURN_NOT_OK(FromRocks(
-        batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString())));
-    if (!applied_state.empty()) {
-      RETURN_NOT_OK(FromRocks(batch.Put(meta_cf_, AppliedStateKey(seq), ToRocks(applied_state))));
-    }
-    std::string key;
-    for (const auto& [k, v] : records) {
-      key.clear();
-      AppendTabletPrefix(seq, &key);
-      key.append(k);
-      RETURN_NOT_OK(FromRocks(batch.Put(requests_cf_, key, v)));
-    }
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    RETURN_NOT_OK(FromRocks(db_->Write(wo, &batch), "writing a copied tablet's metadata"));
-    next_seq_ = seq + 1;
-    MutexLock rl(rows_mu_);
-    rows_[seq] = std::move(spares_[seq]);
-    spares_.erase(seq);
-    return Status::OK();
+        db_->CreateColumnFamilyWithImport(RowsCfOptions(families),
+                                          kRowsCfPrefix + std::to_string(seq), io, files, &handle),
+        "importing a tablet copy's rows"));
+    rows = std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handle, seq));
   }
-  // The new seq's spare family goes, and the next seq moves past it (synced) before the
-  // import: a family a crash leaves behind is then below the next seq and named by no
-  // metadata, an orphan the next start drops, never a spare with rows in it.
-  if (auto it = spares_.find(seq); it != spares_.end()) {
-    RETURN_NOT_OK(FromRocks(db_->DropColumnFamily(it->second->cf_), "dropping a spare family"));
-    spares_.erase(it);
-  }
-  {
-    std::string next;
-    PutFixed64BE(&next, seq + 1);
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    RETURN_NOT_OK(FromRocks(db_->Put(wo, meta_cf_, kNextSeqKey, next), "writing the next seq"));
-    next_seq_ = seq + 1;
-  }
-  size_t families;
-  {
-    MutexLock rl(rows_mu_);
-    families = rows_.size() + spares_.size() + 1;
-  }
-  rocksdb::ImportColumnFamilyOptions io;
-  io.move_files = true;
-  rocksdb::ColumnFamilyHandle* handle = nullptr;
-  RETURN_NOT_OK(FromRocks(
-      db_->CreateColumnFamilyWithImport(RowsCfOptions(families),
-                                        kRowsCfPrefix + std::to_string(seq), io, files, &handle),
-      "importing a tablet copy's rows"));
-  auto rows = std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handle, seq));
+  // The metadata that names the copy, with its records and applied state, in one batch.
   meta->set_seq(seq);
   rocksdb::WriteBatch batch;
-  Status s = FromRocks(
-      batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString()));
+  Status s = FromRocks(batch.Put(meta_cf_, kNextSeqKey, next));
+  if (s.ok()) {
+    s = FromRocks(
+        batch.Put(meta_cf_, kTabletMetaPrefix + meta->tablet_id(), meta->SerializeAsString()));
+  }
   if (s.ok() && !applied_state.empty()) {
     s = FromRocks(batch.Put(meta_cf_, AppliedStateKey(seq), ToRocks(applied_state)));
   }
@@ -840,15 +820,15 @@ Status TabletStore::ImportTablet(TabletMetadataPB* meta, const std::string& dir,
     key.append(records[i].first);
     s = FromRocks(batch.Put(requests_cf_, key, records[i].second));
   }
-  if (s.ok()) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    s = FromRocks(db_->Write(wo, &batch), "writing a copied tablet's metadata");
-  }
+  if (s.ok()) s = FromRocks(db_->Write(sync, &batch), "writing a copied tablet's metadata");
   if (!s.ok()) {
-    WARN_NOT_OK(FromRocks(db_->DropColumnFamily(handle)), "dropping a failed import");
-    return s;  // `rows` closes the handle
+    if (!files.files.empty()) {
+      WARN_NOT_OK(FromRocks(db_->DropColumnFamily(rows->cf_)), "dropping a failed import");
+    }
+    return s;  // an imported `rows` closes its handle; a spare stays one
   }
+  next_seq_ = seq + 1;
+  spares_.erase(seq);
   MutexLock rl(rows_mu_);
   rows_[seq] = std::move(rows);
   return Status::OK();
