@@ -203,7 +203,9 @@ std::shared_ptr<CatalogManager::TableInfo> CatalogManager::FindTableLocked(
 
 ServerLoads CatalogManager::LiveServerLoadsLocked(ServerLoads* leaders) const {
   ServerLoads loads;
-  for (const auto& uuid : ts_manager_->LiveServerUuids()) loads[uuid] = 0;
+  for (const auto& uuid : ts_manager_->LiveServerUuids()) {
+    if (!DecommissioningLocked(uuid)) loads[uuid] = 0;
+  }
   for (const auto& [id, tablet] : tablets_) {
     const TabletStatePB st = tablet->pb.state();
     if (st != TABLET_CREATING && st != TABLET_RUNNING) continue;
@@ -243,6 +245,10 @@ void CatalogManager::AddTabletLocked(std::shared_ptr<TabletInfo> tablet) {
 
 std::map<std::string, int64_t> CatalogManager::ReplicasPerServer() const {
   SharedLock l(state_mu_);
+  return ReplicasPerServerLocked();
+}
+
+std::map<std::string, int64_t> CatalogManager::ReplicasPerServerLocked() const {
   std::map<std::string, int64_t> out;
   for (const auto& [id, tablet] : tablets_) {
     const TabletStatePB st = tablet->pb.state();
@@ -256,6 +262,7 @@ void CatalogManager::ListTabletServers(const ListTabletServersRequestPB& req,
                                        ListTabletServersResponsePB* resp) {
   const MonoTime now = MonoTime::Now();
   const std::map<std::string, TServerStatePB> states = TServerStates();
+  const std::map<std::string, int64_t> replicas = ReplicasPerServer();
   for (const TSDescriptor& ts : ts_manager_->GetAll()) {
     auto* e = resp->add_servers();
     auto st = states.find(ts.uuid);
@@ -266,6 +273,8 @@ void CatalogManager::ListTabletServers(const ListTabletServersRequestPB& req,
     e->set_millis_since_heartbeat((now - ts.last_heartbeat).ToMilliseconds());
     e->set_live(ts.live);
     e->set_num_live_tablets(int32_t(ts.running_tablets.size()));
+    auto r = replicas.find(ts.uuid);
+    e->set_num_replicas(r == replicas.end() ? 0 : int32_t(r->second));
   }
 }
 

@@ -171,6 +171,17 @@ class CatalogManager {
   // Puts a tablet server in or out of maintenance mode, in the sys catalog first.
   void ChangeTServerState(const ChangeTServerStateRequestPB& req,
                           ChangeTServerStateResponsePB* resp) EXCLUDES(write_mu_, state_mu_);
+  // Starts moving one replica of a tablet (the answer comes before the move ends).
+  void MoveReplica(const MoveReplicaRequestPB& req, MoveReplicaResponsePB* resp)
+      EXCLUDES(write_mu_, state_mu_);
+  // Changes a table's replication factor in the sys catalog; the background thread
+  // adds or removes replicas.
+  void SetReplicationFactor(const SetReplicationFactorRequestPB& req,
+                            SetReplicationFactorResponsePB* resp) EXCLUDES(write_mu_, state_mu_);
+  // Plans replica moves and leadership transfers that even out the servers, and starts
+  // them unless req.dry_run() (catalog_manager_rebalance.cc).
+  void Rebalance(const RebalanceRequestPB& req, RebalanceResponsePB* resp)
+      EXCLUDES(write_mu_, state_mu_);
   // The operator state of every server that has one other than TSERVER_STATE_NONE.
   std::map<std::string, TServerStatePB> TServerStates() const EXCLUDES(state_mu_);
 
@@ -239,6 +250,17 @@ class CatalogManager {
       MonoTime since;  // when the leader's view of it last changed
     };
     std::map<std::string, LearnerProgress> learner_progress;  // by learner uuid
+    // An operator's move of the replica on `from` (MoveReplica, a rebalance) to `to`
+    // ("" lets the master choose), until `from` leaves the configuration.
+    struct Move {
+      std::string from;
+      std::string to;
+    };
+    std::optional<Move> move;
+    // The leader the master last asked to hand leadership away, and until when it does
+    // not ask again (a transfer takes at most an election timeout).
+    std::string transfer_from;
+    MonoTime transfer_until;
     // What the pending change is to the replacement, for the counters.
     enum class ChangeRole { kOther, kStartsReplacement, kCompletesReplacement, kRemovesLearner };
     ChangeRole change_role = ChangeRole::kOther;
@@ -278,8 +300,9 @@ class CatalogManager {
   // Table by id or name (id wins); nullptr if unknown or deleted.
   std::shared_ptr<TableInfo> FindTableLocked(const TableIdentifierPB& id) const
       REQUIRES_SHARED(state_mu_);
-  // Replicas per live server; with `leaders`, also leaders per server (the known
-  // leader of each tablet, else its first replica: the one that campaigns first).
+  // Replicas per live server that can take new ones (not decommissioning); with
+  // `leaders`, also leaders per server (the known leader of each tablet, else its first
+  // replica: the one that campaigns first).
   ServerLoads LiveServerLoadsLocked(ServerLoads* leaders = nullptr) const
       REQUIRES_SHARED(state_mu_);
   // A new tablet id whose Raft group id (consensus/peer_id.h) is neither an existing
@@ -328,6 +351,9 @@ class CatalogManager {
   ServerHealth HealthLocked(const HealthSnapshot& h, const std::string& uuid) const
       REQUIRES_SHARED(state_mu_);
   bool InMaintenanceLocked(const std::string& uuid) const REQUIRES_SHARED(state_mu_);
+  bool DecommissioningLocked(const std::string& uuid) const REQUIRES_SHARED(state_mu_);
+  // Replicas per server over every tablet not deleted or replaced.
+  std::map<std::string, int64_t> ReplicasPerServerLocked() const REQUIRES_SHARED(state_mu_);
   ReplacementInput ReplacementInputLocked(const TabletInfo& t, const HealthSnapshot& h) const
       REQUIRES_SHARED(state_mu_);
   // What ListTablets and /tables show of `t`'s replacement.

@@ -672,4 +672,208 @@ TEST_F(CatalogManagerReplicasTest, UnregisterAndMaintenanceStates) {
   EXPECT_EQ(TSERVER_STATE_NONE, StateOf(ts.uuid()));
 }
 
+// An operator's move: a learner on the target, promoted, then the source removed;
+// a leader that is moved hands leadership away first. Bad moves are refused with what
+// is wrong, and a second move waits for the first.
+TEST_F(CatalogManagerReplicasTest, MoveReplicaThroughALearnerAndOffTheLeader) {
+  ASSERT_NO_FATAL_FAILURE(AddServer());  // 4 servers, one tablet of 3
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 0, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  const std::string tablet = TabletsOf(id).at(0);
+  auto voters = Voters(tablet);
+  std::string spare;
+  for (const auto& s : servers_) {
+    if (!std::count(voters.begin(), voters.end(), s->uuid())) spare = s->uuid();
+  }
+  const std::string leader = TabletOf(tablet).leader_uuid();
+  ASSERT_FALSE(leader.empty());
+  std::string follower;
+  for (const auto& v : voters) {
+    if (v != leader) follower = v;
+  }
+  auto move = [&](const std::string& from, const std::string& to) {
+    MoveReplicaRequestPB req;
+    req.set_tablet_id(tablet);
+    req.set_from_uuid(from);
+    req.set_to_uuid(to);
+    MoveReplicaResponsePB resp;
+    cm_->MoveReplica(req, &resp);
+    return resp.error();
+  };
+  EXPECT_EQ(MasterErrorPB::INVALID_ARGUMENT, move(spare, follower).code());   // not a voter
+  EXPECT_EQ(MasterErrorPB::INVALID_ARGUMENT, move(follower, leader).code());  // a member
+  EXPECT_EQ(MasterErrorPB::UNKNOWN_TABLET_SERVER, move(follower, "no-such-server").code());
+  {
+    MoveReplicaRequestPB req;
+    req.set_tablet_id("no-such-tablet");
+    MoveReplicaResponsePB resp;
+    cm_->MoveReplica(req, &resp);
+    EXPECT_EQ(MasterErrorPB::TABLET_NOT_FOUND, resp.error().code());
+  }
+  MasterErrorPB err = move(follower, spare);
+  ASSERT_FALSE(err.has_status()) << err.ShortDebugString();
+  EXPECT_EQ(MasterErrorPB::CONFIG_CHANGE_IN_PROGRESS, move(leader, "").code());
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    Step();
+    ASSERT_TRUE(Healed(tablet, follower, 3));
+  });
+  EXPECT_EQ((std::vector<std::string>{"ADD_LEARNER " + spare, "PROMOTE_LEARNER " + spare,
+                                      "REMOVE_PEER " + follower}),
+            ChangeNames(tablet));
+
+  // The leader moves to the server just emptied, the master handing leadership away
+  // first: the removal is asked of another leader.
+  err = move(leader, follower);
+  ASSERT_FALSE(err.has_status()) << err.ShortDebugString();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    Step();
+    ASSERT_TRUE(Healed(tablet, leader, 3));
+  });
+  const auto changes = cluster_->ChangesOf(tablet);
+  ASSERT_EQ(6u, changes.size());
+  EXPECT_EQ("REMOVE_PEER " + leader, changes.back().ToString());
+  EXPECT_NE(leader, changes.back().leader);
+  EXPECT_NE(leader, TabletOf(tablet).leader_uuid());
+}
+
+// A decommissioned server is emptied (each replica moved elsewhere), shows 0 replicas
+// and its state, and gets no replica of a new table; cancelling ends the state.
+TEST_F(CatalogManagerReplicasTest, DecommissionEmptiesAServer) {
+  ASSERT_NO_FATAL_FAILURE(AddServer());  // 4 servers, tablets of 3
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 4, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  const int victim = MostLoaded(id);
+  const std::string gone = servers_[victim]->uuid();
+  const auto affected = TabletsOn(id, gone);
+  ASSERT_FALSE(affected.empty());
+  ASSERT_NO_FATAL_FAILURE(SetState(gone, ChangeTServerStateRequestPB::START_DECOMMISSION));
+  EXPECT_EQ(DECOMMISSIONING, StateOf(gone));
+  auto replicas_on = [&](const std::string& uuid) {
+    ListTabletServersResponsePB list;
+    cm_->ListTabletServers(ListTabletServersRequestPB(), &list);
+    for (const auto& e : list.servers()) {
+      if (e.instance_id().permanent_uuid() == uuid) return e.num_replicas();
+    }
+    return -1;
+  };
+  EXPECT_EQ(int(affected.size()), replicas_on(gone));
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    Step();
+    for (const auto& t : affected) ASSERT_TRUE(Healed(t, gone, 3)) << t;
+  });
+  EXPECT_EQ(0, replicas_on(gone));
+  // A new table's replicas go to the other three.
+  const std::string id2 = CreateTable(MakeCreateTableRequest("t2", 3, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id2));
+  EXPECT_TRUE(TabletsOn(id2, gone).empty());
+  EXPECT_EQ(0, replicas_on(gone));
+  // Maintenance mode does not end a decommission; cancelling does.
+  ASSERT_NO_FATAL_FAILURE(SetState(gone, ChangeTServerStateRequestPB::EXIT_MAINTENANCE_MODE));
+  EXPECT_EQ(DECOMMISSIONING, StateOf(gone));
+  ASSERT_NO_FATAL_FAILURE(RestartCatalog());
+  HeartbeatAll();
+  EXPECT_EQ(DECOMMISSIONING, StateOf(gone));
+  ASSERT_NO_FATAL_FAILURE(SetState(gone, ChangeTServerStateRequestPB::CANCEL_DECOMMISSION));
+  EXPECT_EQ(TSERVER_STATE_NONE, StateOf(gone));
+}
+
+// A table's replication factor goes up (learners added at once, promoted) and down
+// (voters removed one at a time), persisted; an even or too high one is refused.
+TEST_F(CatalogManagerReplicasTest, SetReplicationFactorUpAndDown) {
+  ASSERT_NO_FATAL_FAILURE(AddServer());
+  ASSERT_NO_FATAL_FAILURE(AddServer());  // 5 servers
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 2, false, {}, {}, 1));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  auto set_rf = [&](int rf) {
+    SetReplicationFactorRequestPB req;
+    req.mutable_table()->set_table_name("t");
+    req.set_num_replicas(rf);
+    SetReplicationFactorResponsePB resp;
+    cm_->SetReplicationFactor(req, &resp);
+    return resp.error();
+  };
+  EXPECT_EQ(MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, set_rf(2).code());
+  EXPECT_EQ(MasterErrorPB::ILLEGAL_REPLICATION_FACTOR, set_rf(0).code());
+  EXPECT_EQ(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH, set_rf(7).code());
+  {
+    SetReplicationFactorRequestPB req;
+    req.mutable_table()->set_table_name("no-such-table");
+    req.set_num_replicas(3);
+    SetReplicationFactorResponsePB resp;
+    cm_->SetReplicationFactor(req, &resp);
+    EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, resp.error().code());
+  }
+  const auto tablets = TabletsOf(id);
+  // Raised from 1, both new replicas copy at once.
+  SetLearnerMode(FakeTabletServer::kProgressing);
+  MasterErrorPB err = set_rf(3);
+  ASSERT_FALSE(err.has_status()) << err.ShortDebugString();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+    Step();
+    for (const auto& t : tablets) ASSERT_EQ(2u, Learners(t).size()) << t;
+  });
+  SetLearnerMode(FakeTabletServer::kCatchUpAtOnce);
+  for (int rf : {3, 5, 3, 1}) {
+    SCOPED_TRACE("replication factor " + std::to_string(rf));
+    err = set_rf(rf);
+    ASSERT_FALSE(err.has_status()) << err.ShortDebugString();
+    ASSERT_EVENTUALLY(MonoDelta::FromSeconds(30), [&] {
+      for (auto& s : servers_) s->CatchUpLearnersForTests();
+      Step();
+      for (const auto& t : tablets) {
+        ASSERT_EQ(size_t(rf), Voters(t).size()) << t;
+        ASSERT_TRUE(Learners(t).empty()) << t;
+        ASSERT_EQ(rf, TabletOf(t).num_replicas());
+      }
+    });
+  }
+  // Never more voters than the largest factor asked for.
+  for (const auto& c : cluster_->Changes()) EXPECT_LE(c.voters.size(), 5u) << c.ToString();
+  ASSERT_NO_FATAL_FAILURE(RestartCatalog());
+  HeartbeatAll();
+  EXPECT_EQ(1, TabletOf(tablets[0]).num_replicas());
+}
+
+// A server added to a full cluster gets its share of replicas by rebalancing moves, a
+// bounded number at a time; a dry run plans without moving anything.
+TEST_F(CatalogManagerReplicasTest, RebalanceFillsANewServer) {
+  const std::string id = CreateTable(MakeCreateTableRequest("t", 8, false, {}, {}, 3));
+  ASSERT_NO_FATAL_FAILURE(WaitRunning(id));
+  ASSERT_NO_FATAL_FAILURE(AddServer());  // empty
+  const std::string fresh = servers_.back()->uuid();
+  Step();
+  auto rebalance = [&](bool dry_run) {
+    RebalanceRequestPB req;
+    req.set_dry_run(dry_run);
+    req.set_max_moves(2);
+    RebalanceResponsePB resp;
+    cm_->Rebalance(req, &resp);
+    EXPECT_FALSE(resp.has_error()) << resp.error().ShortDebugString();
+    return resp;
+  };
+  RebalanceResponsePB plan = rebalance(true);
+  EXPECT_EQ(2, plan.moves_size());
+  EXPECT_FALSE(plan.balanced());
+  for (int i = 0; i < 3; i++) Step();
+  EXPECT_TRUE(cluster_->Changes().empty()) << "a dry run moves nothing";
+  EXPECT_TRUE(TabletsOn(id, fresh).empty());
+
+  int rounds = 0;
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(60), [&] {
+    Step();
+    const RebalanceResponsePB r = rebalance(false);
+    rounds++;
+    EXPECT_LE(r.moves_in_progress() + r.moves_size(), 2);
+    ASSERT_TRUE(r.balanced());
+  });
+  // 24 replicas on 4 servers: 6 each.
+  EXPECT_EQ(6u, TabletsOn(id, fresh).size());
+  for (const auto& s : servers_) EXPECT_EQ(6u, TabletsOn(id, s->uuid()).size()) << s->uuid();
+  for (const auto& t : TabletsOf(id)) {
+    EXPECT_EQ(3u, Voters(t).size());
+    EXPECT_TRUE(Learners(t).empty());
+  }
+  EXPECT_GT(rounds, 1);
+}
+
 }  // namespace nyala::master

@@ -25,6 +25,8 @@ DEFINE_int32(max_concurrent_tablet_copies, 2,
 DEFINE_validator(max_concurrent_tablet_copies, [](const char*, int32_t v) { return v > 0; });
 TAG_FLAG(max_concurrent_tablet_copies, runtime);
 
+DECLARE_int32(max_num_replicas);
+
 namespace nyala::master {
 
 namespace {
@@ -107,6 +109,11 @@ bool CatalogManager::InMaintenanceLocked(const std::string& uuid) const {
   return it != tserver_states_.end() && it->second.state() == MAINTENANCE_MODE;
 }
 
+bool CatalogManager::DecommissioningLocked(const std::string& uuid) const {
+  auto it = tserver_states_.find(uuid);
+  return it != tserver_states_.end() && it->second.state() == DECOMMISSIONING;
+}
+
 ServerHealth CatalogManager::HealthLocked(const HealthSnapshot& h, const std::string& uuid) const {
   bool live = false;
   MonoDelta silent = h.now - load_time_;  // never heard from by this master instance
@@ -144,6 +151,11 @@ ReplacementInput CatalogManager::ReplacementInputLocked(const TabletInfo& t,
   in.pending = t.change;
   in.replacing = t.replacing;
   in.replacement = t.replacement;
+  for (const auto& m : t.Members()) {
+    if (DecommissioningLocked(m)) in.leaving.insert(m);
+  }
+  if (t.move && t.IsMember(t.move->from)) in.leaving.insert(t.move->from);
+  if (int(in.voters.size()) > in.replication_factor) in.loads = ReplicasPerServerLocked();
   return in;
 }
 
@@ -283,6 +295,10 @@ Status CatalogManager::FollowConfigs(const std::vector<std::string>& tablet_ids)
       t.change.reset();
     }
     if (!t.replacing.empty() && !t.IsMember(t.replacing)) t.replacing.clear();
+    if (t.move && !t.IsMember(t.move->from)) {
+      LOG(INFO) << "tablet " << id << ": moved its replica off " << t.move->from;
+      t.move.reset();
+    }
     if (!t.replacement.empty() && !t.IsMember(t.replacement)) t.replacement.clear();
     t.UpdateLeader();  // who counts toward the newest term depends on the members
   }
@@ -321,6 +337,14 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
     std::string log;
     tserver::DeleteTabletRequestPB req;
   };
+  struct Transfer {
+    std::string tablet_id;
+    std::string leader;
+    std::string address;
+    std::string log;
+    tserver::LeaderStepDownRequestPB req;
+  };
+  std::vector<Transfer> transfers;
   std::vector<Change> changes;
   std::vector<Tombstone> tombstones;
   std::vector<std::string> expired;              // answered changes never reported
@@ -351,18 +375,19 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
         }
         for (const auto& [uuid, lv] : h.servers) {
           if (!lv.rpc_address.empty() && HealthLocked(h, uuid) == ServerHealth::kUp &&
-              !InMaintenanceLocked(uuid)) {
+              !InMaintenanceLocked(uuid) && !DecommissioningLocked(uuid)) {
             eligible.insert(uuid);
           }
         }
       };
       // Most tablets have every voter up and nothing going on: skipped at once.
       auto quiet = [&](const TabletInfo& t, int rf) {
-        if (t.change || t.pb.learner_uuids_size() > 0 || !t.no_target.empty() ||
+        if (t.change || t.move || t.pb.learner_uuids_size() > 0 || !t.no_target.empty() ||
             t.pb.replica_uuids_size() != rf) {
           return false;
         }
         for (const auto& v : t.pb.replica_uuids()) {
+          if (DecommissioningLocked(v)) return false;
           auto it = h.servers.find(v);
           if (it == h.servers.end() || !it->second.live ||
               h.now - it->second.last_heartbeat > h.failed_after) {
@@ -391,6 +416,26 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
           continue;
         }
         if (t.AwaitsLeaderReport()) continue;
+        if (d.action == Action::kTransferLeadership) {
+          if (t.transfer_from == t.leader_uuid && now < t.transfer_until) continue;
+          const TabletRpcTasks::Key key{TabletRpcTasks::Kind::kStepDown, t.leader_uuid, id};
+          needed->insert(key);
+          auto leader = h.servers.find(t.leader_uuid);
+          if (!tasks_->IsDue(key, now) || leader == h.servers.end() ||
+              leader->second.rpc_address.empty()) {
+            continue;
+          }
+          Transfer tr;
+          tr.tablet_id = id;
+          tr.leader = t.leader_uuid;
+          tr.address = leader->second.rpc_address;
+          tr.log = d.status.description();
+          tr.req.set_dest_uuid(t.leader_uuid);
+          tr.req.set_tablet_id(id);
+          tr.req.set_new_leader_uuid(d.peer_uuid);
+          transfers.push_back(std::move(tr));
+          continue;
+        }
         const TabletRpcTasks::Key key{TabletRpcTasks::Kind::kChangeConfig, t.leader_uuid, id};
         needed->insert(key);
         auto leader = h.servers.find(t.leader_uuid);
@@ -415,6 +460,13 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
             if (t.IsMember(s) || t.replica_states.count(s) || leftovers_.count({s, id})) continue;
             any_free = true;
             if (copies[s] < FLAGS_max_concurrent_tablet_copies) candidates.insert(s);
+          }
+          // An operator's move names its target: it waits for that server's copies.
+          const std::string wanted = t.move ? t.move->to : "";
+          if (!wanted.empty() && eligible.count(wanted) && !t.IsMember(wanted) &&
+              !leftovers_.count({wanted, id})) {
+            candidates.clear();
+            if (copies[wanted] < FLAGS_max_concurrent_tablet_copies) candidates.insert(wanted);
           }
           auto pick = PlaceReplacement(candidates, &loads, &rng_);
           if (!pick.ok()) {
@@ -442,7 +494,7 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
         } else {
           c.req.set_type(tserver::REMOVE_PEER);
           c.role = t.IsLearner(peer) ? TabletInfo::ChangeRole::kRemovesLearner
-                   : d.status.step() == ReplacementPB::REMOVING
+                   : d.status.step() == ReplacementPB::REMOVING && !d.status.failed_uuid().empty()
                        ? TabletInfo::ChangeRole::kCompletesReplacement
                        : TabletInfo::ChangeRole::kOther;
         }
@@ -507,8 +559,13 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
     }
 
     // Record what is about to be sent.
-    if (!changes.empty() || !expired.empty() || !no_target.empty()) {
+    if (!changes.empty() || !expired.empty() || !no_target.empty() || !transfers.empty()) {
       ExclusiveLock l(state_mu_);
+      for (const Transfer& tr : transfers) {
+        TabletInfo& t = *tablets_.at(tr.tablet_id);
+        t.transfer_from = tr.leader;
+        t.transfer_until = now + MonoDelta::FromSeconds(5);
+      }
       for (const auto& id : expired) {
         TabletInfo& t = *tablets_.at(id);
         if (!t.change) continue;
@@ -551,6 +608,11 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
   for (Tombstone& tb : tombstones) {
     LOG(INFO) << tb.log;
     tasks_->SendDelete(tb.address, std::move(tb.req), now);
+  }
+  for (Transfer& tr : transfers) {
+    LOG(INFO) << "tablet " << tr.tablet_id << ": " << tr.log << " (asking its leader " << tr.leader
+              << ")";
+    tasks_->SendStepDown(tr.address, std::move(tr.req), now);
   }
   for (const auto& uuid : ask_reports) RequestFullReport(uuid, now);
 }
@@ -651,40 +713,60 @@ void CatalogManager::UnregisterTServer(const UnregisterTServerRequestPB& req,
 
 void CatalogManager::ChangeTServerState(const ChangeTServerStateRequestPB& req,
                                         ChangeTServerStateResponsePB* resp) {
+  using Req = ChangeTServerStateRequestPB;
   const std::string& uuid = req.uuid();
-  const bool enter = req.change() == ChangeTServerStateRequestPB::ENTER_MAINTENANCE_MODE;
   if (uuid.empty()) {
     SetError(MasterErrorPB::INVALID_ARGUMENT, Status::InvalidArgument("no tablet server uuid"),
              resp->mutable_error());
     return;
   }
-  if (!enter && req.change() != ChangeTServerStateRequestPB::EXIT_MAINTENANCE_MODE) {
-    SetError(MasterErrorPB::INVALID_ARGUMENT,
-             Status::InvalidArgument("unknown tablet server state change",
-                                     std::to_string(int(req.change()))),
-             resp->mutable_error());
-    return;
+  // The state a change enters, and the one it leaves.
+  TServerStatePB enters;
+  TServerStatePB leaves;
+  switch (req.change()) {
+    case Req::ENTER_MAINTENANCE_MODE:
+      enters = MAINTENANCE_MODE;
+      leaves = TSERVER_STATE_NONE;
+      break;
+    case Req::EXIT_MAINTENANCE_MODE:
+      enters = TSERVER_STATE_NONE;
+      leaves = MAINTENANCE_MODE;
+      break;
+    case Req::START_DECOMMISSION:
+      enters = DECOMMISSIONING;
+      leaves = TSERVER_STATE_NONE;
+      break;
+    case Req::CANCEL_DECOMMISSION:
+      enters = TSERVER_STATE_NONE;
+      leaves = DECOMMISSIONING;
+      break;
+    default:
+      SetError(MasterErrorPB::INVALID_ARGUMENT,
+               Status::InvalidArgument("unknown tablet server state change",
+                                       std::to_string(int(req.change()))),
+               resp->mutable_error());
+      return;
   }
   MutexLock w(write_mu_);
-  bool in_maintenance;
+  TServerStatePB now_in;
   {
     SharedLock l(state_mu_);
-    in_maintenance = InMaintenanceLocked(uuid);
+    auto it = tserver_states_.find(uuid);
+    now_in = it == tserver_states_.end() ? TSERVER_STATE_NONE : it->second.state();
   }
-  // A server in maintenance may be unknown (not registered since a master restart).
-  if (!in_maintenance && !ts_manager_->Lookup(uuid)) {
+  // A server in a state may be unknown (not registered since a master restart).
+  if (now_in == TSERVER_STATE_NONE && !ts_manager_->Lookup(uuid)) {
     SetError(MasterErrorPB::UNKNOWN_TABLET_SERVER,
-             Status::NotFound("no tablet server with this uuid is registered or in maintenance "
-                              "mode",
-                              uuid),
+             Status::NotFound("no tablet server with this uuid is registered", uuid),
              resp->mutable_error());
     return;
   }
-  if (enter == in_maintenance) return;  // already so
+  if (now_in == enters) return;                                  // already so
+  if (enters == TSERVER_STATE_NONE && now_in != leaves) return;  // not in the state left
   SysCatalogBatch batch;
   SysTServerStateEntryPB pb;
-  if (enter) {
-    pb.set_state(MAINTENANCE_MODE);
+  if (enters != TSERVER_STATE_NONE) {
+    pb.set_state(enters);
     pb.set_time_entered_micros(GetWallTimeMicros());
     batch.put_tserver_states.emplace_back(uuid, pb);
   } else {
@@ -697,14 +779,135 @@ void CatalogManager::ChangeTServerState(const ChangeTServerStateRequestPB& req,
   }
   {
     ExclusiveLock l(state_mu_);
-    if (enter) {
+    if (enters != TSERVER_STATE_NONE) {
       tserver_states_[uuid] = pb;
     } else {
       tserver_states_.erase(uuid);
     }
   }
-  LOG(INFO) << "tablet server " << uuid << (enter ? " entered" : " left") << " maintenance mode";
-  tasks_->Wake();  // replacements it held back may start
+  LOG(INFO) << "tablet server " << uuid << ": state " << TServerStatePB_Name(enters) << " (was "
+            << TServerStatePB_Name(now_in) << ")";
+  tasks_->Wake();  // replacements it held back, or its replicas' moves, may start
+}
+
+void CatalogManager::MoveReplica(const MoveReplicaRequestPB& req, MoveReplicaResponsePB* resp) {
+  const HealthSnapshot h = TakeHealthSnapshot(MonoTime::Now());
+  MutexLock w(write_mu_);
+  ExclusiveLock l(state_mu_);
+  auto it = tablets_.find(req.tablet_id());
+  if (it == tablets_.end() || it->second->pb.state() != TABLET_RUNNING) {
+    SetError(MasterErrorPB::TABLET_NOT_FOUND,
+             Status::NotFound("no running tablet with this id", req.tablet_id()),
+             resp->mutable_error());
+    return;
+  }
+  TabletInfo& t = *it->second;
+  if (!t.IsVoter(req.from_uuid())) {
+    SetError(
+        MasterErrorPB::INVALID_ARGUMENT,
+        Status::InvalidArgument("tablet server " + req.from_uuid() + " holds no voter of tablet " +
+                                t.id + ": see its replicas with `nyala tablet list`"),
+        resp->mutable_error());
+    return;
+  }
+  const std::string& to = req.to_uuid();
+  if (!to.empty()) {
+    if (t.IsMember(to)) {
+      SetError(MasterErrorPB::INVALID_ARGUMENT,
+               Status::InvalidArgument("tablet server " + to + " already holds a replica of " +
+                                       "tablet " + t.id),
+               resp->mutable_error());
+      return;
+    }
+    auto srv = h.servers.find(to);
+    if (srv == h.servers.end() || HealthLocked(h, to) != ServerHealth::kUp ||
+        InMaintenanceLocked(to) || DecommissioningLocked(to)) {
+      SetError(MasterErrorPB::UNKNOWN_TABLET_SERVER,
+               Status::InvalidArgument("tablet server " + to +
+                                       " cannot take a replica: it is not live, or is in "
+                                       "maintenance mode or being decommissioned"),
+               resp->mutable_error());
+      return;
+    }
+  }
+  if ((t.move && t.IsMember(t.move->from)) || t.change || !t.replacing.empty() ||
+      t.pb.learner_uuids_size() > 0) {
+    SetError(MasterErrorPB::CONFIG_CHANGE_IN_PROGRESS,
+             Status::IllegalState("tablet " + t.id + " is changing its configuration already (" +
+                                  ReplacementStatusLocked(t, h).description() +
+                                  "): try again once `nyala tablet list` shows it done"),
+             resp->mutable_error());
+    return;
+  }
+  t.move = TabletInfo::Move{req.from_uuid(), to};
+  LOG(INFO) << "tablet " << t.id << ": moving its replica off " << req.from_uuid() << " to "
+            << (to.empty() ? "a server the master chooses" : to);
+  tasks_->Wake();
+}
+
+void CatalogManager::SetReplicationFactor(const SetReplicationFactorRequestPB& req,
+                                          SetReplicationFactorResponsePB* resp) {
+  const int rf = req.num_replicas();
+  if (rf < 1 || rf % 2 == 0 || rf > FLAGS_max_num_replicas) {
+    SetError(MasterErrorPB::ILLEGAL_REPLICATION_FACTOR,
+             Status::InvalidArgument("replication factor " + std::to_string(rf) +
+                                     " is not allowed: it must be odd (an even one survives no "
+                                     "more failures than the odd one below it), at least 1 and "
+                                     "at most --max_num_replicas=" +
+                                     std::to_string(FLAGS_max_num_replicas)),
+             resp->mutable_error());
+    return;
+  }
+  MutexLock w(write_mu_);
+  SysTableEntryPB pb;
+  std::string table_id;
+  {
+    SharedLock l(state_mu_);
+    auto table = FindTableLocked(req.table());
+    if (!table) {
+      SetError(MasterErrorPB::TABLE_NOT_FOUND,
+               Status::NotFound("no such table", req.table().table_name().empty()
+                                                     ? req.table().table_id()
+                                                     : req.table().table_name()),
+               resp->mutable_error());
+      return;
+    }
+    resp->set_old_num_replicas(table->pb.num_replicas());
+    if (table->pb.num_replicas() == rf) return;
+    int eligible = 0;
+    for (const auto& [uuid, load] : LiveServerLoadsLocked()) {
+      eligible += InMaintenanceLocked(uuid) ? 0 : 1;
+    }
+    if (rf > eligible) {
+      SetError(MasterErrorPB::REPLICATION_FACTOR_TOO_HIGH,
+               Status::InvalidArgument("replication factor " + std::to_string(rf) + " needs " +
+                                       std::to_string(rf) +
+                                       " live tablet servers that can take "
+                                       "replicas, there are " +
+                                       std::to_string(eligible) + ": start more tablet servers"),
+               resp->mutable_error());
+      return;
+    }
+    table_id = table->id;
+    pb = table->pb;
+  }
+  pb.set_num_replicas(rf);
+  SysCatalogBatch batch;
+  batch.put_tables.emplace_back(table_id, pb);
+  Status s = sys_catalog_->Write(batch);
+  if (!s.ok()) {
+    SetError(MasterErrorPB::UNKNOWN_ERROR, s.CloneAndPrepend("writing the table's entry"),
+             resp->mutable_error());
+    return;
+  }
+  {
+    ExclusiveLock l(state_mu_);
+    tables_.at(table_id)->pb = pb;
+    InvalidateLocked(table_id);
+  }
+  LOG(INFO) << "table " << pb.name() << ": replication factor " << rf << " (was "
+            << resp->old_num_replicas() << ")";
+  tasks_->Wake();
 }
 
 std::map<std::string, TServerStatePB> CatalogManager::TServerStates() const {

@@ -193,6 +193,15 @@ Status CatalogManager::MarkTabletsRunning(const std::vector<std::string>& tablet
 void CatalogManager::ApplyTaskResults() {
   std::vector<TabletRpcTasks::Result> results;
   for (auto& r : tasks_->TakeResults()) {
+    // A leadership transfer shows in the leader's reports; the master asks again, if
+    // still needed, after TabletInfo::transfer_until.
+    if (r.key.kind == TabletRpcTasks::Kind::kStepDown) {
+      if (!r.status.ok()) {
+        LOG(WARNING) << "tablet " << r.key.tablet_id << ": its leader " << r.key.ts_uuid
+                     << " did not hand leadership away: " << r.status.ToString();
+      }
+      continue;
+    }
     // A configuration change's outcome, failed or not, settles the tablet's pending change.
     if (!r.status.ok() && r.key.kind != TabletRpcTasks::Kind::kChangeConfig) {
       VLOG(1) << (r.key.kind == TabletRpcTasks::Kind::kCreate ? "CreateTablet " : "DeleteTablet ")

@@ -103,7 +103,14 @@ class FakeTabletServer {
           const bool first = req->peers().empty() || req->peers(0).permanent_uuid() == st_->uuid;
           c.set_role(first ? LEADER : FOLLOWER);
           c.set_leader_uuid(req->peers().empty() ? st_->uuid : req->peers(0).permanent_uuid());
-          for (const auto& p : req->peers()) c.add_voter_uuids(p.permanent_uuid());
+          for (const auto& p : req->peers()) {
+            c.add_voter_uuids(p.permanent_uuid());
+            if (first && p.permanent_uuid() != st_->uuid) {
+              FollowerStatusPB* f = c.add_followers();  // caught up: the log is empty
+              f->set_uuid(p.permanent_uuid());
+              f->set_state(FollowerStatusPB::REPLICATE);
+            }
+          }
           st_->consensus[req->tablet_id()] = c;
           st_->changed.insert(req->tablet_id());
           st_->removed.erase(req->tablet_id());
@@ -140,7 +147,10 @@ class FakeTabletServer {
     // Defined after FakeCluster.
     void ChangeConfig(const tserver::ChangeConfigRequestPB* req,
                       tserver::ChangeConfigResponsePB* resp, rpc::RpcContext* ctx) override;
-    NYALA_FAKE_UNIMPLEMENTED(tserver, LeaderStepDown)
+    // Hands leadership to the voter asked for (or the first other one) at once, in a
+    // new term: both servers report it next.
+    void LeaderStepDown(const tserver::LeaderStepDownRequestPB* req,
+                        tserver::LeaderStepDownResponsePB* resp, rpc::RpcContext* ctx) override;
     NYALA_FAKE_UNIMPLEMENTED(tserver, StartTabletCopy)
     NYALA_FAKE_UNIMPLEMENTED(tserver, ChecksumTablet)
 
@@ -496,6 +506,74 @@ inline void FakeTabletServer::AdminService::ChangeConfig(const tserver::ChangeCo
     st_->cluster->Applied(st_->uuid, req->tablet_id(), req->type(), peer, after, def);
   }
   resp->set_index(after.committed_index());
+  ctx->RespondSuccess();
+}
+
+inline void FakeTabletServer::AdminService::LeaderStepDown(
+    const tserver::LeaderStepDownRequestPB* req, tserver::LeaderStepDownResponsePB* resp,
+    rpc::RpcContext* ctx) {
+  auto refuse = [&](tserver::TabletServerErrorPB::Code code, const std::string& msg) {
+    resp->mutable_error()->set_code(code);
+    resp->mutable_error()->mutable_status()->set_code(Status::kIllegalState);
+    resp->mutable_error()->mutable_status()->set_message(msg);
+    ctx->RespondSuccess();
+  };
+  if (!st_->cluster) return refuse(tserver::TabletServerErrorPB::UNKNOWN_ERROR, "no cluster");
+  MutexLock cl(st_->cluster->mu);  // before any server's State::mu
+  ConsensusStatePB old;
+  {
+    MutexLock l(st_->mu);
+    auto it = st_->consensus.find(req->tablet_id());
+    if (it == st_->consensus.end()) {
+      return refuse(tserver::TabletServerErrorPB::TABLET_NOT_FOUND, "no such tablet");
+    }
+    if (it->second.role() != LEADER) {
+      resp->mutable_error()->set_leader_uuid(it->second.leader_uuid());
+      return refuse(tserver::TabletServerErrorPB::NOT_THE_LEADER, "not the leader");
+    }
+    old = it->second;
+  }
+  std::string to = req->new_leader_uuid();
+  for (const auto& v : old.voter_uuids()) {
+    if (to.empty() && v != st_->uuid) to = v;
+  }
+  auto target = st_->cluster->servers.find(to);
+  std::shared_ptr<State> ts =
+      target == st_->cluster->servers.end() ? nullptr : target->second.lock();
+  if (to.empty() || to == st_->uuid || !ts || !ts->serving ||
+      !std::count(old.voter_uuids().begin(), old.voter_uuids().end(), to)) {
+    return refuse(tserver::TabletServerErrorPB::INVALID_CONFIG, "no voter to hand over to");
+  }
+  const uint64_t term = old.term() + 1;
+  {
+    MutexLock l(ts->mu);
+    ConsensusStatePB& c = ts->consensus[req->tablet_id()];
+    c = old;
+    c.set_role(LEADER);
+    c.set_term(term);
+    c.set_leader_uuid(to);
+    c.clear_followers();
+    for (const auto* list : {&old.voter_uuids(), &old.learner_uuids()}) {
+      for (const auto& m : *list) {
+        if (m == to) continue;
+        FollowerStatusPB* f = c.add_followers();
+        f->set_uuid(m);
+        f->set_state(FollowerStatusPB::REPLICATE);
+        f->set_match_index(old.committed_index());
+      }
+    }
+    ts->changed.insert(req->tablet_id());
+  }
+  {
+    MutexLock l(st_->mu);
+    ConsensusStatePB& c = st_->consensus[req->tablet_id()];
+    c.set_role(FOLLOWER);
+    c.set_term(term);
+    c.set_leader_uuid(to);
+    c.clear_followers();
+    st_->changed.insert(req->tablet_id());
+  }
+  resp->set_new_leader_uuid(to);
   ctx->RespondSuccess();
 }
 

@@ -93,4 +93,23 @@ void MasterAdminServiceImpl::ChangeTServerState(const ChangeTServerStateRequestP
   ctx->RespondSuccess();
 }
 
+void MasterAdminServiceImpl::MoveReplica(const MoveReplicaRequestPB* req,
+                                         MoveReplicaResponsePB* resp, RpcContext* ctx) {
+  master_->catalog_manager()->MoveReplica(*req, resp);
+  ctx->RespondSuccess();
+}
+
+void MasterAdminServiceImpl::SetReplicationFactor(const SetReplicationFactorRequestPB* req,
+                                                  SetReplicationFactorResponsePB* resp,
+                                                  RpcContext* ctx) {
+  master_->catalog_manager()->SetReplicationFactor(*req, resp);
+  ctx->RespondSuccess();
+}
+
+void MasterAdminServiceImpl::Rebalance(const RebalanceRequestPB* req, RebalanceResponsePB* resp,
+                                       RpcContext* ctx) {
+  master_->catalog_manager()->Rebalance(*req, resp);
+  ctx->RespondSuccess();
+}
+
 }  // namespace nyala::master

@@ -54,6 +54,12 @@ class MasterAdminServiceImpl : public MasterAdminServiceIf {
                          rpc::RpcContext* ctx) override;
   void ChangeTServerState(const ChangeTServerStateRequestPB* req,
                           ChangeTServerStateResponsePB* resp, rpc::RpcContext* ctx) override;
+  void MoveReplica(const MoveReplicaRequestPB* req, MoveReplicaResponsePB* resp,
+                   rpc::RpcContext* ctx) override;
+  void SetReplicationFactor(const SetReplicationFactorRequestPB* req,
+                            SetReplicationFactorResponsePB* resp, rpc::RpcContext* ctx) override;
+  void Rebalance(const RebalanceRequestPB* req, RebalanceResponsePB* resp,
+                 rpc::RpcContext* ctx) override;
 
  private:
   Master* const master_;

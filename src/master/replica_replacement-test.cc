@@ -228,11 +228,16 @@ TEST(ReplicaReplacementTest, AVoterTooManyGoesTheFailedOrReplacedOneFirst) {
   EXPECT_EQ(Action::kRemovePeer, d.action);
   EXPECT_EQ("x", d.peer_uuid);
   EXPECT_EQ("replacing x by y: removing x", d.status.description());
-  // Never the leader; never a healthy voter the master did not replace.
+  // The leader being replaced hands leadership to a caught-up voter first (none yet).
   in.replacing = "a";
-  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);
-  in.replacing = "";
-  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);
+  d = DecideReplacement(in);
+  EXPECT_EQ(ReplacementPB::WAITING, d.status.step());
+  EXPECT_EQ(Action::kNone, d.action);
+  SetFollower(&leader, "b", FollowerStatusPB::REPLICATE, 5);
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kTransferLeadership, d.action);
+  EXPECT_EQ("b", d.peer_uuid);
+  EXPECT_EQ(ReplacementPB::TRANSFERRING_LEADERSHIP, d.status.step());
 }
 
 TEST(ReplicaReplacementTest, TheMastersLearnerNotNeededIsRemoved) {
@@ -249,8 +254,9 @@ TEST(ReplicaReplacementTest, TheMastersLearnerNotNeededIsRemoved) {
   EXPECT_EQ("removing learner y: no voter to replace", d.status.description());
 }
 
-// An operator moving a replica adds a learner, promotes it and removes a voter: the
-// master neither removes the learner, nor promotes it, nor removes a voter.
+// An operator's learner is neither removed nor promoted by the master; once the
+// operator promotes it, the tablet has a voter too many and the master removes the one
+// on the most loaded server that does not lead.
 TEST(ReplicaReplacementTest, ALearnerSomeoneElseAddedIsLeftToThem) {
   ReplacementInput in = OneFailed();
   ConsensusStatePB leader;
@@ -263,7 +269,11 @@ TEST(ReplicaReplacementTest, ALearnerSomeoneElseAddedIsLeftToThem) {
   EXPECT_EQ(ReplacementPB::UNKNOWN_STEP, d.status.step());
   in.learners.clear();
   in.voters.push_back("s");  // promoted: four voters, all up
-  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);
+  in.loads = {{"a", 9}, {"b", 7}, {"x", 5}, {"s", 1}};
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kRemovePeer, d.action);
+  EXPECT_EQ("b", d.peer_uuid);  // a has more replicas but leads
+  EXPECT_EQ("removing b: 4 voters, replication factor 3", d.status.description());
   // Should a voter fail meanwhile, the learner is the replacement.
   in.voters.pop_back();
   in.learners = {"s"};
@@ -288,6 +298,95 @@ TEST(ReplicaReplacementTest, MissingVotersAreAddedWithoutAFailure) {
   d = DecideReplacement(in);
   EXPECT_EQ(Action::kPromoteLearner, d.action);
   EXPECT_EQ("new replica c: promoting", d.status.description());
+}
+
+// A decommissioned server's voter, or one an operator moves, is replaced as a failed
+// one is, with its server up; when it leads, leadership goes to a caught-up voter that
+// stays before it is removed.
+TEST(ReplicaReplacementTest, ALeavingVoterIsReplacedAndALeavingLeaderHandsOverFirst) {
+  ReplacementInput in;
+  in.replication_factor = 3;
+  in.voters = {"a", "b", "c"};
+  in.leader_uuid = "a";
+  in.leaving = {"a"};
+  ConsensusStatePB leader;
+  leader.set_committed_index(10);
+  in.leader_state = &leader;
+  SetFollower(&leader, "b", FollowerStatusPB::PROBE, 0);
+  SetFollower(&leader, "c", FollowerStatusPB::REPLICATE, 10);
+  ReplacementDecision d = DecideReplacement(in);
+  EXPECT_EQ(Action::kAddLearner, d.action);
+  EXPECT_EQ("a", d.status.failed_uuid());
+  in.learners = {"d"};
+  in.replacing = "a";
+  in.replacement = "d";
+  SetFollower(&leader, "d", FollowerStatusPB::PROBE, 0);
+  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);  // it catches up
+  SetFollower(&leader, "d", FollowerStatusPB::REPLICATE, 10);
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kPromoteLearner, d.action);
+  in.learners.clear();
+  in.voters.push_back("d");
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kTransferLeadership, d.action);
+  EXPECT_EQ("c", d.peer_uuid);  // b is not caught up; d does not lead yet
+  EXPECT_EQ("replacing a by d: handing leadership to c before removing a", d.status.description());
+  // c leads now.
+  in.leader_uuid = "c";
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kRemovePeer, d.action);
+  EXPECT_EQ("a", d.peer_uuid);
+  // A leaving learner goes at once.
+  in.voters = {"b", "c", "d"};
+  in.learners = {"e"};
+  in.leaving = {"e"};
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kRemovePeer, d.action);
+  EXPECT_EQ("e", d.peer_uuid);
+}
+
+// A raised replication factor adds every missing learner at once (they copy in
+// parallel), then promotes each once caught up; a lowered one removes a down voter
+// first, then those on the most loaded servers, never the leader, one at a time.
+TEST(ReplicaReplacementTest, ReplicationFactorUpAndDown) {
+  ReplacementInput in;
+  in.replication_factor = 3;
+  in.voters = {"a"};
+  in.leader_uuid = "a";
+  ConsensusStatePB leader;
+  leader.set_committed_index(7);
+  in.leader_state = &leader;
+  EXPECT_EQ(Action::kAddLearner, DecideReplacement(in).action);
+  in.learners = {"b"};
+  SetFollower(&leader, "b", FollowerStatusPB::PROBE, 0);
+  EXPECT_EQ(Action::kAddLearner, DecideReplacement(in).action);
+  in.learners = {"b", "c"};
+  SetFollower(&leader, "c", FollowerStatusPB::REPLICATE, 7);
+  ReplacementDecision d = DecideReplacement(in);
+  EXPECT_EQ(Action::kPromoteLearner, d.action);
+  EXPECT_EQ("c", d.peer_uuid);
+  in.voters = {"a", "c"};
+  in.learners = {"b"};
+  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);  // b catches up
+  SetFollower(&leader, "b", FollowerStatusPB::REPLICATE, 7);
+  EXPECT_EQ(Action::kPromoteLearner, DecideReplacement(in).action);
+  in.voters = {"a", "c", "b"};
+  in.learners.clear();
+  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);
+
+  in.voters = {"a", "b", "c", "d", "e"};
+  in.replication_factor = 3;
+  in.health = {{"d", ServerHealth::kDown}};
+  in.loads = {{"a", 50}, {"b", 10}, {"c", 30}, {"d", 1}, {"e", 20}};
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kRemovePeer, d.action);
+  EXPECT_EQ("d", d.peer_uuid);
+  in.voters = {"a", "b", "c", "e"};
+  d = DecideReplacement(in);
+  EXPECT_EQ(Action::kRemovePeer, d.action);
+  EXPECT_EQ("c", d.peer_uuid);
+  in.voters = {"a", "b", "e"};
+  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);
 }
 
 }  // namespace

@@ -89,87 +89,132 @@ bool LearnerCaughtUp(const ConsensusStatePB& leader, const std::string& uuid) {
 
 ReplacementDecision DecideReplacement(const ReplacementInput& in) {
   const int n = int(in.voters.size());
-  std::vector<std::string> failed;  // the one being replaced first
+  const int rf = in.replication_factor;
+  // The voters to be replaced, the one the master started on first, then the failed
+  // ones, then the leaving ones.
+  std::vector<std::string> doomed;
   int up = 0;
   for (const auto& v : in.voters) {
     const ServerHealth h = HealthOf(in, v);
-    if (h == ServerHealth::kFailed) {
+    if (h == ServerHealth::kFailed || in.leaving.count(v)) {
       if (v == in.replacing) {
-        failed.insert(failed.begin(), v);
+        doomed.insert(doomed.begin(), v);
+      } else if (h == ServerHealth::kFailed) {
+        auto after_failed = std::find_if(doomed.begin(), doomed.end(), [&](const std::string& d) {
+          return d != in.replacing && HealthOf(in, d) != ServerHealth::kFailed;
+        });
+        doomed.insert(after_failed, v);
       } else {
-        failed.push_back(v);
+        doomed.push_back(v);
       }
     }
     up += h == ServerHealth::kUp ? 1 : 0;
   }
-  const std::string failed0 = failed.empty() ? "" : failed[0];
+  const std::string doomed0 = doomed.empty() ? "" : doomed[0];
   // A learner has a purpose while a voter is to be replaced or missing.
-  const bool purpose = !failed.empty() || n < in.replication_factor;
+  const bool purpose = !doomed.empty() || n < rf;
 
   // 1. A leader to ask.
   if (in.leader_uuid.empty() || in.leader_state == nullptr ||
       HealthOf(in, in.leader_uuid) != ServerHealth::kUp) {
-    if (!purpose) return {};
-    return Decision(ReplacementPB::WAITING, failed0, "",
+    if (!purpose && n <= rf) return {};
+    return Decision(ReplacementPB::WAITING, doomed0, "",
                     "no leader known: waiting for one to be elected and to report");
   }
   // 2. One change at a time.
-  if (in.pending) return DescribePending(in, failed0);
+  if (in.pending) return DescribePending(in, doomed0);
   // 3. A change commits only with a majority of the voters.
   if (up < n / 2 + 1) {
-    return Decision(ReplacementPB::WAITING, failed0, "",
+    return Decision(ReplacementPB::WAITING, doomed0, "",
                     std::to_string(up) + " of " + std::to_string(n) +
                         " voters up, fewer than a majority: no change can commit until an "
                         "operator brings voters back");
   }
-  // 4. A learner that cannot finish.
+  // 4. A learner that cannot finish, or that is to go.
   for (const auto& l : in.learners) {
     const bool dead = HealthOf(in, l) == ServerHealth::kFailed;
-    if (dead || in.stalled_learners.count(l)) {
-      return Decision(
-          ReplacementPB::REMOVING_LEARNER, failed0, "",
-          "removing learner " + l + (dead ? ": its tablet server failed" : ": it made no progress"),
-          Action::kRemovePeer, l);
+    if (dead || in.stalled_learners.count(l) || in.leaving.count(l)) {
+      const std::string why = dead                           ? ": its tablet server failed"
+                              : in.stalled_learners.count(l) ? ": it made no progress"
+                                                             : ": it is moved away";
+      return Decision(ReplacementPB::REMOVING_LEARNER, doomed0, "", "removing learner " + l + why,
+                      Action::kRemovePeer, l);
     }
   }
-  // 5. The last step: a voter too many, the failed one (or the one being replaced,
-  // should it have come back meanwhile).
-  if (n > in.replication_factor) {
-    std::string victim = failed0;
+  // 5. A voter too many: the last step of a replacement, or a lowered RF.
+  if (n > rf) {
+    std::string victim = doomed0;
+    std::string why;
     if (victim.empty() && Contains(in.voters, in.replacing)) victim = in.replacing;
-    if (!victim.empty() && victim != in.leader_uuid) {
-      const std::string fresh =
-          victim == in.replacing && Contains(in.voters, in.replacement) ? in.replacement : "";
-      return Decision(ReplacementPB::REMOVING, victim, fresh, "removing " + victim,
-                      Action::kRemovePeer, victim);
-    }
-  }
-  if (!in.learners.empty()) {
-    // 6, 7. A learner that replaces a voter: promoted once caught up.
-    if (purpose) {
-      for (const auto& l : in.learners) {
-        if (LearnerCaughtUp(*in.leader_state, l)) {
-          return Decision(ReplacementPB::PROMOTING, failed0, l, "promoting",
-                          Action::kPromoteLearner, l);
+    if (victim.empty()) {
+      why = ": " + std::to_string(n) + " voters, replication factor " + std::to_string(rf);
+      for (const auto& v : in.voters) {
+        if (HealthOf(in, v) != ServerHealth::kUp) {
+          victim = v;
+          break;
         }
       }
+    }
+    if (victim.empty()) {
+      int64_t most = -1;  // ties: the later voter, the newer one
+      for (const auto& v : in.voters) {
+        auto l = in.loads.find(v);
+        const int64_t load = l == in.loads.end() ? 0 : l->second;
+        if (v != in.leader_uuid && load >= most) {
+          most = load;
+          victim = v;
+        }
+      }
+    }
+    const std::string fresh =
+        victim == in.replacing && Contains(in.voters, in.replacement) ? in.replacement : "";
+    if (victim == in.leader_uuid) {
+      // Leadership goes first, to a voter that stays, is up and caught up.
+      for (const auto& v : in.voters) {
+        if (v == victim || in.leaving.count(v) || HealthOf(in, v) != ServerHealth::kUp) continue;
+        const FollowerStatusPB* f = FollowerOf(*in.leader_state, v);
+        if (f == nullptr || f->state() != FollowerStatusPB::REPLICATE) continue;
+        return Decision(ReplacementPB::TRANSFERRING_LEADERSHIP, victim, fresh,
+                        "handing leadership to " + v + " before removing " + victim,
+                        Action::kTransferLeadership, v);
+      }
+      return Decision(ReplacementPB::WAITING, victim, fresh,
+                      "waiting for a voter to hand leadership to before removing " + victim);
+    }
+    if (!victim.empty()) {
+      // A voter too many replaces nobody.
+      return Decision(ReplacementPB::REMOVING, why.empty() ? victim : "", fresh,
+                      "removing " + victim + why, Action::kRemovePeer, victim);
+    }
+  }
+  // 6. A learner that replaces a voter: promoted once caught up.
+  if (purpose) {
+    for (const auto& l : in.learners) {
+      if (LearnerCaughtUp(*in.leader_state, l)) {
+        return Decision(ReplacementPB::PROMOTING, doomed0, l, "promoting", Action::kPromoteLearner,
+                        l);
+      }
+    }
+  }
+  // 7. A new replica, while the others copy.
+  if (n - int(doomed.size()) + int(in.learners.size()) < rf) {
+    return Decision(ReplacementPB::ADDING_LEARNER, doomed0, "",
+                    "choosing a tablet server for a new replica", Action::kAddLearner);
+  }
+  if (!in.learners.empty()) {
+    // 8. It catches up.
+    if (purpose) {
       const std::string& l =
           Contains(in.learners, in.replacement) ? in.replacement : in.learners.front();
-      return Decision(ReplacementPB::ADDING_LEARNER, failed0, l,
+      return Decision(ReplacementPB::ADDING_LEARNER, doomed0, l,
                       "adding learner (" + CatchUpText(*in.leader_state, l) + ")");
     }
-    // 8. The master's own learner, not needed (the voter it was to replace came back).
+    // 9. The master's own learner, not needed (the voter it was to replace came back).
     if (up == n && Contains(in.learners, in.replacement)) {
       const std::string& l = in.replacement;
       return Decision(ReplacementPB::REMOVING_LEARNER, "", "",
                       "removing learner " + l + ": no voter to replace", Action::kRemovePeer, l);
     }
-  }
-  // 9. A new replica.
-  const int not_failed = n - int(failed.size());
-  if (not_failed + int(in.learners.size()) < in.replication_factor) {
-    return Decision(ReplacementPB::ADDING_LEARNER, failed0, "",
-                    "choosing a tablet server for a new replica", Action::kAddLearner);
   }
   // 10. Nothing to do; say why a learner or a down voter waits.
   for (const auto& v : in.voters) {

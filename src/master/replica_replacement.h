@@ -1,21 +1,24 @@
-// Replacing failed replicas (Kudu's 3-4-3 re-replication): what the master does next
-// for one tablet, as a pure function of what it knows of the tablet. The catalog
-// manager (catalog_manager_replicas.cc) gathers the input every background pass,
-// chooses the server of a new replica (placement.h), sends the change to the tablet's
-// leader (TabletServerAdminService.ChangeConfig) and shows the decision's status in
-// ListTablets and on the /tables page. docs/consensus.md, "Replacing replicas", has
-// the operator's view.
+// Replacing replicas (Kudu's 3-4-3 re-replication) and keeping each tablet at its
+// table's replication factor: what the master does next for one tablet, as a pure
+// function of what it knows of the tablet. The catalog manager
+// (catalog_manager_replicas.cc) gathers the input every background pass, chooses the
+// server of a new replica (placement.h, or the operator's choice for a move), sends
+// the change to the tablet's leader (TabletServerAdminService.ChangeConfig, or
+// LeaderStepDown) and shows the decision's status in ListTablets and on the /tables
+// page. docs/consensus.md, "Replacing replicas", has the operator's view.
 //
 // Words. A member's server is *up* when it heartbeats (within
 // --tserver_unresponsive_timeout_ms and --follower_unavailable_considered_failed_sec);
 // *failed* when it has sent none for --follower_unavailable_considered_failed_sec (or,
 // never heard from since the master started, the master has run that long) and is not
 // in maintenance mode; *down* when neither (not heard from lately, not failed yet); in
-// *maintenance* when down and in maintenance mode. A learner is *caught up* when the
-// leader reports it REPLICATE with a match index at least the leader's committed index
-// (as reported), and *stalled* when it is not caught up and the leader's view of it
-// (state, match index) has not changed for the failure timeout. RF is the table's
-// replication factor.
+// *maintenance* when down and in maintenance mode. A member is *leaving* when an
+// operator moves it away (MoveReplica, a rebalance) or its server is being
+// decommissioned. A voter is *to be replaced* when failed or leaving. A learner is
+// *caught up* when the leader reports it REPLICATE with a match index at least the
+// leader's committed index (as reported), and *stalled* when it is not caught up and
+// the leader's view of it (state, match index) has not changed for the failure
+// timeout. RF is the table's replication factor; n the number of voters.
 //
 // The rules, in order; the first that applies decides. One change at a time:
 //
@@ -25,27 +28,31 @@
 //   | 2 | a change the master asked for is not yet in the      | wait (show that change)   |
 //   |   | leader's report                                      |                           |
 //   | 3 | fewer than a majority of the voters up               | wait: an operator must act|
-//   | 4 | a learner whose server failed, or stalled            | REMOVE_PEER the learner   |
-//   | 5 | more voters than RF, one of them failed (the one     | REMOVE_PEER that voter    |
-//   |   | being replaced first) or being replaced              |                           |
-//   | 6 | a learner caught up, and a voter failed or fewer     | PROMOTE_LEARNER it        |
-//   |   | voters than RF                                       |                           |
-//   | 7 | a learner, and a voter failed or fewer voters than RF| wait (it catches up)      |
-//   | 8 | the learner the master added, RF voters or more,     | REMOVE_PEER it (not needed)|
-//   |   | every voter up (the failed one came back)            |                           |
-//   | 9 | voters not failed + learners < RF                    | ADD_LEARNER (the caller   |
+//   | 4 | a learner whose server failed, stalled or leaving    | REMOVE_PEER the learner   |
+//   | 5 | n > RF: the voter to remove is the first to be       | REMOVE_PEER that voter;   |
+//   |   | replaced, else (RF lowered) a voter down, else the   | when it leads, hand       |
+//   |   | voter on the most loaded server (not the leader)     | leadership away first     |
+//   | 6 | a learner caught up, and a voter to be replaced or   | PROMOTE_LEARNER it        |
+//   |   | n < RF                                               |                           |
+//   | 7 | voters not to be replaced + learners < RF            | ADD_LEARNER (the caller   |
 //   |   |                                                      | picks the server)         |
+//   | 8 | a learner, and a voter to be replaced or n < RF      | wait (it catches up)      |
+//   | 9 | the learner the master added, RF voters or more,     | REMOVE_PEER it (not needed)|
+//   |   | every voter up, none leaving (the failed one came    |                           |
+//   |   | back)                                                |                           |
 //   |10 | otherwise                                            | nothing (a learner waiting|
 //   |   |                                                      | on a down voter, or a     |
 //   |   |                                                      | voter in maintenance, is  |
 //   |   |                                                      | shown)                    |
 //
-// So a failed voter of RF voters is replaced by ADD_LEARNER (9), PROMOTE_LEARNER (6),
-// then REMOVE_PEER of the failed voter (5): the voters go 3, 4, 3, never below RF.
-// Rule 1 keeps a tablet whose leader failed waiting for the election of another; rule
-// 3 keeps the master from proposing changes that cannot commit. A learner someone else
-// added (an operator moving a replica) is left to them unless it fails or stalls (4);
-// it is promoted (6) only when a voter failed.
+// So a failed or leaving voter of RF voters is replaced by ADD_LEARNER (7),
+// PROMOTE_LEARNER (6), then REMOVE_PEER of that voter (5): the voters go 3, 4, 3,
+// never below RF. A raised RF adds learners (7), several copying at once, each
+// promoted once caught up (6); a lowered one removes voters one at a time (5). Rule 1
+// keeps a tablet whose leader failed waiting for the election of another; rule 3
+// keeps the master from proposing changes that cannot commit. A learner someone else
+// added (an operator) is left to them unless it fails, stalls or leaves (4); it is
+// promoted (6) only when a voter is to be replaced or missing.
 //
 // Thread-compatible: pure functions.
 #pragma once
@@ -84,12 +91,17 @@ struct ReplacementInput {
   // it ("" when none, e.g. after a master restart).
   std::string replacing;
   std::string replacement;
+  // Members to move away (an operator's move, a decommissioning server).
+  std::set<std::string> leaving;
+  // Replicas per server, to choose the voter a lowered RF removes (absent = 0).
+  std::map<std::string, int64_t> loads;
 };
 
 struct ReplacementDecision {
-  enum class Action { kNone, kAddLearner, kPromoteLearner, kRemovePeer };
+  enum class Action { kNone, kAddLearner, kPromoteLearner, kRemovePeer, kTransferLeadership };
   Action action = Action::kNone;
-  std::string peer_uuid;  // promoted or removed; "" for kAddLearner (the caller picks)
+  // Promoted, removed, or given leadership; "" for kAddLearner (the caller picks).
+  std::string peer_uuid;
   // What ListTablets shows; step UNKNOWN_STEP when nothing is being replaced.
   ReplacementPB status;
 };

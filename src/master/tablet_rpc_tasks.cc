@@ -114,24 +114,38 @@ void TabletRpcTasks::SendDelete(const std::string& address, tserver::DeleteTable
   });
 }
 
-void TabletRpcTasks::SendChangeConfig(const std::string& address,
-                                      tserver::ChangeConfigRequestPB req, MonoTime now) {
-  Key key{Kind::kChangeConfig, req.dest_uuid(), req.tablet_id()};
+template <typename Req, typename Resp, typename AsyncMethod>
+void TabletRpcTasks::SendToLeader(Kind kind, const std::string& address, Req req, MonoTime now,
+                                  AsyncMethod method) {
+  Key key{kind, req.dest_uuid(), req.tablet_id()};
   if (!Start(key, now)) return;
   auto addr = rpc::ResolveAddress(address);
   if (!addr.ok()) return Finish(key, addr.status());
-  using C = Call<tserver::ChangeConfigRequestPB, tserver::ChangeConfigResponsePB>;
-  auto call = std::make_shared<C>();
+  auto call = std::make_shared<Call<Req, Resp>>();
   call->req = std::move(req);
   call->rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_master_tablet_rpc_timeout_ms));
   tserver::TabletServerAdminServiceProxy proxy(messenger_, *addr);
   auto self = shared_from_this();
-  proxy.ChangeConfigAsync(call->req, &call->resp, &call->rpc, [self, call, key] {
+  (proxy.*method)(call->req, &call->resp, &call->rpc, [self, call, key] {
     const TabletServerErrorPB* err = call->resp.has_error() ? &call->resp.error() : nullptr;
     std::optional<TabletServerErrorPB::Code> code;
     if (call->rpc.status().ok() && err != nullptr) code = err->code();
     self->Finish(key, CallOutcome(call->rpc, err, /*not_found_is_ok=*/false), code);
   });
+}
+
+void TabletRpcTasks::SendChangeConfig(const std::string& address,
+                                      tserver::ChangeConfigRequestPB req, MonoTime now) {
+  SendToLeader<tserver::ChangeConfigRequestPB, tserver::ChangeConfigResponsePB>(
+      Kind::kChangeConfig, address, std::move(req), now,
+      &tserver::TabletServerAdminServiceProxy::ChangeConfigAsync);
+}
+
+void TabletRpcTasks::SendStepDown(const std::string& address, tserver::LeaderStepDownRequestPB req,
+                                  MonoTime now) {
+  SendToLeader<tserver::LeaderStepDownRequestPB, tserver::LeaderStepDownResponsePB>(
+      Kind::kStepDown, address, std::move(req), now,
+      &tserver::TabletServerAdminServiceProxy::LeaderStepDownAsync);
 }
 
 std::vector<TabletRpcTasks::Result> TabletRpcTasks::TakeResults() {

@@ -1,6 +1,6 @@
 // TabletRpcTasks: the master's outstanding CreateTablet / DeleteTablet calls to
-// tablet servers and ChangeConfig calls to tablets' leaders, one task per (kind,
-// server, tablet). The catalog manager's
+// tablet servers and ChangeConfig / LeaderStepDown calls to tablets' leaders, one task
+// per (kind, server, tablet). The catalog manager's
 // background thread decides which tasks it wants each pass and calls Send*; a task
 // already in flight or backing off after a failure is not sent again until due.
 // Completions are queued (TakeResults) and wake the background thread.
@@ -29,7 +29,7 @@ namespace nyala::master {
 
 class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
  public:
-  enum class Kind { kCreate, kDelete, kChangeConfig };
+  enum class Kind { kCreate, kDelete, kChangeConfig, kStepDown };
   struct Key {
     Kind kind;
     std::string ts_uuid;
@@ -57,6 +57,9 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
   // To the tablet's leader `req.dest_uuid()`; the key's server is that leader.
   void SendChangeConfig(const std::string& address, tserver::ChangeConfigRequestPB req,
                         MonoTime now) EXCLUDES(mu_);
+  // A leadership transfer, to the tablet's leader `req.dest_uuid()`.
+  void SendStepDown(const std::string& address, tserver::LeaderStepDownRequestPB req, MonoTime now)
+      EXCLUDES(mu_);
   // Forgets tasks whose key fails `keep` (e.g. of tablets now running or gone).
   template <typename Pred>
   void Retain(Pred keep) EXCLUDES(mu_) {
@@ -84,6 +87,10 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
     int attempts = 0;
     MonoTime next_attempt;
   };
+  // A call to a tablet's leader: ChangeConfig or LeaderStepDown.
+  template <typename Req, typename Resp, typename AsyncMethod>
+  void SendToLeader(Kind kind, const std::string& address, Req req, MonoTime now,
+                    AsyncMethod method) EXCLUDES(mu_);
   // Marks `key` in flight if due; false if it is not.
   bool Start(const Key& key, MonoTime now) EXCLUDES(mu_);
   void Finish(const Key& key, Status s,
