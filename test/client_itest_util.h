@@ -13,8 +13,10 @@ namespace nyala::client::itest {
 
 class ClientTestCluster {
  public:
-  ClientTestCluster(std::string root, int num_tservers, std::vector<std::string> tserver_flags = {})
-      : cluster_(Options(std::move(root), num_tservers, std::move(tserver_flags))) {}
+  ClientTestCluster(std::string root, int num_tservers, std::vector<std::string> tserver_flags = {},
+                    std::vector<std::string> master_flags = {})
+      : cluster_(Options(std::move(root), num_tservers, std::move(tserver_flags),
+                         std::move(master_flags))) {}
 
   // Starts the master and the tablet servers, waits until all have registered, and
   // connects a client.
@@ -50,11 +52,13 @@ class ClientTestCluster {
   }
 
  private:
-  static test::MiniClusterOptions Options(std::string root, int n, std::vector<std::string> flags) {
+  static test::MiniClusterOptions Options(std::string root, int n, std::vector<std::string> flags,
+                                          std::vector<std::string> master_flags) {
     test::MiniClusterOptions o;
     o.root_dir = std::move(root);
     o.num_tservers = n;
     o.tserver_flags = std::move(flags);
+    o.master_flags = std::move(master_flags);
     return o;
   }
 

@@ -14,10 +14,16 @@
 #include "common/test_util.h"
 #include "common/wire_protocol.h"
 #include "test/client_itest_util.h"
+#include "test/replicated_table_itest_util.h"
 #include "tserver/tserver.proxy.h"
 
 namespace nyala::client {
 namespace {
+
+using itest::ExpectAcknowledgedRows;
+using itest::ScanAll;
+using itest::UpsertOf;
+using itest::Writer;
 
 class ReplicationITest : public NyalaTest {
  protected:
@@ -41,42 +47,7 @@ class ReplicationITest : public NyalaTest {
 
   // (key INT64, v INT64) with `tablets` hash buckets, 3 replicas.
   std::shared_ptr<Table> CreateTable(const std::string& name, int tablets) {
-    auto schema = SchemaBuilder()
-                      .AddKeyColumn("key", DataType::kInt64)
-                      .AddColumn("v", DataType::kInt64)
-                      .Build();
-    CHECK_OK(schema.status());
-    auto creator = client_->NewTableCreator();
-    creator->table_name(name).schema(*schema).num_replicas(3);
-    if (tablets > 1) creator->add_hash_partitions({"key"}, tablets);
-    CHECK_OK(creator->Create());
-    auto t = client_->OpenTable(name);
-    CHECK_OK(t.status());
-    return *t;
-  }
-
-  static std::unique_ptr<WriteOperation> UpsertOf(const Table& t, int64_t key, int64_t v) {
-    auto op = t.NewUpsert();
-    CHECK_OK(op->Set("key", Cell::Int64(key)));
-    CHECK_OK(op->Set("v", Cell::Int64(v)));
-    return op;
-  }
-
-  // key -> v of every row, read from the tablets' leaders.
-  static std::map<int64_t, int64_t> ScanAll(const std::shared_ptr<Table>& t) {
-    std::map<int64_t, int64_t> rows;
-    Scanner scanner(t);
-    CHECK_OK(scanner.SetTimeout(MonoDelta::FromSeconds(30)));
-    CHECK_OK(scanner.Open());
-    for (int n = 0; scanner.HasMoreRows() && n < 100000; n++) {
-      ScanBatch batch;
-      Status s = scanner.NextBatch(&batch);
-      CHECK(s.ok()) << s.ToString();
-      for (int r = 0; r < batch.num_rows(); r++) {
-        rows[*batch.row(r).GetInt64("key")] = *batch.row(r).GetInt64("v");
-      }
-    }
-    return rows;
+    return itest::CreateKeyValueTable(client_.get(), name, tablets, 3);
   }
 
   // The index of the tablet server the master names leader of the table's first
@@ -134,56 +105,6 @@ class ReplicationITest : public NyalaTest {
     return resp.tablets(0).consensus();
   }
   static constexpr char kDropPeers[] = "fault_injection_consensus_drop_peers";
-
-  // Writes key, key+1, ... with one AUTO_FLUSH_SYNC session until `stop`, recording
-  // every acknowledged key (v = key) and the time of each acknowledgement.
-  struct Writer {
-    std::atomic<bool> stop{false};
-    std::atomic<int64_t> acked{0};
-    std::atomic<int64_t> failures{0};
-    Mutex mu;
-    std::set<int64_t> acked_keys GUARDED_BY(mu);
-    std::set<int64_t> unknown_keys GUARDED_BY(mu);  // failed: may or may not have landed
-    std::string last_error GUARDED_BY(mu);
-    std::thread thread;
-
-    void Start(const std::shared_ptr<Client>& client, std::shared_ptr<Table> t, MonoDelta timeout) {
-      thread = std::thread([this, client, t, timeout] {
-        auto session = client->NewSession();
-        CHECK_OK(session->SetTimeout(timeout));
-        for (int64_t k = 0; !stop.load() && k < 10'000'000; k++) {
-          Status s = session->Apply(UpsertOf(*t, k, k));
-          MutexLock l(mu);
-          if (s.ok()) {
-            acked_keys.insert(k);
-            acked++;
-          } else {
-            unknown_keys.insert(k);
-            failures++;
-            last_error = s.ToString();
-          }
-        }
-      });
-    }
-    void Stop() {
-      stop = true;
-      if (thread.joinable()) thread.join();
-    }
-    ~Writer() { Stop(); }
-  };
-
-  // Every acknowledged key is in `rows` with its value; every row there was written.
-  static void ExpectAcknowledgedRows(Writer* w, const std::map<int64_t, int64_t>& rows) {
-    MutexLock l(w->mu);
-    for (int64_t k : w->acked_keys) {
-      auto it = rows.find(k);
-      ASSERT_TRUE(it != rows.end()) << "acknowledged row " << k << " lost";
-      EXPECT_EQ(it->second, k);
-    }
-    for (const auto& [k, v] : rows) {
-      EXPECT_TRUE(w->acked_keys.count(k) || w->unknown_keys.count(k)) << "row " << k << " never written";
-    }
-  }
 
   std::unique_ptr<itest::ClientTestCluster> cluster_;
   std::shared_ptr<Client> client_;

@@ -179,6 +179,36 @@ Status AdminClient::ChangeTServerState(const std::string& uuid,
       .status();
 }
 
+Status AdminClient::MoveReplica(const master::MoveReplicaRequestPB& req) {
+  return CallMasters<master::MasterAdminServiceProxy, master::MoveReplicaResponsePB>(
+             [&](master::MasterAdminServiceProxy* proxy, master::MoveReplicaResponsePB* resp,
+                 rpc::RpcController* rpc) { return proxy->MoveReplica(req, resp, rpc); })
+      .status();
+}
+
+Result<master::SetReplicationFactorResponsePB> AdminClient::SetReplicationFactor(
+    const master::SetReplicationFactorRequestPB& req) {
+  return CallMasters<master::MasterAdminServiceProxy, master::SetReplicationFactorResponsePB>(
+      [&](master::MasterAdminServiceProxy* proxy, master::SetReplicationFactorResponsePB* resp,
+          rpc::RpcController* rpc) { return proxy->SetReplicationFactor(req, resp, rpc); });
+}
+
+Result<master::RebalanceResponsePB> AdminClient::Rebalance(const master::RebalanceRequestPB& req) {
+  return CallMasters<master::MasterAdminServiceProxy, master::RebalanceResponsePB>(
+      [&](master::MasterAdminServiceProxy* proxy, master::RebalanceResponsePB* resp,
+          rpc::RpcController* rpc) { return proxy->Rebalance(req, resp, rpc); });
+}
+
+Status AdminClient::ChangeConfig(const std::string& address,
+                                 const tserver::ChangeConfigRequestPB& req,
+                                 tserver::ChangeConfigResponsePB* resp) {
+  ASSIGN_OR_RETURN(rpc::Sockaddr addr, ResolveOne(address, kDefaultTServerPort));
+  tserver::TabletServerAdminServiceProxy proxy(messenger_, addr);
+  rpc::RpcController rpc;
+  rpc.set_timeout(timeout_);
+  return proxy.ChangeConfig(req, resp, &rpc);
+}
+
 Result<tserver::ListTabletsResponsePB> AdminClient::ListServerTablets(const std::string& address) {
   ASSIGN_OR_RETURN(rpc::Sockaddr addr, ResolveOne(address, kDefaultTServerPort));
   tserver::TabletServerAdminServiceProxy proxy(messenger_, addr);

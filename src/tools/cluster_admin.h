@@ -1,7 +1,8 @@
 // What the operator commands about replication (`tablet list`, `tablet
-// leader_step_down`, `cluster ksck`) and about tablet servers (`tserver list`,
-// `tserver unregister`, `tserver state`) ask the cluster, and the picture of each
-// tablet's replicas they build from the answers.
+// leader_step_down`, `tablet change_config`, `table set_replication_factor`, `cluster
+// ksck`, `cluster rebalance`) and about tablet servers (`tserver list`, `tserver
+// unregister`, `tserver state`, `tserver decommission`) ask the cluster, and the
+// picture of each tablet's replicas they build from the answers.
 //
 // These are admin calls the client library does not offer: the master's ListTablets
 // (every tablet's replicas with their last reported consensus states),
@@ -66,6 +67,16 @@ class AdminClient {
   Status UnregisterTServer(const std::string& uuid);
   Status ChangeTServerState(const std::string& uuid,
                             master::ChangeTServerStateRequestPB::Change change);
+  // MasterAdminService.MoveReplica, SetReplicationFactor and Rebalance; the master's
+  // refusal becomes a Status naming its code.
+  Status MoveReplica(const master::MoveReplicaRequestPB& req);
+  Result<master::SetReplicationFactorResponsePB> SetReplicationFactor(
+      const master::SetReplicationFactorRequestPB& req);
+  Result<master::RebalanceResponsePB> Rebalance(const master::RebalanceRequestPB& req);
+  // TabletServerAdminService.ChangeConfig at `address` (the tablet's leader). The RPC's
+  // status; the response's own error is the caller's to read.
+  Status ChangeConfig(const std::string& address, const tserver::ChangeConfigRequestPB& req,
+                      tserver::ChangeConfigResponsePB* resp);
   // TabletServerAdminService.ListTablets of the server at `address` ("host:port").
   Result<tserver::ListTabletsResponsePB> ListServerTablets(const std::string& address);
   // TabletServerAdminService.LeaderStepDown at `address`. The RPC's status; the

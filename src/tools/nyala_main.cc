@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   nyala::tools::RegisterTableStatisticsActions();
   nyala::tools::RegisterTableCopyActions();
   nyala::tools::RegisterPerfTableScanActions();
+  nyala::tools::RegisterReplicaActions();
 
   // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or
   // -dash, table names) stay positional, and `--` keeps the order (command_line.h).

@@ -44,6 +44,9 @@ void RegisterTableStatisticsActions();
 void RegisterPerfTableScanActions();
 // nyala table copy (action_table_copy.cc).
 void RegisterTableCopyActions();
+// nyala tablet change_config, table set_replication_factor, tserver decommission,
+// cluster rebalance (action_replicas.cc).
+void RegisterReplicaActions();
 
 // Prints "error: <message>" to stderr; returns 1.
 int PrintError(const Status& s);
