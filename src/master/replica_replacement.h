@@ -5,7 +5,7 @@
 // server of a new replica (placement.h, or the operator's choice for a move), sends
 // the change to the tablet's leader (TabletServerAdminService.ChangeConfig, or
 // LeaderStepDown) and shows the decision's status in ListTablets and on the /tables
-// page. docs/consensus.md, "Replacing replicas", has the operator's view.
+// page. docs/consensus.md, "Replacing and moving replicas", has the operator's view.
 //
 // Words. A member's server is *up* when it heartbeats (within
 // --tserver_unresponsive_timeout_ms and --follower_unavailable_considered_failed_sec);
