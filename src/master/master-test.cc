@@ -241,6 +241,33 @@ TEST_F(MasterTest, AdminServiceKeepsMaintenanceModeAcrossRestarts) {
   EXPECT_EQ(TSERVER_STATE_NONE, state());
   EXPECT_NE(std::string::npos,
             HttpGet(master_->webserver()->port(), "/tablet-servers").find("<td>normal</td>"));
+  // A decommission shows the same way; the other admin calls answer over RPC.
+  ChangeTServerStateRequestPB decommission = enter;
+  decommission.set_change(ChangeTServerStateRequestPB::START_DECOMMISSION);
+  ChangeTServerStateResponsePB started;
+  ASSERT_OK(admin(&MasterAdminServiceProxy::ChangeTServerState, decommission, &started));
+  ASSERT_FALSE(started.has_error()) << started.error().ShortDebugString();
+  EXPECT_EQ(DECOMMISSIONING, state());
+  EXPECT_NE(std::string::npos, HttpGet(master_->webserver()->port(), "/tablet-servers")
+                                   .find("<td>live</td><td>decommissioning</td>"));
+  MoveReplicaRequestPB move;
+  move.set_tablet_id("no-such-tablet");
+  MoveReplicaResponsePB moved;
+  ASSERT_OK(admin(&MasterAdminServiceProxy::MoveReplica, move, &moved));
+  EXPECT_EQ(MasterErrorPB::TABLET_NOT_FOUND, moved.error().code());
+  SetReplicationFactorRequestPB rf;
+  rf.mutable_table()->set_table_name("no-such-table");
+  rf.set_num_replicas(3);
+  SetReplicationFactorResponsePB rf_resp;
+  ASSERT_OK(admin(&MasterAdminServiceProxy::SetReplicationFactor, rf, &rf_resp));
+  EXPECT_EQ(MasterErrorPB::TABLE_NOT_FOUND, rf_resp.error().code());
+  RebalanceRequestPB rebalance;
+  rebalance.set_dry_run(true);
+  RebalanceResponsePB plan;
+  ASSERT_OK(admin(&MasterAdminServiceProxy::Rebalance, rebalance, &plan));
+  EXPECT_FALSE(plan.has_error());
+  EXPECT_TRUE(plan.balanced());
+  EXPECT_EQ(0, plan.before_size()) << "a decommissioning server is no rebalancing target";
 }
 
 }  // namespace nyala::master

@@ -174,14 +174,17 @@ void Master::RegisterWebPages() {
                    " ";
           }
           auto p = placed.find(ts.uuid);
-          // An operator's state (`nyala tserver state`): maintenance holds back the
-          // replacement of the server's replicas.
+          // An operator's state (`nyala tserver state`, `nyala tserver decommission`):
+          // maintenance holds back the replacement of the server's replicas; a
+          // decommissioning server is being emptied.
           auto st = states.find(ts.uuid);
-          const bool maintenance = st != states.end() && st->second == MAINTENANCE_MODE;
+          const char* mode = st == states.end()               ? "normal"
+                             : st->second == MAINTENANCE_MODE ? "maintenance"
+                             : st->second == DECOMMISSIONING  ? "decommissioning"
+                                                              : "unknown";
           b += "<tr><td>" + Link(WebUrl(ts), EscapeHtml(ts.uuid)) + "</td><td>" +
                EscapeHtml(ts.RpcAddressString()) + "</td><td>" + web + "</td><td>" +
-               (ts.live ? "live" : "dead") + "</td><td>" +
-               (maintenance ? "maintenance" : "normal") + "</td><td>" +
+               (ts.live ? "live" : "dead") + "</td><td>" + mode + "</td><td>" +
                std::to_string((now - ts.last_heartbeat).ToMilliseconds()) + " ms ago</td><td>" +
                std::to_string(ts.running_tablets.size()) + "</td><td>" +
                std::to_string(p == placed.end() ? 0 : p->second) + "</td></tr>";

@@ -332,8 +332,18 @@ Status Decommission(const std::vector<std::string>& args) {
   fprintf(stderr, "Tablet server %s: decommissioning; the master moves each of its replicas\n",
           uuid.c_str());
   if (FLAGS_wait) {
-    RETURN_NOT_OK(WaitUntil("decommissioning tablet server " + uuid, count,
-                            [&] { return std::to_string(left) + " replicas left on " + uuid; }));
+    RETURN_NOT_OK(WaitUntil("decommissioning tablet server " + uuid, count, [&] {
+      // With the master's word on one of the tablets still there (why it waits, if so).
+      std::string example;
+      auto listed = admin->ListTablets("");
+      for (int i = 0; listed.ok() && i < listed->tablets_size() && example.empty(); i++) {
+        const auto& t = listed->tablets(i);
+        if (MembersOf(t).Has(uuid) && !t.replacement().description().empty()) {
+          example = " (tablet " + t.tablet_id() + ": " + t.replacement().description() + ")";
+        }
+      }
+      return std::to_string(left) + " replicas left on " + uuid + example;
+    }));
     fprintf(stderr,
             "Tablet server %s holds no replicas: it can be stopped, then removed with `nyala "
             "tserver unregister`\n",

@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-// NONE or MAINTENANCE_MODE.
+// NONE, MAINTENANCE_MODE or DECOMMISSIONING.
 std::string StateName(master::TServerStatePB state) {
   return state == master::TSERVER_STATE_NONE ? "NONE" : master::TServerStatePB_Name(state);
 }
@@ -28,8 +28,8 @@ Status ListTabletServers(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
   ASSIGN_OR_RETURN(auto admin, Admin(args[0]));
   ASSIGN_OR_RETURN(master::ListTabletServersResponsePB servers, admin->ListTabletServers());
-  TableOutput out(
-      {"uuid", "rpc_address", "state", "last_heartbeat_ms", "tablets", "tserver_state"});
+  TableOutput out({"uuid", "rpc_address", "state", "last_heartbeat_ms", "tablets", "replicas",
+                   "tserver_state"});
   for (const auto& s : servers.servers()) {
     std::string address;
     if (s.registration().rpc_addresses_size() > 0) {
@@ -40,8 +40,9 @@ Status ListTabletServers(const std::vector<std::string>& args) {
     const char* live = s.live() ? "LIVE" : "DEAD";
     const std::string state = StateName(s.state());
     out.AddRow({uuid, address, live, std::to_string(s.millis_since_heartbeat()),
-                std::to_string(s.num_live_tablets()), state},
-               {uuid, address, live, s.millis_since_heartbeat(), s.num_live_tablets(), state});
+                std::to_string(s.num_live_tablets()), std::to_string(s.num_replicas()), state},
+               {uuid, address, live, s.millis_since_heartbeat(), s.num_live_tablets(),
+                s.num_replicas(), state});
   }
   out.Print(format);
   return Status::OK();
@@ -104,14 +105,17 @@ void RegisterServerActions() {
   auto& a = AllActions();
   a.push_back({"tserver",
                "list",
-               "List the tablet servers the master knows, live or dead, and in maintenance mode "
-               "or not.",
+               "List the tablet servers the master knows, live or dead, with their replicas and "
+               "state.",
                "<master_addresses>",
                {"format"},
                1,
                1,
                ListTabletServers,
-               "tserver_state: NONE, or MAINTENANCE_MODE (`nyala tserver state`)."});
+               "tablets: replicas the server reports running; replicas: replicas the master's\n"
+               "catalog places on it (voters and learners; 0 once a decommission is done).\n"
+               "tserver_state: NONE, MAINTENANCE_MODE (`nyala tserver state`) or\n"
+               "DECOMMISSIONING (`nyala tserver decommission`)."});
   a.push_back({"tserver",
                "unregister",
                "Make the master forget a tablet server it considers dead.",
