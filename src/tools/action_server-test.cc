@@ -57,6 +57,7 @@ class FakeMaster : public master::MasterServiceIf {
       e->set_live(live);
       e->set_millis_since_heartbeat(live ? 5 : 90000);
       e->set_num_live_tablets(live ? 3 : 0);
+      e->set_num_replicas(live ? 4 : 2);
       e->set_state(state);
     };
     add("live-ts", true, master::TSERVER_STATE_NONE);
@@ -104,6 +105,9 @@ class FakeAdmin : public master::MasterAdminServiceIf {
     }
     ctx->RespondSuccess();
   }
+  NYALA_FAKE_UNIMPLEMENTED(master, MoveReplica)
+  NYALA_FAKE_UNIMPLEMENTED(master, SetReplicationFactor)
+  NYALA_FAKE_UNIMPLEMENTED(master, Rebalance)
 
  private:
   static void Unknown(const std::string& uuid, master::MasterErrorPB* err) {
@@ -170,6 +174,8 @@ TEST_F(TServerVerbsTest, ListShowsEachServersMaintenanceState) {
   EXPECT_EQ("127.0.0.1:7050", rows[0]["rpc_address"]);
   EXPECT_EQ(3, rows[0]["tablets"]);
   EXPECT_EQ("NONE", rows[0]["tserver_state"]);
+  EXPECT_EQ(4, rows[0]["replicas"]);
+  EXPECT_EQ(2, rows[1]["replicas"]);
   EXPECT_EQ("DEAD", rows[1]["state"]);
   EXPECT_EQ("MAINTENANCE_MODE", rows[1]["tserver_state"]);
   // CSV keeps the columns scripts read first (quickstart greps ",LIVE,").

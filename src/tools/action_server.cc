@@ -28,8 +28,9 @@ Status ListTabletServers(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
   ASSIGN_OR_RETURN(auto admin, Admin(args[0]));
   ASSIGN_OR_RETURN(master::ListTabletServersResponsePB servers, admin->ListTabletServers());
-  TableOutput out({"uuid", "rpc_address", "state", "last_heartbeat_ms", "tablets", "replicas",
-                   "tserver_state"});
+  // New columns go last: scripts read the first ones by position.
+  TableOutput out({"uuid", "rpc_address", "state", "last_heartbeat_ms", "tablets", "tserver_state",
+                   "replicas"});
   for (const auto& s : servers.servers()) {
     std::string address;
     if (s.registration().rpc_addresses_size() > 0) {
@@ -40,9 +41,9 @@ Status ListTabletServers(const std::vector<std::string>& args) {
     const char* live = s.live() ? "LIVE" : "DEAD";
     const std::string state = StateName(s.state());
     out.AddRow({uuid, address, live, std::to_string(s.millis_since_heartbeat()),
-                std::to_string(s.num_live_tablets()), std::to_string(s.num_replicas()), state},
-               {uuid, address, live, s.millis_since_heartbeat(), s.num_live_tablets(),
-                s.num_replicas(), state});
+                std::to_string(s.num_live_tablets()), state, std::to_string(s.num_replicas())},
+               {uuid, address, live, s.millis_since_heartbeat(), s.num_live_tablets(), state,
+                s.num_replicas()});
   }
   out.Print(format);
   return Status::OK();
