@@ -8,10 +8,11 @@ Usage: scripts/jepsen.sh [--minutes N] [--runs R] [--threads T] [--keys K]
                          [--follower-reads] [--help]
 
 Runs the Jepsen-style test of replicated tablets (test/jepsen-itest.cc) for longer
-than CI does: a master and three tablet servers on loopback, client threads running
-random gets, upserts, inserts and deletes on a few keys, and a nemesis that kills
-and restarts, pauses (SIGSTOP/SIGCONT) and partitions tablet servers the whole time.
-The recorded history must be linearizable (test/linearizability.h).
+than CI does: a master and four tablet servers on loopback (tablets of three
+replicas), client threads running random gets, upserts, inserts and deletes on a few
+keys, and a nemesis that kills and restarts, pauses (SIGSTOP/SIGCONT) and partitions
+tablet servers, changes a tablet's membership, and has the master move replicas the
+whole time. The recorded history must be linearizable (test/linearizability.h).
 
   --minutes N   length of each run, cluster start-up and check included (default 10)
   --runs R      runs one after the other, each with a new random seed (default 1)
