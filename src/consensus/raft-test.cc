@@ -444,6 +444,52 @@ TEST(RaftTest, AnOlderTermsEntryOnAMajorityIsNotCommittedByCounting) {
   }
 }
 
+// A learner an append or two behind, as under steady writes, is promoted: it
+// replicates and every committed entry is on its way to it. One that stopped
+// answering is not.
+TEST(RaftTest, ALearnerWithCommittedEntriesInFlightIsPromoted) {
+  Cluster c({1, 2, 3});
+  const PeerId l = c.ElectOne();
+  ASSERT_NE(l, kNoPeer);
+  c.Propose("a");
+  c.Add(4);
+  Raft& leader = c.raft(l);
+  ASSERT_TRUE(leader.ProposeConfigChange(ConfigChange::kAddLearner, 4, c.now()).ok());
+  c.Settle();
+  c.Propose("b");
+  ASSERT_EQ(c.Applied(4), c.Applied(l));
+  // Its acknowledgements are lost from now on: the voters commit without it.
+  c.Drop([](const MessagePB& m) { return m.from() == 4; });
+  auto r = leader.Propose("c", c.now());
+  ASSERT_TRUE(r.ok());
+  c.Run(5 * kMs);
+  ASSERT_GE(leader.commit_index(), *r);
+  std::vector<FollowerProgress> followers;
+  leader.Followers(&followers);
+  for (const auto& f : followers) {
+    if (f.id == 4) EXPECT_LT(f.match, leader.commit_index()) << "the leader saw no ack of it";
+  }
+  auto promote = leader.ProposeConfigChange(ConfigChange::kPromoteLearner, 4, c.now());
+  ASSERT_TRUE(promote.ok()) << promote.status().ToString();
+  c.Drop(nullptr);
+  c.Settle();
+  EXPECT_TRUE(c.raft(4).IsVoter(4));
+  EXPECT_EQ(c.Applied(4), c.Applied(l));
+  // A learner that stopped answering for an election timeout and more is not.
+  c.Add(5);
+  ASSERT_TRUE(leader.ProposeConfigChange(ConfigChange::kAddLearner, 5, c.now()).ok());
+  c.Settle();
+  c.Drop([](const MessagePB& m) { return m.from() == 5; });
+  for (int i = 0; i < 5; i++) {
+    ASSERT_TRUE(leader.Propose("d" + std::to_string(i), c.now()).ok());
+    c.Run(100 * kMs);
+  }
+  EXPECT_TRUE(leader.ProposeConfigChange(ConfigChange::kPromoteLearner, 5, c.now())
+                  .status()
+                  .IsIllegalState());
+  c.Drop(nullptr);
+}
+
 TEST(RaftTest, MembershipChangesOneAtATime) {
   Cluster c({1, 2, 3});
   const PeerId l = c.ElectOne();

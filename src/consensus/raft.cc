@@ -1148,8 +1148,15 @@ Result<uint64_t> Raft::ProposeConfigChange(ConfigChange change, PeerId peer, int
       break;
     case ConfigChange::kPromoteLearner: {
       if (!learner) return Status::InvalidArgument(who + " is not a learner");
+      // It holds every committed entry, or it replicates, answered lately, and has
+      // every committed entry on the way (at most kPromoteMaxLagEntries unanswered):
+      // under steady writes a learner is always an append or two behind.
       auto it = progress_.find(peer);
-      if (it == progress_.end() || it->second.match < commit_) {
+      const bool streaming = it != progress_.end() &&
+                             it->second.state == Progress::State::kReplicate &&
+                             it->second.recently_active && it->second.next > commit_ &&
+                             commit_ - it->second.match <= kPromoteMaxLagEntries;
+      if (it == progress_.end() || (it->second.match < commit_ && !streaming)) {
         return Status::IllegalState(
             who + " has not caught up yet (holds " +
             std::to_string(it == progress_.end() ? 0 : it->second.match) + " of " +

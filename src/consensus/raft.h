@@ -201,9 +201,15 @@ struct FetchRequest {
 
 enum class ConfigChange {
   kAddLearner,      // a new member that receives the log but does not vote
-  kPromoteLearner,  // the learner becomes a voter (it must hold everything committed)
+  kPromoteLearner,  // the learner becomes a voter (it must be caught up: see below)
   kRemovePeer,      // a voter (the leader too) or a learner leaves the group
 };
+
+// A learner is caught up enough to promote when it holds every committed entry, or
+// when it replicates (acknowledged lately) and every committed entry is sent to it with
+// at most this many not yet acknowledged: under steady writes it is always an append
+// or two behind, and would otherwise wait for a lull.
+constexpr uint64_t kPromoteMaxLagEntries = 1000;
 
 // A read that may be served once the state machine has applied `index`.
 struct ReadState {
@@ -295,8 +301,8 @@ class Raft {
 
   // Proposes one membership change as a configuration entry: its index. IllegalState
   // if not the leader, while a transfer or an earlier change is not finished, before
-  // an entry of this term is committed, or (kPromoteLearner) while the learner lacks
-  // committed entries; InvalidArgument if the change does not fit the configuration
+  // an entry of this term is committed, or (kPromoteLearner) while the learner is not
+  // caught up (kPromoteMaxLagEntries); InvalidArgument if the change does not fit the configuration
   // (adding a member, promoting a non-learner, removing a non-member or the last
   // voter).
   Result<uint64_t> ProposeConfigChange(ConfigChange change, PeerId peer, int64_t now_us);

@@ -299,7 +299,9 @@ void RaftGroup::Process() {
   if (!failed_.ok()) return;
   while (failed_.ok() && raft_->HasReady()) HandleReady(raft_->TakeReady());
   NoteRole();
-  PublishInfo();
+  // A new configuration (an entry appended, or a snapshot installed) is news too: the
+  // tablet server reports it to the master at once.
+  if (PublishInfo() && sm_ != nullptr) sm_->LeadershipChanged();
   PublishFreshness();
 }
 
@@ -590,8 +592,9 @@ void RaftGroup::Stop() {
   PublishInfo();
 }
 
-void RaftGroup::PublishInfo() {
+bool RaftGroup::PublishInfo() {
   MutexLock l(info_mu_);
+  bool config_changed = false;
   info_.role = raft_->role();
   info_.term = raft_->term();
   info_.leader = raft_->leader();
@@ -604,13 +607,16 @@ void RaftGroup::PublishInfo() {
   // The configuration changes only with a configuration entry or a snapshot.
   const std::pair<uint64_t, uint64_t> config_at{raft_->config_index(), raft_->snapshot_index()};
   if (config_at != info_config_at_ || info_.config.voters_size() == 0) {
-    info_.config = raft_->config();
+    const ConfigPB config = raft_->config();
+    config_changed = config.SerializeAsString() != info_.config.SerializeAsString();
+    info_.config = config;
     info_config_at_ = config_at;
   }
   info_.status = failed_;
   leader_term_.store(failed_.ok() && info_.role == RaftRole::kLeader ? info_.term : 0,
                      std::memory_order_release);
   PublishLease();
+  return config_changed;
 }
 
 }  // namespace nyala::consensus

@@ -94,7 +94,8 @@ class StateMachine {
   // The group's records keep old log segments alive (more than
   // --log_max_old_segments): make the applied state durable and ReportDurable it.
   virtual void FlushRequested() {}
-  // The group's role, term or leader changed (GroupInfo has the new ones).
+  // The group's role, term, leader or configuration changed (GroupInfo has the new
+  // ones).
   virtual void LeadershipChanged() {}
   // The group failed and stops for good (its log failed: a full or broken disk, or
   // its records were damaged): it applies nothing more in this incarnation. Its
@@ -295,7 +296,8 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // Leadership lost or term changed: pending reads fail (Raft dropped them).
   void NoteRole();
   void Fail(const Status& s);
-  void PublishInfo();
+  // True when the configuration published changed.
+  bool PublishInfo();
 
   const uint64_t id_;
   const std::string name_;

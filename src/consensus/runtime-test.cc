@@ -96,6 +96,9 @@ class RecordingStateMachine : public StateMachine {
     copies_needed++;
   }
 
+  void LeadershipChanged() override { changes++; }
+
+  std::atomic<int> changes{0};  // LeadershipChanged calls: role, term, leader, configuration
   std::atomic<int> copies_needed{0};
   std::atomic<PeerId> copy_peer{kNoPeer};
   std::atomic<uint64_t> copy_index{0};
@@ -905,6 +908,39 @@ TEST_F(RuntimeTest, AReplicaInstalledFromACopyStartsItsLogAfterIt) {
     ASSERT_GT(servers_[leader].sms.at(7)->copies_needed.load(), 0);
     ASSERT_EQ(servers_[leader].sms.at(7)->copy_peer.load(), f);
   });
+}
+
+// A configuration change is news to the state machines of the members, the leader's
+// included (its role did not change): the tablet server reports it to the master.
+TEST_F(RuntimeTest, AConfigurationChangeIsNewsToTheStateMachines) {
+  ASSERT_NO_FATAL_FAILURE(CreateGroup(7));
+  PeerId leader = kNoPeer;
+  ASSERT_NO_FATAL_FAILURE(leader = WaitForLeader(7));
+  ASSERT_OK(ProposeAndWait(leader, 7, "first"));
+  ASSERT_NO_FATAL_FAILURE(WaitForSameData(7, 1));
+  const PeerId removed = leader == 3 ? 2 : 3;
+  RecordingStateMachine* sm = servers_[leader].sms.at(7).get();
+  const int before = sm->changes.load();
+  Mutex mu;
+  CondVar cv;
+  std::optional<Status> result;
+  servers_[leader].groups.at(7)->ChangeConfig(ConfigChange::kRemovePeer, removed,
+                                              [&](const Status& s, uint64_t) {
+                                                MutexLock l(mu);
+                                                result = s;
+                                                cv.notify_all();
+                                              });
+  {
+    UniqueLock l(mu);
+    ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(30),
+                            [&]() NO_THREAD_SAFETY_ANALYSIS { return result.has_value(); }));
+    ASSERT_OK(*result);
+  }
+  AssertEventually(kWait, [&] {
+    ASSERT_GT(sm->changes.load(), before);
+    ASSERT_EQ(servers_[leader].groups.at(7)->info().config.voters_size(), 2);
+  });
+  EXPECT_EQ(servers_[leader].groups.at(7)->info().role, RaftRole::kLeader);
 }
 
 // Groups whose state machines do not report durable state keep old log segments

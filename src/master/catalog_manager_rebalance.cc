@@ -57,7 +57,7 @@ void CatalogManager::Rebalance(const RebalanceRequestPB& req, RebalanceResponseP
     const RebalancePlan plan = PlanRebalance(in);
 
     auto add = [&](google::protobuf::RepeatedPtrField<RebalanceResponsePB::MovePB>* out,
-                   const PlannedMove& m) {
+                   const PlannedMove& m) REQUIRES_SHARED(state_mu_) {
       auto* pb = out->Add();
       pb->set_tablet_id(m.tablet_id);
       auto table = tables_.find(m.table_id);

@@ -381,7 +381,7 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
         }
       };
       // Most tablets have every voter up and nothing going on: skipped at once.
-      auto quiet = [&](const TabletInfo& t, int rf) {
+      auto quiet = [&](const TabletInfo& t, int rf) REQUIRES_SHARED(state_mu_) {
         if (t.change || t.move || t.pb.learner_uuids_size() > 0 || !t.no_target.empty() ||
             t.pb.replica_uuids_size() != rf) {
           return false;

@@ -95,15 +95,17 @@ TEST(ReplicaReplacementTest, ALearnerCatchingUpIsShownNotPromoted) {
   EXPECT_EQ(ReplacementPB::ADDING_LEARNER, d.status.step());
   EXPECT_EQ("replacing x by y: adding learner (not in the leader's report yet)",
             d.status.description());
-  // Replicating but one entry short is not caught up either.
-  SetFollower(&leader, "y", FollowerStatusPB::REPLICATE, 9);
+  // Replicating but further behind than the leader's Raft promotes is not caught up.
+  leader.set_committed_index(5000);
+  SetFollower(&leader, "y", FollowerStatusPB::REPLICATE, 3999);
   d = DecideReplacement(in);
   EXPECT_EQ(Action::kNone, d.action);
-  EXPECT_EQ("replacing x by y: adding learner (replicating, at index 9 of 10 committed)",
+  EXPECT_EQ("replacing x by y: adding learner (replicating, at index 3999 of 5000 committed)",
             d.status.description());
-  SetFollower(&leader, "y", FollowerStatusPB::NEEDS_COPY, 12);
+  SetFollower(&leader, "y", FollowerStatusPB::NEEDS_COPY, 5000);
   EXPECT_EQ(Action::kNone, DecideReplacement(in).action);
-  SetFollower(&leader, "y", FollowerStatusPB::REPLICATE, 10);
+  // An append or two behind, as under steady writes: promoted.
+  SetFollower(&leader, "y", FollowerStatusPB::REPLICATE, 4998);
   EXPECT_EQ(Action::kPromoteLearner, DecideReplacement(in).action);
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "consensus/raft.h"
+
 namespace nyala::master {
 
 namespace {
@@ -82,9 +84,11 @@ std::string DescribeReplacement(const std::string& failed_uuid, const std::strin
 }
 
 bool LearnerCaughtUp(const ConsensusStatePB& leader, const std::string& uuid) {
+  // As the leader's Raft judges it (consensus/raft.h): within kPromoteMaxLagEntries
+  // while it replicates. The leader has the last word; a report is a moment's view.
   const FollowerStatusPB* f = FollowerOf(leader, uuid);
   return f != nullptr && f->state() == FollowerStatusPB::REPLICATE &&
-         f->match_index() >= leader.committed_index();
+         f->match_index() + consensus::kPromoteMaxLagEntries >= leader.committed_index();
 }
 
 ReplacementDecision DecideReplacement(const ReplacementInput& in) {

@@ -15,10 +15,11 @@
 // *maintenance* when down and in maintenance mode. A member is *leaving* when an
 // operator moves it away (MoveReplica, a rebalance) or its server is being
 // decommissioned. A voter is *to be replaced* when failed or leaving. A learner is
-// *caught up* when the leader reports it REPLICATE with a match index at least the
-// leader's committed index (as reported), and *stalled* when it is not caught up and
-// the leader's view of it (state, match index) has not changed for the failure
-// timeout. RF is the table's replication factor; n the number of voters.
+// *caught up* when the leader reports it REPLICATE with a match index within
+// consensus::kPromoteMaxLagEntries of the leader's committed index (as reported), and
+// *stalled* when it is not caught up and the leader's view of it (state, match index)
+// has not changed for the failure timeout. RF is the table's replication factor; n the
+// number of voters.
 //
 // The rules, in order; the first that applies decides. One change at a time:
 //
