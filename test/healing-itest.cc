@@ -4,10 +4,7 @@
 // replicas") while a client keeps writing. A server that comes back after its replicas
 // were replaced has them tombstoned.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <atomic>
-#include <cstdio>
 #include <map>
 #include <thread>
 #include <vector>
@@ -15,9 +12,14 @@
 #include "client/client.h"
 #include "common/test_util.h"
 #include "test/mini_cluster.h"
+#include "test/replicated_table_itest_util.h"
 
 namespace nyala::client {
 namespace {
+
+using itest::RunCli;
+using itest::ScanAll;
+using itest::Writer;
 
 constexpr int kServers = 4;
 constexpr int kReplicas = 3;
@@ -29,52 +31,6 @@ constexpr MonoDelta kMaxWriteGap = MonoDelta::FromSeconds(4);
 static_assert(kMaxWriteGap < MonoDelta::FromSeconds(kFailedAfterSec));
 // Healing must be over this long after the kill.
 constexpr MonoDelta kHealTimeout = MonoDelta::FromSeconds(120);
-
-// One thread upserting key, key + 1, ... (v = key), one row per AUTO_FLUSH_SYNC write,
-// until stopped; it records when each write was acknowledged, and each failure.
-class Writer {
- public:
-  struct Failure {
-    int64_t key;
-    MonoTime at;
-    std::string error;
-  };
-  ~Writer() { Stop(); }
-  void Start(std::shared_ptr<Client> client, std::shared_ptr<Table> t) {
-    thread_ = std::thread([this, client, t] {
-      auto session = client->NewSession();
-      CHECK_OK(session->SetTimeout(MonoDelta::FromSeconds(30)));
-      for (int64_t k = 0; !stop_.load() && k < 10'000'000; k++) {
-        auto op = t->NewUpsert();
-        CHECK_OK(op->Set("key", Cell::Int64(k)));
-        CHECK_OK(op->Set("v", Cell::Int64(k)));
-        Status s = session->Apply(std::move(op));
-        if (s.ok()) {
-          acks_.push_back({k, MonoTime::Now()});
-          acked_.fetch_add(1);
-        } else {
-          failures_.push_back({k, MonoTime::Now(), s.ToString()});
-        }
-      }
-    });
-  }
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  int64_t acked() const { return acked_.load(); }
-  // After Stop(): (key, time) of every acknowledgement, in order, and the failures.
-  const std::vector<std::pair<int64_t, MonoTime>>& acks() const { return acks_; }
-  const std::vector<Failure>& failures() const { return failures_; }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::atomic<int64_t> acked_{0};
-  // Written by the thread only, read once it ended.
-  std::vector<std::pair<int64_t, MonoTime>> acks_;
-  std::vector<Failure> failures_;
-  std::thread thread_;
-};
 
 class HealingITest : public NyalaTest {
  protected:
@@ -101,20 +57,8 @@ class HealingITest : public NyalaTest {
     NyalaTest::TearDown();
   }
 
-  // (key INT64, v INT64), `tablets` hash buckets of kReplicas replicas.
   std::shared_ptr<Table> CreateTable(const std::string& name, int tablets) {
-    auto schema = SchemaBuilder()
-                      .AddKeyColumn("key", DataType::kInt64)
-                      .AddColumn("v", DataType::kInt64)
-                      .Build();
-    CHECK_OK(schema.status());
-    auto creator = client_->NewTableCreator();
-    creator->table_name(name).schema(*schema).num_replicas(kReplicas);
-    creator->add_hash_partitions({"key"}, tablets);
-    CHECK_OK(creator->Create());
-    auto t = client_->OpenTable(name);
-    CHECK_OK(t.status());
-    return *t;
+    return itest::CreateKeyValueTable(client_.get(), name, tablets, kReplicas);
   }
 
   master::ListTabletsResponsePB MasterTablets(const std::string& table) {
@@ -190,33 +134,6 @@ class HealingITest : public NyalaTest {
     *healed = MonoTime::Now();
   }
 
-  // Runs the CLI (`nyala <args>`, beside the daemons); its exit code, its output in `out`.
-  static int RunCli(const std::string& args, std::string* out) {
-    const std::string cmd = test::BinDir() + "/nyala " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return -1;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out->append(buf, n);
-    const int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  // key -> v of every row, read from the tablets' leaders.
-  static std::map<int64_t, int64_t> ScanAll(const std::shared_ptr<Table>& t) {
-    std::map<int64_t, int64_t> rows;
-    Scanner scanner(t);
-    CHECK_OK(scanner.SetTimeout(MonoDelta::FromSeconds(30)));
-    CHECK_OK(scanner.Open());
-    for (int n = 0; scanner.HasMoreRows() && n < 100000; n++) {
-      ScanBatch batch;
-      CHECK_OK(scanner.NextBatch(&batch));
-      for (int r = 0; r < batch.num_rows(); r++) {
-        rows[*batch.row(r).GetInt64("key")] = *batch.row(r).GetInt64("v");
-      }
-    }
-    return rows;
-  }
-
   std::unique_ptr<test::MiniCluster> cluster_;
   std::shared_ptr<Client> client_;
 };
@@ -235,17 +152,18 @@ TEST_F(HealingITest, ADeadServersReplicasAreReplacedWhileWritesGoOn) {
   ASSERT_GE(victim, 0);
   const std::string dead = cluster_->tserver(victim)->uuid();
   Writer w;
-  w.Start(client_, t);
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] { ASSERT_GE(w.acked(), 200); });
+  w.Start(client_, t, MonoDelta::FromSeconds(30));
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] { ASSERT_GE(w.acked.load(), 200); });
 
   const MonoTime killed = MonoTime::Now();
   cluster_->tserver(victim)->Kill(9);
   MonoTime replacing, healed;
   ASSERT_NO_FATAL_FAILURE(WaitHealed("healed", dead, killed, &replacing, &healed));
   // Writes go on after healing too.
-  const int64_t at_heal = w.acked();
-  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] { ASSERT_GE(w.acked(), at_heal + 100); });
+  const int64_t at_heal = w.acked.load();
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] { ASSERT_GE(w.acked.load(), at_heal + 100); });
   w.Stop();
+  MutexLock l(w.mu);
   LOG(INFO) << "killed ts" << victim << " (" << held.size() << " replicas); replacing seen "
             << (replacing.Initialized() ? SecondsBetween(killed, replacing) : -1.0)
             << " s after the kill, healed after " << SecondsBetween(killed, healed) << " s";
@@ -259,7 +177,7 @@ TEST_F(HealingITest, ADeadServersReplicasAreReplacedWhileWritesGoOn) {
   // leaves room for a slow election and still fails then.
   MonoDelta longest;
   MonoTime longest_from;
-  const auto& acks = w.acks();
+  const auto& acks = w.acks;
   for (size_t i = 1; i < acks.size(); i++) {
     if (acks[i].second < killed) continue;
     if (acks[i - 1].second > healed) break;
@@ -272,7 +190,7 @@ TEST_F(HealingITest, ADeadServersReplicasAreReplacedWhileWritesGoOn) {
             << " ms, from " << SecondsBetween(killed, longest_from) << " s after the kill";
   EXPECT_LT(longest.ToMilliseconds(), kMaxWriteGap.ToMilliseconds())
       << "writes stopped from " << SecondsBetween(killed, longest_from) << " s after the kill";
-  for (const auto& f : w.failures()) {
+  for (const auto& f : w.failed) {
     ADD_FAILURE() << "write of key " << f.key << " failed " << SecondsBetween(killed, f.at)
                   << " s after the kill: " << f.error;
   }
@@ -308,12 +226,7 @@ TEST_F(HealingITest, AServerBackAfterItsReplicasWereReplacedHasThemTombstoned) {
   {
     auto session = client_->NewSession();
     ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
-    for (int64_t k = 0; k < 3000; k++) {
-      auto op = t->NewUpsert();
-      ASSERT_OK(op->Set("key", Cell::Int64(k)));
-      ASSERT_OK(op->Set("v", Cell::Int64(k)));
-      ASSERT_OK(session->Apply(std::move(op)));
-    }
+    for (int64_t k = 0; k < 3000; k++) ASSERT_OK(session->Apply(itest::UpsertOf(*t, k, k)));
     ASSERT_OK(session->Flush());
   }
   std::vector<std::string> held;

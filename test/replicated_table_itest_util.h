@@ -16,8 +16,11 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "client/client.h"
+#include "common/monotime.h"
 #include "common/mutex.h"
 #include "test/external_daemon.h"
 
@@ -70,10 +73,18 @@ struct Writer {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> acked{0};
   std::atomic<int64_t> failures{0};
+  struct Failure {
+    int64_t key;
+    MonoTime at;
+    std::string error;
+  };
   Mutex mu;
   std::set<int64_t> acked_keys GUARDED_BY(mu);
   std::set<int64_t> unknown_keys GUARDED_BY(mu);  // failed: may or may not have landed
   std::string last_error GUARDED_BY(mu);
+  // (key, when) of every acknowledgement, in order; every failure, in order.
+  std::vector<std::pair<int64_t, MonoTime>> acks GUARDED_BY(mu);
+  std::vector<Failure> failed GUARDED_BY(mu);
   std::thread thread;
 
   void Start(const std::shared_ptr<Client>& client, std::shared_ptr<Table> t, MonoDelta timeout) {
@@ -82,12 +93,15 @@ struct Writer {
       CHECK_OK(session->SetTimeout(timeout));
       for (int64_t k = 0; !stop.load() && k < 10'000'000; k++) {
         Status s = session->Apply(UpsertOf(*t, k, k));
+        const MonoTime now = MonoTime::Now();
         MutexLock l(mu);
         if (s.ok()) {
           acked_keys.insert(k);
+          acks.emplace_back(k, now);
           acked++;
         } else {
           unknown_keys.insert(k);
+          failed.push_back({k, now, s.ToString()});
           failures++;
           last_error = s.ToString();
         }
