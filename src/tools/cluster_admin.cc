@@ -199,14 +199,23 @@ Result<master::RebalanceResponsePB> AdminClient::Rebalance(const master::Rebalan
           rpc::RpcController* rpc) { return proxy->Rebalance(req, resp, rpc); });
 }
 
-Status AdminClient::ChangeConfig(const std::string& address,
-                                 const tserver::ChangeConfigRequestPB& req,
-                                 tserver::ChangeConfigResponsePB* resp) {
+Status AdminClient::CallTServer(const std::string& address,
+                                const std::function<Status(tserver::TabletServerAdminServiceProxy*,
+                                                           rpc::RpcController*)>& call) {
   ASSIGN_OR_RETURN(rpc::Sockaddr addr, ResolveOne(address, kDefaultTServerPort));
   tserver::TabletServerAdminServiceProxy proxy(messenger_, addr);
   rpc::RpcController rpc;
   rpc.set_timeout(timeout_);
-  return proxy.ChangeConfig(req, resp, &rpc);
+  return call(&proxy, &rpc);
+}
+
+Status AdminClient::ChangeConfig(const std::string& address,
+                                 const tserver::ChangeConfigRequestPB& req,
+                                 tserver::ChangeConfigResponsePB* resp) {
+  return CallTServer(address,
+                     [&](tserver::TabletServerAdminServiceProxy* p, rpc::RpcController* rpc) {
+                       return p->ChangeConfig(req, resp, rpc);
+                     });
 }
 
 Result<tserver::ListTabletsResponsePB> AdminClient::ListServerTablets(const std::string& address) {
@@ -227,11 +236,10 @@ Result<tserver::ListTabletsResponsePB> AdminClient::ListServerTablets(const std:
 Status AdminClient::LeaderStepDown(const std::string& address,
                                    const tserver::LeaderStepDownRequestPB& req,
                                    tserver::LeaderStepDownResponsePB* resp) {
-  ASSIGN_OR_RETURN(rpc::Sockaddr addr, ResolveOne(address, kDefaultTServerPort));
-  tserver::TabletServerAdminServiceProxy proxy(messenger_, addr);
-  rpc::RpcController rpc;
-  rpc.set_timeout(timeout_);
-  return proxy.LeaderStepDown(req, resp, &rpc);
+  return CallTServer(address,
+                     [&](tserver::TabletServerAdminServiceProxy* p, rpc::RpcController* rpc) {
+                       return p->LeaderStepDown(req, resp, rpc);
+                     });
 }
 
 // --- Views --------------------------------------------------------------------------

@@ -41,6 +41,9 @@ namespace nyala::master {
 class MasterServiceProxy;
 class MasterAdminServiceProxy;
 }  // namespace nyala::master
+namespace nyala::tserver {
+class TabletServerAdminServiceProxy;
+}  // namespace nyala::tserver
 
 namespace nyala::tools {
 
@@ -93,6 +96,10 @@ class AdminClient {
   // leader; a MasterErrorPB in the response becomes a Status naming its code.
   template <typename Proxy, typename Resp>
   Result<Resp> CallMasters(const std::function<Status(Proxy*, Resp*, rpc::RpcController*)>& call);
+  // Runs `call` against the tablet server at `address` with this client's timeout.
+  Status CallTServer(const std::string& address,
+                     const std::function<Status(tserver::TabletServerAdminServiceProxy*,
+                                                rpc::RpcController*)>& call);
 
   const std::shared_ptr<rpc::Messenger> messenger_;
   const std::vector<rpc::Sockaddr> masters_;
