@@ -242,6 +242,8 @@ class CatalogManager {
     // The voter the master last started replacing and the learner it added for it.
     std::string replacing;
     std::string replacement;
+    // Every learner the master asked to add and that is still a member.
+    std::set<std::string> own_learners;
     // Why no learner could be added in the last pass ("" when one could).
     std::string no_target;
     struct LearnerProgress {

@@ -151,6 +151,7 @@ ReplacementInput CatalogManager::ReplacementInputLocked(const TabletInfo& t,
   in.pending = t.change;
   in.replacing = t.replacing;
   in.replacement = t.replacement;
+  in.own_learners = t.own_learners;
   for (const auto& m : t.Members()) {
     if (DecommissioningLocked(m)) in.leaving.insert(m);
   }
@@ -300,6 +301,9 @@ Status CatalogManager::FollowConfigs(const std::vector<std::string>& tablet_ids)
       t.move.reset();
     }
     if (!t.replacement.empty() && !t.IsMember(t.replacement)) t.replacement.clear();
+    std::erase_if(t.own_learners, [&](const std::string& l) {
+      return !t.IsLearner(l) && !(t.change && t.change->peer_uuid == l);
+    });
     t.UpdateLeader();  // who counts toward the newest term depends on the members
   }
   // Settled, unless a newer report differs again.
@@ -592,6 +596,8 @@ void CatalogManager::ReplaceFailedReplicas(MonoTime now, std::set<TabletRpcTasks
         t.change_leader = c.leader;
         t.change_term = t.max_term;
         t.change_role = c.role;
+        if (c.req.type() == tserver::ADD_LEARNER)
+          t.own_learners.insert(c.req.peer().permanent_uuid());
         if (c.req.type() == tserver::ADD_LEARNER && !c.failed.empty()) {
           t.replacing = c.failed;
           t.replacement = c.req.peer().permanent_uuid();

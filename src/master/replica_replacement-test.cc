@@ -256,6 +256,24 @@ TEST(ReplicaReplacementTest, TheMastersLearnerNotNeededIsRemoved) {
   EXPECT_EQ("removing learner y: no voter to replace", d.status.description());
 }
 
+// A learner the master added for a missing voter is removed once an operator filled
+// the gap meanwhile; an operator's learner stays.
+TEST(ReplicaReplacementTest, TheMastersLearnerForAMissingVoterIsRemovedOnceNotNeeded) {
+  ReplacementInput in;
+  in.replication_factor = 3;
+  in.voters = {"a", "b", "c"};
+  in.leader_uuid = "a";
+  in.learners = {"d", "e"};
+  in.own_learners = {"e"};
+  ConsensusStatePB leader;
+  in.leader_state = &leader;
+  ReplacementDecision d = DecideReplacement(in);
+  EXPECT_EQ(Action::kRemovePeer, d.action);
+  EXPECT_EQ("e", d.peer_uuid);
+  in.learners = {"d"};
+  EXPECT_EQ(Action::kNone, DecideReplacement(in).action);
+}
+
 // An operator's learner is neither removed nor promoted by the master; once the
 // operator promotes it, the tablet has a voter too many and the master removes the one
 // on the most loaded server that does not lead.

@@ -213,11 +213,14 @@ ReplacementDecision DecideReplacement(const ReplacementInput& in) {
       return Decision(ReplacementPB::ADDING_LEARNER, doomed0, l,
                       "adding learner (" + CatchUpText(*in.leader_state, l) + ")");
     }
-    // 9. The master's own learner, not needed (the voter it was to replace came back).
-    if (up == n && Contains(in.learners, in.replacement)) {
-      const std::string& l = in.replacement;
-      return Decision(ReplacementPB::REMOVING_LEARNER, "", "",
-                      "removing learner " + l + ": no voter to replace", Action::kRemovePeer, l);
+    // 9. The master's own learner, not needed (the voter it was to replace came back,
+    // or an operator filled the missing voter meanwhile).
+    if (up == n && n >= rf) {
+      for (const auto& l : in.learners) {
+        if (l != in.replacement && !in.own_learners.count(l)) continue;
+        return Decision(ReplacementPB::REMOVING_LEARNER, "", "",
+                        "removing learner " + l + ": no voter to replace", Action::kRemovePeer, l);
+      }
     }
   }
   // 10. Nothing to do; say why a learner or a down voter waits.

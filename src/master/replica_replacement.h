@@ -38,9 +38,9 @@
 //   | 7 | voters not to be replaced + learners < RF            | ADD_LEARNER (the caller   |
 //   |   |                                                      | picks the server)         |
 //   | 8 | a learner, and a voter to be replaced or n < RF      | wait (it catches up)      |
-//   | 9 | the learner the master added, RF voters or more,     | REMOVE_PEER it (not needed)|
-//   |   | every voter up, none leaving (the failed one came    |                           |
-//   |   | back)                                                |                           |
+//   | 9 | a learner the master added, RF voters or more, every | REMOVE_PEER it (not needed)|
+//   |   | voter up, none leaving (the failed one came back, or |                           |
+//   |   | an operator filled the missing voter)                |                           |
 //   |10 | otherwise                                            | nothing (a learner waiting|
 //   |   |                                                      | on a down voter, or a     |
 //   |   |                                                      | voter in maintenance, is  |
@@ -94,6 +94,8 @@ struct ReplacementInput {
   std::string replacement;
   // Members to move away (an operator's move, a decommissioning server).
   std::set<std::string> leaving;
+  // Learners the master added (for a missing voter too), as opposed to an operator's.
+  std::set<std::string> own_learners;
   // Replicas per server, to choose the voter a lowered RF removes (absent = 0).
   std::map<std::string, int64_t> loads;
 };
