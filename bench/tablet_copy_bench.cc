@@ -237,6 +237,8 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "Tablet copy rate (export, download over loopback, install) against a plain file copy "
       "of the same SST files, in one run.");
+  // The copy's own rate, unthrottled unless asked (the servers' default limits it).
+  gflags::SetCommandLineOptionWithMode("tablet_copy_rate_limit_mb", "0", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   return nyala::tserver::Main();
