@@ -259,6 +259,14 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
               resp);
     return;
   }
+  if (tablet->state() == TabletState::kTombstoned) {
+    // As writes and Gets answer: the client looks the tablet up again.
+    ScanError(TabletServerErrorPB::TABLET_NOT_FOUND,
+              Status::NotFound("tablet " + tablet->tablet_id() +
+                               " is tombstoned here (its replica moved away)"),
+              resp);
+    return;
+  }
   if (tablet->state() != TabletState::kRunning) {
     ScanError(TabletServerErrorPB::TABLET_NOT_RUNNING,
               Status::IllegalState("tablet " + tablet->tablet_id() + " is " +
