@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/crc32c.h"
+#include "common/flag_tags.h"
 #include "consensus/log_format.h"
 #include "consensus/log_internal.h"
 
@@ -33,6 +34,12 @@ DEFINE_bool(log_preallocate_segments, true,
             "the log is closed, or after a crash by the next start's recovery. "
             "Where the file system cannot preallocate, or the disk has no room for a whole "
             "segment, the segment grows as it is written (with a warning).");
+
+DEFINE_int32(fault_injection_log_sync_delay_ms, 0,
+             "Fault injection, for tests only: every fdatasync of the consensus log waits this "
+             "long first, as a slow disk would (changeable while the server runs). 0: off");
+TAG_FLAG(fault_injection_log_sync_delay_ms, runtime);
+TAG_FLAG(fault_injection_log_sync_delay_ms, unsafe);
 
 namespace nyala::consensus {
 

@@ -63,6 +63,10 @@
 #include "common/status.h"
 #include "common/thread_annotations.h"
 
+namespace nyala {
+class Histogram;
+}  // namespace nyala
+
 namespace nyala::consensus {
 
 enum class RecordType : uint8_t {
@@ -142,6 +146,10 @@ struct LogOptions {
   // "Preallocation" in log_format.h). Where the file system cannot, or the disk has no
   // room for a whole segment, the segment grows as it is written.
   bool preallocate = true;
+  // Where to record each fdatasync's duration and each append's time from
+  // AppendAsync to durable (microseconds); none when null. Must outlive the log.
+  Histogram* sync_latency = nullptr;
+  Histogram* append_latency = nullptr;
 
   // `dir` with the rest from --log_fsync, --log_segment_size_mb and
   // --log_preallocate_segments.

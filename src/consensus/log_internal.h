@@ -103,6 +103,7 @@ struct SharedLog::Group {
 struct SharedLog::Pending {
   std::vector<LogRecord> records;
   std::function<void(const Status&)> done;
+  int64_t enqueued_us = 0;  // when queued, if LogOptions::append_latency is set
 };
 
 struct SharedLog::Planned {

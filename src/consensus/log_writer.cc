@@ -4,6 +4,7 @@
 #include "consensus/log.h"
 
 #include <fcntl.h>
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -11,12 +12,18 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <future>
+#include <thread>
 
 #include "common/crc32c.h"
+#include "common/histogram.h"
+#include "common/monotime.h"
 #include "consensus/log_format.h"
 #include "consensus/log_internal.h"
+
+DECLARE_int32(fault_injection_log_sync_delay_ms);
 
 namespace nyala::consensus {
 
@@ -121,7 +128,8 @@ bool SharedLog::EnqueueLocked(std::vector<LogRecord>* records,
   }
   if (!s->ok()) return false;
   stats_.appends++;
-  queue_.push_back(Pending{std::move(*records), std::move(*done)});
+  queue_.push_back(Pending{std::move(*records), std::move(*done),
+                           opts_.append_latency != nullptr ? GetMonoTimeMicros() : 0});
   return true;
 }
 
@@ -337,7 +345,12 @@ Status SharedLog::SyncFile(const Segment& seg) {
     MutexLock l(mu_);
     stats_.fsyncs++;
   }
+  if (const int delay_ms = FLAGS_fault_injection_log_sync_delay_ms; delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));  // a slow disk
+  }
+  const int64_t start = opts_.sync_latency != nullptr ? GetMonoTimeMicros() : 0;
   if (fdatasync(seg.fd) != 0) return ErrnoStatus(seg.path, "fdatasync", errno);
+  if (opts_.sync_latency != nullptr) opts_.sync_latency->Increment(GetMonoTimeMicros() - start);
   return Status::OK();
 }
 
@@ -394,6 +407,12 @@ void SharedLog::WriterLoop() {
 void SharedLog::RunBatch(Batch* b, bool wake_writer) {
   if (b->status.ok()) b->status = WriteBatch(b->roll, &b->plan);
   DeleteSegments(FinishBatch(*b));
+  if (opts_.append_latency != nullptr && b->status.ok()) {
+    const int64_t now = GetMonoTimeMicros();
+    for (const Pending& p : b->pending) {
+      if (!p.records.empty()) opts_.append_latency->Increment(now - p.enqueued_us);
+    }
+  }
   for (Pending& p : b->pending) {
     if (p.done) p.done(b->status);
   }

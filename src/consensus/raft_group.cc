@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/histogram.h"
 #include "common/monotime.h"
+#include "consensus/consensus_metrics.h"
 #include "consensus/log.h"
 #include "rpc/rpc_context.h"
 
@@ -42,6 +44,10 @@ HardState ToLogHardState(const HardStatePB& hs) {
 // message's worth (RaftOptions::max_msg_bytes).
 constexpr uint64_t kReadBackBatchBytes = 1 << 20;
 
+// Appends per follower whose round trip the leader times at once (NoteSent): more
+// pipelined than that, the oldest are forgotten.
+constexpr size_t kMaxTrackedAppends = 64;
+
 Status StoppedStatus() {
   return Status::ServiceUnavailable("the consensus runtime is shutting down",
                                     "the outcome of calls in flight is unknown");
@@ -73,12 +79,15 @@ struct RaftGroup::AppendTask {
   uint64_t term = 0;  // non-zero: append only as the leader of this term
   std::string data;
   Callback done;
+  std::shared_ptr<ProposalTrace> trace;  // may be null
 
   void operator()() {
     if (!self->failed_.ok()) return done(self->failed_, 0);
-    Result<uint64_t> index = AppendToRaft(self->raft_.get(), GetMonoTimeMicros());
+    const int64_t now = GetMonoTimeMicros();
+    Result<uint64_t> index = AppendToRaft(self->raft_.get(), now);
     if (!index.ok()) return done(index.status(), 0);
-    self->TrackProposal(*index, std::move(done));
+    if (trace) trace->appended_us.store(now, std::memory_order_relaxed);
+    self->TrackProposal(*index, std::move(done), std::move(trace));
     self->worker_->Touch(self.get());
   }
 
@@ -93,15 +102,19 @@ struct RaftGroup::AppendTask {
 };
 
 void RaftGroup::Propose(std::string data, Callback done) {
-  Append(AppendTask{shared_from_this(), std::nullopt, 0, std::move(data), std::move(done)});
+  Append(
+      AppendTask{shared_from_this(), std::nullopt, 0, std::move(data), std::move(done), nullptr});
 }
 
-void RaftGroup::ProposeInTerm(uint64_t term, std::string data, Callback done) {
-  Append(AppendTask{shared_from_this(), std::nullopt, term, std::move(data), std::move(done)});
+void RaftGroup::ProposeInTerm(uint64_t term, std::string data, Callback done,
+                              std::shared_ptr<ProposalTrace> trace) {
+  Append(AppendTask{shared_from_this(), std::nullopt, term, std::move(data), std::move(done),
+                    std::move(trace)});
 }
 
 void RaftGroup::ChangeConfig(ConfigChange change, PeerId peer, Callback done) {
-  Append(AppendTask{shared_from_this(), std::make_pair(change, peer), 0, "", std::move(done)});
+  Append(AppendTask{shared_from_this(), std::make_pair(change, peer), 0, "", std::move(done),
+                    nullptr});
 }
 
 void RaftGroup::Append(AppendTask task) {
@@ -109,20 +122,20 @@ void RaftGroup::Append(AppendTask task) {
   if (!worker_->Post(&run)) run.target<AppendTask>()->done(StoppedStatus(), 0);
 }
 
-void RaftGroup::TrackProposal(uint64_t index, Callback done) {
+void RaftGroup::TrackProposal(uint64_t index, Callback done, std::shared_ptr<ProposalTrace> trace) {
   DCHECK(worker_->IsCurrentThread());
   auto [it, inserted] = proposals_.try_emplace(index);
   if (!inserted) {
     // An entry this node proposed at that index in an earlier term was overwritten
     // before it could be applied: it never will be.
     Callback old = std::move(it->second.done);
-    it->second = PendingProposal{raft_->term(), std::move(done)};
+    it->second = PendingProposal{raft_->term(), std::move(done), std::move(trace)};
     old(Status::Aborted("the entry was replaced by another leader's at index " +
                         std::to_string(index) + " and not applied"),
         index);
     return;
   }
-  it->second = PendingProposal{raft_->term(), std::move(done)};
+  it->second = PendingProposal{raft_->term(), std::move(done), std::move(trace)};
 }
 
 void RaftGroup::Read(std::function<void(const Status&)> done) {
@@ -275,11 +288,53 @@ void RaftGroup::Step(std::shared_ptr<const MessagePB> m, int64_t now_us) {
   DCHECK(worker_->IsCurrentThread());
   if (!failed_.ok()) return;
   const PeerId from = m->from();
+  if (m->type() == MSG_APPEND_RESP && !m->reject() && !appends_out_.empty()) NoteAck(*m, now_us);
   Status s = raft_->Step(std::move(m), now_us);
   if (!s.ok()) {
     worker_->CountRefused();
     LOG_EVERY_N(WARNING, 100) << name_ << ": a message from " << worker_->PeerName(from)
                               << " was refused: " << s.ToString();
+  }
+}
+
+void RaftGroup::NoteAppendReceived(int64_t received_us) {
+  DCHECK(worker_->IsCurrentThread());
+  if (append_received_us_ == 0) append_received_us_ = received_us;
+}
+
+void RaftGroup::NoteAck(const MessagePB& m, int64_t now_us) {
+  auto it = appends_out_.find(m.from());
+  if (it == appends_out_.end()) return;
+  int64_t sent_us = 0;
+  auto& out = it->second;
+  while (!out.empty() && out.front().first <= m.index()) {
+    sent_us = out.front().second;
+    out.pop_front();
+  }
+  const ConsensusMetrics* metrics = worker_->metrics();
+  if (sent_us != 0 && metrics != nullptr) metrics->ack_round_trip->Increment(now_us - sent_us);
+}
+
+void RaftGroup::NoteSent(const Ready& rd, const std::vector<MessagePB>& msgs, int64_t now_us) {
+  if (raft_->role() != RaftRole::kLeader) {
+    appends_out_.clear();
+    return;
+  }
+  if (!proposals_.empty()) {
+    for (const EntryPtr& e : rd.entries) {
+      auto it = proposals_.find(e->index());
+      if (it != proposals_.end() && it->second.trace) {
+        it->second.trace->sent_us.store(now_us, std::memory_order_relaxed);
+      }
+    }
+  }
+  if (worker_->metrics() == nullptr) return;
+  for (const MessagePB& m : msgs) {
+    if (m.type() != MSG_APPEND || m.entries_size() == 0) continue;
+    auto& out = appends_out_[m.to()];
+    if (!out.empty() && out.back().first >= m.entries().rbegin()->index()) out.clear();  // resent
+    out.emplace_back(m.entries().rbegin()->index(), now_us);
+    if (out.size() > kMaxTrackedAppends) out.pop_front();
   }
 }
 
@@ -336,6 +391,7 @@ void RaftGroup::PublishLease() {
 
 void RaftGroup::HandleReady(Ready rd) {
   DCHECK(worker_->IsCurrentThread());
+  const int64_t ready_us = GetMonoTimeMicros();
   // Before this Ready's messages leave: a leader that gave its lease up (a transfer)
   // must not be read from under it once its successor may be elected.
   PublishLease();
@@ -362,7 +418,7 @@ void RaftGroup::HandleReady(Ready rd) {
   for (const SnapshotRequest& s : rd.snapshots) {
     if (sm_ != nullptr && failed_.ok()) sm_->CopyNeeded(s.peer, s.index);
   }
-  ApplyCommitted(rd.committed);
+  ApplyCommitted(rd.committed, ready_us);
   for (const ReadState& r : rd.reads) {
     auto it = reads_.find(r.request_id);
     if (it != reads_.end()) it->second.index = r.index;
@@ -385,6 +441,7 @@ void RaftGroup::HandleReady(Ready rd) {
     }
     rd.messages.swap(later);
   }
+  if (!rd.entries.empty()) NoteSent(rd, now_msgs, ready_us);
   if (!now_msgs.empty()) worker_->Send(id_, &now_msgs);
   if (!wait) {
     raft_->Advance(rd, GetMonoTimeMicros());
@@ -415,17 +472,27 @@ void RaftGroup::HandleReady(Ready rd) {
   persisting_.push_back(InFlightReady{!has_records, std::move(rd)});
   if (has_records) {
     auto self = shared_from_this();
-    auto done = [self, msgs = std::move(on_durable)](const Status& s) mutable {
+    // A follower's records for appends read off the wire: timed to their answer.
+    int64_t received_us = 0;
+    if (raft_->role() != RaftRole::kLeader) received_us = append_received_us_;
+    append_received_us_ = 0;
+    auto done = [self, msgs = std::move(on_durable), received_us,
+                 submitted_us = ready_us](const Status& s) mutable {
+      const int64_t durable_us = GetMonoTimeMicros();
       if (s.ok() && !msgs.empty()) {
         self->worker_->Send(self->id_, &msgs);
         // Written by a reactor's inline task (AppendHereIfIdle): out now, not when the
         // task ends.
         rpc::FlushPendingSends();
       }
+      if (const ConsensusMetrics* m = self->worker_->metrics(); m != nullptr && received_us != 0) {
+        m->follower_log->Increment(durable_us - submitted_us);
+        m->follower_append->Increment(GetMonoTimeMicros() - received_us);
+      }
       // Then back to the group's worker. A stopped runtime failed the group's
       // callbacks already.
-      self->PostToWorker([self, s] {
-        self->OnPersisted(s);
+      self->PostToWorker([self, s, durable_us] {
+        self->OnPersisted(s, durable_us);
         self->worker_->Touch(self.get());
       });
     };
@@ -488,32 +555,44 @@ void RaftGroup::FetchFromLog(const FetchRequest& f) {
   if (!worker_->PostToReader(std::move(read))) raft_->StorageMissing(f.peer, f.index);
 }
 
-void RaftGroup::OnPersisted(const Status& s) {
+void RaftGroup::OnPersisted(const Status& s, int64_t durable_us) {
   DCHECK(worker_->IsCurrentThread());
   if (!failed_.ok()) return;
   if (!s.ok()) return Fail(s);
   for (InFlightReady& f : persisting_) {
     if (!f.durable) {
       f.durable = true;  // the log finishes a group's appends in submission order
+      f.durable_us = durable_us;
       break;
     }
   }
   while (!persisting_.empty() && persisting_.front().durable) {
     InFlightReady f = std::move(persisting_.front());
     persisting_.pop_front();
+    if (!proposals_.empty()) {
+      for (const EntryPtr& e : f.ready.entries) {
+        auto it = proposals_.find(e->index());
+        if (it != proposals_.end() && it->second.trace) {
+          it->second.trace->durable_us.store(f.durable_us, std::memory_order_relaxed);
+        }
+      }
+    }
     if (!f.ready.messages.empty()) worker_->Send(id_, &f.ready.messages);
     raft_->Advance(f.ready, GetMonoTimeMicros());
   }
 }
 
-void RaftGroup::ApplyCommitted(const std::vector<EntryPtr>& committed) {
+void RaftGroup::ApplyCommitted(const std::vector<EntryPtr>& committed, int64_t ready_us) {
   for (const EntryPtr& entry : committed) {
     const EntryPB& e = *entry;
     if (e.index() <= applied_) continue;  // applied and durable before a restart
+    auto it = proposals_.find(e.index());
+    ProposalTrace* trace = it != proposals_.end() ? it->second.trace.get() : nullptr;
+    if (trace != nullptr) trace->committed_us.store(ready_us, std::memory_order_relaxed);
     if (sm_ != nullptr) sm_->Apply(e);
     applied_ = e.index();
-    auto it = proposals_.find(e.index());
     if (it == proposals_.end()) continue;
+    if (trace != nullptr) trace->applied_us.store(GetMonoTimeMicros(), std::memory_order_relaxed);
     Callback done = std::move(it->second.done);
     const bool ours = it->second.term == e.term();
     proposals_.erase(it);

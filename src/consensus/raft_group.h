@@ -43,6 +43,19 @@ namespace nyala::consensus {
 
 class RaftGroup;
 class SharedLog;
+struct ConsensusMetrics;
+
+// When one proposal passed each stage on the leader, in monotonic microseconds (0: not
+// yet), written as it goes by the group's worker (and the log's writer thread) and
+// readable from any thread meanwhile (for /rpcz). Given to ProposeInTerm; the stages
+// of a replicated write (docs/consensus.md, "Where a write's time goes").
+struct ProposalTrace {
+  std::atomic<int64_t> appended_us{0};   // appended to the leader's Raft log (worker)
+  std::atomic<int64_t> sent_us{0};       // its Ready taken: records to the log, appends out
+  std::atomic<int64_t> durable_us{0};    // in the leader's log on disk
+  std::atomic<int64_t> committed_us{0};  // a Ready took it as committed
+  std::atomic<int64_t> applied_us{0};    // applied here; the callback runs next
+};
 
 // The worker a group belongs to, as the group sees it: the group's one door to the
 // runtime that drives it (ConsensusRuntime implements it for each of its workers).
@@ -75,6 +88,8 @@ class GroupWorker {
   // Any thread: when (monotonic microseconds) server `id` was last heard from, or
   // INT64_MIN / 2.
   virtual int64_t LastHeardUs(PeerId id) const = 0;
+  // Where the group records its latencies; null: nowhere.
+  virtual const ConsensusMetrics* metrics() const { return nullptr; }
 };
 
 // What a group applies committed entries to (a tablet). Called on the group's worker
@@ -174,7 +189,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // Propose, only in term `term`: IllegalState, nothing appended, if this server does
   // not lead in that term when the proposal reaches the worker (a caller that decided
   // what to propose from the state of term `term` must not see it appended in another).
-  void ProposeInTerm(uint64_t term, std::string data, Callback done);
+  // With `trace`, the group notes in it when the entry passed each stage.
+  void ProposeInTerm(uint64_t term, std::string data, Callback done,
+                     std::shared_ptr<ProposalTrace> trace = nullptr);
   // A linearizable read: `done` runs with OK once this server's state machine holds
   // every entry committed before the call (under the leader's lease at once, else
   // after a heartbeat round), or with IllegalState when this server is not the
@@ -223,6 +240,9 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // A message from a peer (refused ones are logged and counted). `m` is shared with
   // the in-memory log, which keeps its entries.
   void Step(std::shared_ptr<const MessagePB> m, int64_t now_us);
+  // An append with entries for this group was read off the wire at `received_us` (for
+  // the follower's stage histograms: the next Ready's records are its).
+  void NoteAppendReceived(int64_t received_us);
   void Tick(int64_t now_us);
   // Raft::WakeUp: a quiesced group whose peers went silent runs its timers again.
   void WakeUp(int64_t now_us);
@@ -259,6 +279,7 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   struct PendingProposal {
     uint64_t term;
     Callback done;
+    std::shared_ptr<ProposalTrace> trace;  // may be null
   };
   struct PendingRead {
     uint64_t index = 0;  // 0: Raft has not answered yet
@@ -268,6 +289,7 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   struct InFlightReady {
     bool durable = false;
     Ready ready;
+    int64_t durable_us = 0;  // when the log said so
   };
 
   struct AppendTask;
@@ -279,8 +301,14 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   bool PostToWorker(std::function<void()> task) { return worker_->Post(&task); }
 
   // --- Worker only.
-  void TrackProposal(uint64_t index, Callback done);
+  void TrackProposal(uint64_t index, Callback done, std::shared_ptr<ProposalTrace> trace);
   void HandleReady(Ready rd);
+  // With metrics: notes when the leader's appends with entries in `msgs` leave, and
+  // stamps the traces of the entries of `rd` as sent.
+  void NoteSent(const Ready& rd, const std::vector<MessagePB>& msgs, int64_t now_us);
+  // With metrics: a follower's acknowledgement `m` arrived; records the round trip of
+  // the newest append it covers.
+  void NoteAck(const MessagePB& m, int64_t now_us);
   // What the log may drop up to, for a durable index `durable`: the durable index of
   // --log_min_seconds_to_retain ago (the entries since stay on disk, for followers
   // that come back), or `durable` once the log holds more than
@@ -289,9 +317,10 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   // Reads the entries `f` asks for back from the log, on the reader thread, and hands
   // them to the core on the worker (Raft::SendFromStorage, or StorageMissing).
   void FetchFromLog(const FetchRequest& f);
-  // The oldest of this group's log appends finished.
-  void OnPersisted(const Status& s);
-  void ApplyCommitted(const std::vector<EntryPtr>& committed);
+  // The oldest of this group's log appends finished (at `durable_us`).
+  void OnPersisted(const Status& s, int64_t durable_us);
+  // Applies `committed`, taken by a Ready at `ready_us`.
+  void ApplyCommitted(const std::vector<EntryPtr>& committed, int64_t ready_us);
   void ReleaseReads();
   // Leadership lost or term changed: pending reads fail (Raft dropped them).
   void NoteRole();
@@ -322,6 +351,12 @@ class RaftGroup : public std::enable_shared_from_this<RaftGroup> {
   int64_t anchor_until_us_ = 0;
   HardStatePB logged_hs_;                   // the newest hard state handed to the log
   std::optional<HardStatePB> unlogged_hs_;  // a newer one differing only in commit
+  // The earliest time an append behind the next Ready's records was read off the wire
+  // (0: none since the last Ready with records).
+  int64_t append_received_us_ = 0;
+  // Leader, with metrics: per follower, (last index, when sent) of its appends not yet
+  // acknowledged, oldest first, at most kMaxTrackedAppends.
+  std::map<PeerId, std::deque<std::pair<uint64_t, int64_t>>> appends_out_;
   RaftRole last_role_ = RaftRole::kFollower;
   uint64_t last_term_ = 0;
   PeerId last_leader_ = kNoPeer;

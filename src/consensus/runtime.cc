@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/flag_tags.h"
+#include "common/histogram.h"
 #include "common/monotime.h"
 #include "common/task_thread.h"
 #include "consensus/consensus.proxy.h"
@@ -175,6 +176,7 @@ struct RuntimeWorker : public GroupWorker {
     return rt->reader_->Post(std::move(task));
   }
   int64_t LastHeardUs(PeerId id) const override { return rt->LastHeardUs(id); }
+  const ConsensusMetrics* metrics() const override { return rt->metrics_.get(); }
   void CountReadBack(uint64_t n) override {
     rt->counters_.entries_read_back.fetch_add(n, std::memory_order_relaxed);
   }
@@ -309,7 +311,13 @@ Result<std::unique_ptr<ConsensusRuntime>> ConsensusRuntime::Start(RuntimeOptions
   std::unique_ptr<ConsensusRuntime> rt(new ConsensusRuntime(std::move(options)));
   rt->tick_interval_us_ = std::max<int64_t>(rt->opts_.heartbeat_interval_us / 4, 1000);
   rt->server_heartbeat_interval_us_ = rt->opts_.election_timeout_min_us / 4;
-  ASSIGN_OR_RETURN(rt->log_, SharedLog::Open(rt->opts_.log, report));
+  LogOptions log_options = rt->opts_.log;
+  if (rt->opts_.metrics != nullptr) {
+    rt->metrics_ = std::make_unique<ConsensusMetrics>(rt->opts_.metrics);
+    log_options.sync_latency = rt->metrics_->log_sync;
+    log_options.append_latency = rt->metrics_->log_append;
+  }
+  ASSIGN_OR_RETURN(rt->log_, SharedLog::Open(log_options, report));
   rt->reader_ = std::make_unique<TaskThread>("raft-log-reader");
   rt->service_target_ = std::make_shared<ServiceTarget>();
   {
@@ -961,6 +969,7 @@ void ConsensusRuntime::HandleMultiUpdate(MultiUpdateRequestPB* request,
     }
   }
   bool inline_taken = false;
+  const int64_t received_us = metrics_ ? GetMonoTimeMicros() : 0;
   for (size_t i = 0; i < per_worker.size(); i++) {
     if (per_worker[i].empty()) continue;
     // The request dies with the call: the messages are taken out of it.
@@ -968,12 +977,18 @@ void ConsensusRuntime::HandleMultiUpdate(MultiUpdateRequestPB* request,
     batch.reserve(per_worker[i].size());
     for (auto& [g, m] : per_worker[i]) batch.emplace_back(std::move(g), TakeMessage(m));
     RuntimeWorker* w = workers_[i].get();
-    std::function<void()> step = [this, w, batch = std::move(batch)] {
+    std::function<void()> step = [this, w, batch = std::move(batch), received_us] {
       const int64_t now = GetMonoTimeMicros();
+      bool appends = false;
       for (auto& [g, m] : batch) {
+        if (received_us != 0 && m->type() == MSG_APPEND && m->entries_size() > 0) {
+          g->NoteAppendReceived(received_us);
+          appends = true;
+        }
         g->Step(m, now);
         Touch(w, g.get());
       }
+      if (appends) metrics_->follower_queue->Increment(now - received_us);
     };
     // A sleeping worker's part runs on this reactor once the read is done (one worker
     // per read: a reactor runs one inline task at a time).

@@ -61,11 +61,13 @@
 #include "common/rw_mutex.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
+#include "consensus/consensus_metrics.h"
 #include "consensus/log.h"
 #include "consensus/raft_group.h"
 #include "rpc/sockaddr.h"
 
 namespace nyala {
+class MetricRegistry;
 class TaskThread;
 }  // namespace nyala
 
@@ -95,6 +97,9 @@ struct RuntimeOptions {
   int64_t lease_us = -1;
   // Quiesce idle groups (raft.h); tests and benchmarks compare with it off.
   bool quiesce_when_idle = true;
+  // Where the runtime and its log record their latency histograms
+  // (consensus_metrics.h); none when null. Must outlive the runtime.
+  MetricRegistry* metrics = nullptr;
 };
 
 struct RuntimeStats {
@@ -216,6 +221,8 @@ class ConsensusRuntime {
   void RunTimers(RuntimeWorker* w, int64_t now_us);
 
   const RuntimeOptions opts_;
+  // From opts_.metrics (null without): set by Start, then read only.
+  std::unique_ptr<ConsensusMetrics> metrics_;
   int64_t tick_interval_us_ = 0;
   int64_t server_heartbeat_interval_us_ = 0;
   // Reset by Shutdown under log_mu_ (RemoveGroup may run on another thread then);

@@ -365,8 +365,10 @@ std::vector<RunningCallInfo> Messenger::DumpRunningCalls() const {
   const MonoTime now = MonoTime::Now();
   inbound_calls_.ForEach([&](const InFlightHook& h) {
     const auto& ctx = static_cast<const RpcContext&>(h);
+    std::string state = ctx.running() ? "running" : "queued";
+    if (std::string trace = ctx.TraceDescription(now); !trace.empty()) state += ": " + trace;
     out.push_back({true, ctx.service_name(), ctx.method_name(), ctx.remote_address().ToString(),
-                   ctx.call_id(), now - ctx.arrival_time(), ctx.running() ? "running" : "queued"});
+                   ctx.call_id(), now - ctx.arrival_time(), std::move(state)});
   });
   auto add_outbound = [&](const OutboundCall& call, const char* state) {
     out.push_back({false, std::string(call.service()), std::string(call.method()),

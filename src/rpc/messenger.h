@@ -47,7 +47,8 @@ struct RunningCallInfo {
   std::string remote;
   int32_t call_id;
   MonoDelta elapsed;  // since it arrived (inbound) or was sent (outbound)
-  // Inbound: "queued" or "running". Outbound: "waiting" (on a reactor connection) or
+  // Inbound: "queued" or "running", then ": " and the handler's CallTrace if it set
+  // one (rpc_context.h). Outbound: "waiting" (on a reactor connection) or
   // "waiting on caller thread" (a sync call on the caller's own connection).
   std::string state;
 };

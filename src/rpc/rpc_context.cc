@@ -238,9 +238,17 @@ void RpcContext::SendResponse(bool is_error, const google::protobuf::MessageLite
 }
 
 std::string RpcContext::ToString() const {
-  return service_name() + "." + method_name() + " from " + remote_.ToString() + ", call " +
-         std::to_string(call_id_) + ", running for " +
-         std::to_string((MonoTime::Now() - arrival_).ToMilliseconds()) + " ms";
+  const MonoTime now = MonoTime::Now();
+  std::string out = service_name() + "." + method_name() + " from " + remote_.ToString() +
+                    ", call " + std::to_string(call_id_) + ", running for " +
+                    std::to_string((now - arrival_).ToMilliseconds()) + " ms";
+  if (std::string trace = TraceDescription(now); !trace.empty()) out += ": " + trace;
+  return out;
+}
+
+std::string RpcContext::TraceDescription(MonoTime now) const {
+  const CallTrace* t = trace_.load(std::memory_order_acquire);
+  return t != nullptr ? t->Describe(now) : std::string();
 }
 
 }  // namespace nyala::rpc

@@ -30,6 +30,15 @@ class Messenger;
 class Reactor;
 struct RpcMethodInfo;
 
+// What a handler shows /rpcz about a call it works on (the stage it is in, say).
+// Describe() runs on the thread rendering /rpcz while the call is in flight, so it
+// may read only what another thread may (atomics, fields that do not change).
+class CallTrace {
+ public:
+  virtual ~CallTrace() = default;
+  virtual std::string Describe(MonoTime now) const = 0;
+};
+
 class RpcContext : public InFlightHook {
  public:
   // Sends the response message; the call succeeded.
@@ -58,6 +67,10 @@ class RpcContext : public InFlightHook {
   int AddOutboundSidecar(std::string data);
   int num_inbound_sidecars() const { return int(inbound_sidecars_.size()); }
   Status GetInboundSidecar(int idx, Slice* out) const;
+
+  // Shows `trace` on /rpcz with this call until it is answered (null: nothing). It
+  // must outlive the response. Any thread.
+  void set_trace(const CallTrace* trace) { trace_.store(trace, std::memory_order_release); }
 
   int32_t call_id() const { return call_id_; }
   const RequestIdPB* request_id() const { return request_id_.get(); }
@@ -111,8 +124,11 @@ class RpcContext : public InFlightHook {
   static void ForgetThisThreadsResponseTime();
   // Whether a handler has started on the call (for /rpcz; any thread).
   bool running() const { return running_.load(std::memory_order_relaxed); }
-  // For /rpcz: "service.method from addr, running for N ms".
+  // For /rpcz: "service.method from addr, running for N ms", and the handler's
+  // CallTrace if it set one.
   std::string ToString() const;
+  // The handler's CallTrace at `now` ("" without one). Any thread.
+  std::string TraceDescription(MonoTime now) const;
 
  private:
   void SendResponse(bool is_error, const google::protobuf::MessageLite& body);
@@ -123,7 +139,7 @@ class RpcContext : public InFlightHook {
   // Payloads up to this size are copied into the context itself (no allocation).
   // (A one-key Get's frame is about 100 bytes.) Sized so the whole context stays within
   // 1024 bytes (static_assert in rpc_context.cc).
-  static constexpr size_t kInlinePayloadBytes = 120;
+  static constexpr size_t kInlinePayloadBytes = 112;
 
   std::shared_ptr<Connection> conn_;
   const int32_t call_id_;
@@ -143,6 +159,7 @@ class RpcContext : public InFlightHook {
   MonoTime handler_start_;
   RpcMethodInfo* method_ = nullptr;
   std::atomic<bool> running_{false};
+  std::atomic<const CallTrace*> trace_{nullptr};
   // The request and response messages live in arena_, which starts in
   // arena_block_: a small call's messages, strings and repeated fields cost no
   // malloc/free pair each (a one-key Get's request and response made ~10). Made by

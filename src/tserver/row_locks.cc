@@ -29,15 +29,24 @@ void RowLockSet::Lock(RowLocks* locks) {
   DCHECK(!locked_);
   std::sort(pending_.begin(), pending_.end());
   pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
-  for (uint32_t s : pending_) locks->stripes_[s].mu.lock();
+  for (uint32_t s : pending_) locks->stripes_[s].held.acquire();
   locks_ = locks;
   locked_ = true;
+}
+
+void RowLockSet::TakeFrom(RowLockSet* other) {
+  DCHECK(!locked_);
+  pending_.swap(other->pending_);
+  other->pending_.clear();
+  locks_ = other->locks_;
+  locked_ = other->locked_;
+  other->locked_ = false;
 }
 
 void RowLockSet::Release() {
   if (locked_) {
     for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
-      locks_->stripes_[*it].mu.unlock();
+      locks_->stripes_[*it].held.release();
     locked_ = false;
   }
   pending_.clear();

@@ -4,13 +4,18 @@
 // touches, in ascending stripe order (so two batches never deadlock), once each.
 // Two different keys may share a stripe: that only serializes more than needed.
 //
-// Thread-safety: thread-safe. A RowLockSet belongs to one thread and releases its
-// stripes when destroyed or Release()d.
+// A stripe is a binary semaphore, not a mutex: a write locks its rows on the service
+// thread that decides it and releases them on the thread that finishes it once its
+// entry is applied (the group's worker), which a mutex does not allow.
+//
+// Thread-safety: RowLocks is thread-safe. A RowLockSet is used by one thread at a
+// time (it may move to another with the write) and releases its stripes when
+// destroyed or Release()d.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include <semaphore>
 #include <vector>
 
 #include "common/slice.h"
@@ -30,7 +35,7 @@ class RowLocks {
  private:
   friend class RowLockSet;
   struct alignas(64) Stripe {
-    std::mutex mu;
+    std::binary_semaphore held{1};
   };
   const size_t mask_;
   std::unique_ptr<Stripe[]> stripes_;
@@ -43,6 +48,9 @@ class RowLockSet {
   ~RowLockSet() { Release(); }
   RowLockSet(const RowLockSet&) = delete;
   RowLockSet& operator=(const RowLockSet&) = delete;
+  // Takes over `other`'s stripes, held or not (`other` is left empty). REQUIRES: this
+  // set holds nothing.
+  void TakeFrom(RowLockSet* other);
 
   // Adds `key` to the set to lock. REQUIRES: not locked.
   void Add(const RowLocks& locks, Slice key) { pending_.push_back(locks.StripeOf(key)); }

@@ -188,8 +188,13 @@ Status Tablet::DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, 
 }
 
 void Tablet::MarkDeleted() {
-  ExclusiveLock l(ops_mu_);
-  state_.store(TabletState::kDeleted, std::memory_order_release);
+  {
+    ExclusiveLock l(ops_mu_);
+    state_.store(TabletState::kDeleted, std::memory_order_release);
+  }
+  // Proposed writes finish once their group stopped (the caller stopped it first).
+  UniqueLock l(writes_mu_);
+  writes_cv_.wait(l, [this]() REQUIRES(writes_mu_) { return writes_in_flight_ == 0; });
 }
 
 int64_t Tablet::OnDiskSize() const { return rows_ ? store_->ApproximateSize(*rows_) : 0; }

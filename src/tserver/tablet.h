@@ -33,15 +33,24 @@
 // checks and waits. A write runs the steps above up to the commit on the leader only
 // (row locks and existence checks there), encodes the resulting row changes, with the
 // request's id and final response, as a write command (write_command.h) and hands it
-// to the replica (Replicate); every replica applies committed commands in log order
-// through the tablet's ReplicaStorage side (ApplyWrite), writing the rows, the request
-// record and the replica's applied state in one batch. The leader answers after its
-// own apply. Get and Scan call the replica's WaitForLinearizableRead first.
+// to the replica (ReplicateAsync); every replica applies committed commands in log
+// order through the tablet's ReplicaStorage side (ApplyWrite), writing the rows, the
+// request record and the replica's applied state in one batch. The leader answers
+// after its own apply. Get and Scan call the replica's WaitForLinearizableRead first.
+//
+// A write waits for its replication without a thread: WriteAsync returns once the
+// command is proposed, and its row locks travel with it to the group's worker, which
+// releases them and finishes the response after the apply. What bounds the writes in
+// flight is memory: a tablet whose writes in flight (taken and not finished) carry more
+// than --tablet_transaction_memory_limit_mb of row operations refuses new ones with
+// THROTTLED, before they take any lock (the client retries), unless it has none in
+// flight.
 //
 // Thread-safety: every public method is thread-safe. The metadata, schema and seq
 // never change after creation. The ReplicaStorage methods run on the group's runtime
 // worker thread (LoadAppliedState: when the replica starts). A write or get that
-// started before MarkDeleted() finishes before MarkDeleted() returns; later ones fail
+// started before MarkDeleted() finishes before MarkDeleted() returns (a write in
+// flight finishes when its group stops, so stop the group first); later ones fail
 // with TABLET_NOT_FOUND.
 #pragma once
 
@@ -80,6 +89,8 @@ class TabletRows;
 class TabletStore;
 struct TabletMetrics;
 struct TServerMetrics;
+class WriteTrace;
+struct WriteCounts;   // tablet_write.cc
 struct WriteKeySlot;  // tablet_write.cc
 struct WriteScratch;  // tablet_write.cc
 
@@ -139,8 +150,21 @@ class Tablet final : public ReplicaStorage {
   // With a `request_id`, the final response is also written, in the same batch as
   // the rows, as the request's record (tablet_store.h) for RequestTracker: a
   // response without error means the record is stored.
+  // With `trace`, the write stamps its stages in it (write_trace.h). Waits for the
+  // replication: WriteAsync and a wait.
   void Write(const WriteRequestPB& req, WriteResponsePB* resp,
-             const rpc::RequestIdPB* request_id = nullptr);
+             const rpc::RequestIdPB* request_id = nullptr, WriteTrace* trace = nullptr);
+  // Write without waiting for the replication: `done` runs once `resp` is final, on the
+  // calling thread before this returns (the write failed, or replicated nothing), or
+  // on the tablet's group's worker (after the apply, or once the outcome is known); it
+  // must not block. `req`, `resp`, `request_id` and `trace` must stay valid, and the
+  // tablet alive, until `done` runs.
+  void WriteAsync(const WriteRequestPB& req, WriteResponsePB* resp,
+                  const rpc::RequestIdPB* request_id, WriteTrace* trace,
+                  std::function<void()> done);
+  // Writes admitted and not finished, and the bytes of their row operations.
+  int64_t writes_in_flight() const;
+  int64_t write_bytes_in_flight() const;
 
   // Looks up req.keys() with one MultiGet. Found rows go to `rows`/`indirect` in
   // the row-block layout of the projection (request order); resp gets found[] and
@@ -201,16 +225,31 @@ class Tablet final : public ReplicaStorage {
   // steps (tablet_write.cc), each on the thread's WriteScratch: decode the block,
   // BuildStorageKeys, GroupByKey (distinct keys in key order), then under the row
   // locks (LockReadApplyCommit) ReadExistingRows, ApplyInBlockOrder (PutRow for each
-  // written row), Replicate (the apply writes rows, record and applied index); last
-  // CountWrittenRows.
-  void WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
-                   WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
+  // written row), then the proposal (the apply writes rows, record and applied
+  // index), and last FinishWrite. Takes `*done` when the write goes on
+  // asynchronously (it was proposed); otherwise `resp` is final on return and `*done`
+  // is the caller's to run.
+  void WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id, WriteTrace* trace,
+                   WriteResponsePB* resp, std::function<void()>* done) REQUIRES_SHARED(ops_mu_);
   void BuildStorageKeys(WriteScratch* w) const;
   void GroupByKey(WriteScratch* w) const;
-  // Locks the rows, reads, decides and replicates; the locks are released on return.
-  // A failed read is returned (nothing was written), and so is Replicate's failure.
-  Status LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* request_id,
-                             WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
+  // Locks the rows, reads, decides and proposes: then the locks and `*done` go with
+  // the proposal (FinishReplicated). Otherwise the locks are released on return, and a
+  // failed read (nothing written) or a refusal is returned.
+  Status LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* request_id, WriteTrace* trace,
+                             WriteResponsePB* resp, std::function<void()>* done)
+      REQUIRES_SHARED(ops_mu_);
+  // Counts a write in flight, charged `bytes` (its row operations), unless that would
+  // pass --tablet_transaction_memory_limit_mb with others in flight: then false, with
+  // THROTTLED in `resp`. Every admitted write ends with EndWrite.
+  bool AdmitWrite(int64_t bytes, WriteResponsePB* resp) EXCLUDES(writes_mu_);
+  void EndWrite(int64_t bytes) EXCLUDES(writes_mu_);
+  struct PendingWrite;
+  // The proposal of `p` has its outcome `s`: releases its locks, finishes its response
+  // and runs its callback.
+  void FinishReplicated(PendingWrite* p, const Status& s) EXCLUDES(writes_mu_);
+  // The response of a write whose rows were decided, given how its replication ended.
+  void FinishWrite(const Status& s, const WriteCounts& counts, WriteResponsePB* resp) const;
   Status ReadExistingRows(WriteScratch* w) REQUIRES_SHARED(ops_mu_);
   // Per-row errors go to `resp`; the rows written go into the write's row changes.
   void ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) REQUIRES_SHARED(ops_mu_);
@@ -225,7 +264,7 @@ class Tablet final : public ReplicaStorage {
   Result<std::string> LoadAppliedState() override;
   Status SyncApplied() override;
   void Fail(const Status& error) override;
-  void CountWrittenRows(const WriteScratch& w) const;
+  void CountWrittenRows(const WriteCounts& c) const;
   // OK when `pb` describes the tablet's columns (names, types, key, nullability).
   Status CheckClientSchema(const SchemaPB& pb) const;
   // Returns an error if the tablet does not take reads or writes now.
@@ -259,8 +298,14 @@ class Tablet final : public ReplicaStorage {
   mutable Mutex key_bound_mu_;
   std::string key_bound_ GUARDED_BY(key_bound_mu_);
 
-  // Held shared by every write and get, exclusively by MarkDeleted().
+  // Held shared by every write (until it is proposed) and get, exclusively by
+  // MarkDeleted().
   mutable RwMutex ops_mu_;
+  // Writes admitted and not finished (MarkDeleted waits for none).
+  mutable Mutex writes_mu_;
+  CondVar writes_cv_;
+  int64_t writes_in_flight_ GUARDED_BY(writes_mu_) = 0;
+  int64_t write_bytes_in_flight_ GUARDED_BY(writes_mu_) = 0;
 
   mutable Mutex stats_mu_;
   bool has_stats_ GUARDED_BY(stats_mu_) = false;

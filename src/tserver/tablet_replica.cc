@@ -38,14 +38,6 @@ struct Waiter {
   CondVar cv;
   bool done GUARDED_BY(mu) = false;
   Status status GUARDED_BY(mu);
-  std::atomic<bool> leadership_changed{false};
-
-  void NoteLeadershipChange() {
-    MutexLock l(mu);
-    leadership_changed.store(true, std::memory_order_release);
-    cv.notify_all();
-  }
-
   void Set(const Status& s) {
     MutexLock l(mu);
     status = s;
@@ -55,8 +47,6 @@ struct Waiter {
 };
 
 }  // namespace
-
-struct TabletReplica::ProposalWaiter : Waiter {};
 
 // Marks a consensus::StateMachine call for its duration. The group calls its state
 // machine from one worker at a time; two calls that overlap mean a caller that is not
@@ -276,50 +266,65 @@ bool TabletReplica::WaitForLinearizableRead(MonoDelta timeout, TabletServerError
   return false;
 }
 
-Status TabletReplica::Replicate(std::string command, uint64_t term) {
+Status TabletReplica::Replicate(std::string command, uint64_t term,
+                                std::shared_ptr<consensus::ProposalTrace> trace) {
+  auto w = std::make_shared<Waiter>();
+  ReplicateAsync(std::move(command), term, std::move(trace), [w](const Status& s) { w->Set(s); });
+  UniqueLock l(w->mu);
+  w->cv.wait(l, [&]() NO_THREAD_SAFETY_ANALYSIS { return w->done; });
+  return w->status;
+}
+
+// A proposal of ReplicateAsync: its callback runs once, from whichever comes first.
+struct TabletReplica::AsyncProposal {
+  uint64_t term = 0;
+  std::function<void(const Status&)> done;
+  std::atomic<bool> finished{false};
+};
+
+void TabletReplica::ReplicateAsync(std::string command, uint64_t term,
+                                   std::shared_ptr<consensus::ProposalTrace> trace,
+                                   std::function<void(const Status&)> done) {
   std::shared_ptr<consensus::RaftGroup> g = group();
   if (!g) {
-    return Status::IllegalState("tablet " + tablet_id_ + ": its Raft group is not running");
+    return done(Status::IllegalState("tablet " + tablet_id_ + ": its Raft group is not running"));
   }
   // The group answers once the entry is applied here, replaced by another leader's,
   // or the group stops. A leader that loses its leadership (a majority unreachable: it
-  // steps down after an election timeout) answers sooner, with an unknown outcome: the
-  // entry may still commit under a successor. Its row locks may go then: this replica
-  // takes writes again only as a leader that applied every earlier entry, this one
-  // included or replaced (CheckLeader); a retry with the same request id is answered
-  // from the record wherever the entry was applied.
-  auto w = std::make_shared<ProposalWaiter>();
+  // steps down after an election timeout) answers sooner, with an unknown outcome
+  // (NotifyLeadershipWaiters): the entry may still commit under a successor. The
+  // write's row locks may go then: this replica takes writes again only as a leader
+  // that applied every earlier entry, this one included or replaced (CheckLeader); a
+  // retry with the same request id is answered from the record wherever the entry
+  // was applied.
+  auto p = std::make_shared<AsyncProposal>();
+  p->term = term;
+  p->done = std::move(done);
   {
     MutexLock l(leader_mu_);
-    proposals_waiting_.insert(w.get());
+    proposals_waiting_.emplace(p.get(), p);
   }
-  g->ProposeInTerm(term, std::move(command), [w](const Status& s, uint64_t) { w->Set(s); });
-  Status s;
+  g->ProposeInTerm(
+      term, std::move(command),
+      [this, p](const Status& s, uint64_t) { FinishProposal(p.get(), s); }, std::move(trace));
+  // A leadership lost before the insert above was told to no one: the group then
+  // refuses the proposal (not the leader in `term`), or appends it before it steps
+  // down, which LeadershipChanged tells.
+}
+
+void TabletReplica::FinishProposal(AsyncProposal* p, const Status& s) {
+  if (p->finished.exchange(true, std::memory_order_acq_rel)) return;
+  std::shared_ptr<AsyncProposal> keep;  // the callback may drop the group's reference
   {
-    UniqueLock l(w->mu);
-    for (;;) {
-      w->cv.wait(l, [&]() NO_THREAD_SAFETY_ANALYSIS {
-        return w->done || w->leadership_changed.load(std::memory_order_acquire);
-      });
-      if (w->done) {
-        s = w->status;
-        break;
-      }
-      if (g->leader_term() != term) {
-        s = Status::ServiceUnavailable("tablet " + tablet_id_ +
-                                           ": this replica lost its leadership (term " +
-                                           std::to_string(term) + ") before the write committed",
-                                       "its outcome is unknown: retry with the same request id");
-        break;
-      }
-      w->leadership_changed.store(false, std::memory_order_release);  // still leading
+    MutexLock l(leader_mu_);
+    auto it = proposals_waiting_.find(p);
+    if (it != proposals_waiting_.end()) {
+      keep = std::move(it->second);
+      proposals_waiting_.erase(it);
     }
   }
-  {
-    MutexLock l(leader_mu_);
-    proposals_waiting_.erase(w.get());
-  }
-  return s;
+  std::function<void(const Status&)> done = std::move(p->done);
+  done(s);
 }
 
 Status TabletReplica::ApplyWriteEntry(const consensus::EntryPB& e) {
@@ -424,9 +429,23 @@ void TabletReplica::LeadershipChanged() {
 }
 
 void TabletReplica::NotifyLeadershipWaiters() {
-  MutexLock l(leader_mu_);
-  leader_cv_.notify_all();
-  for (ProposalWaiter* w : proposals_waiting_) w->NoteLeadershipChange();
+  std::shared_ptr<consensus::RaftGroup> g = group();
+  const uint64_t term = g ? g->leader_term() : 0;
+  std::vector<std::shared_ptr<AsyncProposal>> lost;
+  {
+    MutexLock l(leader_mu_);
+    leader_cv_.notify_all();
+    for (const auto& [ptr, p] : proposals_waiting_) {
+      if (p->term != term) lost.push_back(p);
+    }
+  }
+  for (const auto& p : lost) {
+    FinishProposal(p.get(),
+                   Status::ServiceUnavailable(
+                       "tablet " + tablet_id_ + ": this replica lost its leadership (term " +
+                           std::to_string(p->term) + ") before the write committed",
+                       "its outcome is unknown: retry with the same request id"));
+  }
 }
 
 void TabletReplica::NoteLeadership(const consensus::GroupInfo& info, bool count) {

@@ -7,8 +7,8 @@
 //   CanReadNow / WaitForLinearizableRead
 //                                  is a read here linearizable (now, or after a
 //                                  leadership confirmation)?
-//   Replicate                      append a write command in the term it was decided
-//                                  in, and wait until it is applied here.
+//   ReplicateAsync / Replicate     append a write command in the term it was decided
+//                                  in; done (or return) once it is applied here.
 //
 // The seam with the tablet (tablet.h): the tablet decides a write (decode, row locks,
 // existence reads) and encodes it as a write command (write_command.h); the replica
@@ -31,6 +31,8 @@
 //    the worker's part, runtime.h).
 //  - Everything else: any thread. Replicate, WaitUntilLeader and
 //    WaitForLinearizableRead block the caller (never call them from the worker).
+//    ReplicateAsync's `done` runs on the group's worker (or at once on the caller's
+//    thread when no group runs): it must not block.
 #pragma once
 
 #include <atomic>
@@ -41,6 +43,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "common/monotime.h"
 #include "common/mutex.h"
@@ -155,7 +158,16 @@ class TabletReplica : public consensus::StateMachine {
   // say). IllegalState or Aborted: not applied (another leader, or another entry at
   // its index). ServiceUnavailable: the outcome is unknown (leadership lost, or the
   // group stopped or failed, before the entry committed).
-  Status Replicate(std::string command, uint64_t term);
+  // With `trace`, the group stamps the proposal's stages in it.
+  Status Replicate(std::string command, uint64_t term,
+                   std::shared_ptr<consensus::ProposalTrace> trace = nullptr);
+  // Replicate without waiting: `done` runs once with its outcome, on the group's worker
+  // (after the apply, when another leader's entry took the index, when the group stops
+  // or fails, or when this replica stops leading in `term` first), or on the calling
+  // thread before this returns when no group runs.
+  void ReplicateAsync(std::string command, uint64_t term,
+                      std::shared_ptr<consensus::ProposalTrace> trace,
+                      std::function<void(const Status&)> done);
 
   // The index of the last entry applied (any thread).
   uint64_t applied_index() const { return applied_index_.load(std::memory_order_acquire); }
@@ -196,8 +208,11 @@ class TabletReplica : public consensus::StateMachine {
   static Status DecodeAppliedState(Slice value, AppliedState* state);
 
  private:
-  struct ProposalWaiter;
+  struct AsyncProposal;
   class WorkerSection;
+
+  // Runs `p`'s callback with `s` unless it ran already, and forgets `p`.
+  void FinishProposal(AsyncProposal* p, const Status& s) EXCLUDES(leader_mu_);
 
   // Applies one ENTRY_NORMAL entry (a write command) through the storage.
   Status ApplyWriteEntry(const consensus::EntryPB& e);
@@ -230,8 +245,9 @@ class TabletReplica : public consensus::StateMachine {
   // Notified when applied_term_ or the group's leadership changes (WaitUntilLeader).
   mutable Mutex leader_mu_;
   mutable CondVar leader_cv_;
-  // Writes waiting in Replicate for their entry: told when the leadership changes.
-  std::set<ProposalWaiter*> proposals_waiting_ GUARDED_BY(leader_mu_);
+  // Proposals not finished yet: failed when the leadership changes first.
+  std::unordered_map<AsyncProposal*, std::shared_ptr<AsyncProposal>> proposals_waiting_
+      GUARDED_BY(leader_mu_);
   // The applied index (written by the worker, read anywhere).
   std::atomic<uint64_t> applied_index_{0};
   // RunAtIndex's waiters, by index. Worker only.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <deque>
+#include <future>
 
 #include "common/row_block.h"
 #include "common/test_util.h"
@@ -25,7 +26,10 @@
 #include "tserver/tserver_admin.proxy.h"
 #include "tserver/tserver_test_util.h"
 
+DECLARE_int32(fault_injection_log_sync_delay_ms);
 DECLARE_int32(heartbeat_interval_ms);
+DECLARE_int32(rpc_num_service_threads);
+DECLARE_int32(tablet_transaction_memory_limit_mb);
 DECLARE_int32(update_tablet_stats_interval_ms);
 
 namespace nyala::tserver {
@@ -207,6 +211,141 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
   EXPECT_EQ(total, 500);
   PingResponsePB presp;
   ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Ping, PingRequestPB(), &presp));
+}
+
+// A write's stages on the leader are timed into tserver_write_stage_duration_seconds, and while
+// it runs /rpcz says which one it is in: here, waiting for a slow log sync.
+TEST_F(TabletServerTest, WriteStagesAreTimedAndShownWhileTheWriteRuns) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  WriteResponsePB first;
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 10), &first));
+  ASSERT_FALSE(first.has_error());
+  MetricRegistry* m = server_->metrics();
+  auto stage = [&](const char* name) {
+    return m->FindOrCreateHistogram("tserver_write_stage_duration_seconds", "", {{"stage", name}});
+  };
+  for (const char* s : {"queue", "prepare", "lock_wait", "handoff", "append", "commit",
+                        "leader_sync", "apply", "respond"}) {
+    EXPECT_EQ(stage(s)->TotalCount(), 1) << s;
+  }
+  EXPECT_GE(m->FindOrCreateHistogram("consensus_log_sync_duration_seconds", "")->TotalCount(), 1);
+  EXPECT_GE(m->FindOrCreateHistogram("consensus_log_append_duration_seconds", "")->TotalCount(), 1);
+
+  gflags::FlagSaver saver;
+  FLAGS_fault_injection_log_sync_delay_ms = 300;
+  WriteResponsePB resp;
+  rpc::RpcController rpc;
+  rpc.set_timeout(MonoDelta::FromSeconds(10));
+  std::promise<void> done;
+  proxy_->WriteAsync(MakeSeedWrite("t1", schema_, 10, 10), &resp, &rpc,
+                     [&done] { done.set_value(); });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    std::string states;
+    for (const rpc::RunningCallInfo& c : server_->messenger()->DumpRunningCalls()) {
+      if (c.inbound && c.method == "Write") states += c.state + "\n";
+    }
+    ASSERT_THAT(states, ::testing::HasSubstr("running: replicating: waiting for this server's "
+                                             "log sync and a majority of replicas"));
+  });
+  FLAGS_fault_injection_log_sync_delay_ms = 0;
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  ASSERT_OK(rpc.status());
+  ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
+  EXPECT_EQ(stage("leader_sync")->TotalCount(), 2);
+  EXPECT_GE(stage("leader_sync")->MaxValue(), 250'000);
+  EXPECT_GE(stage("commit")->MaxValue(), 250'000);  // a group of one waits for its own sync
+}
+
+// A write waits for its replication without a service thread: with every log sync
+// slowed down, more writes wait at once than the server has service threads, and all
+// of them then finish.
+TEST_F(TabletServerTest, WritesWaitForReplicationWithoutHoldingAServiceThread) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  WriteResponsePB first;  // the tablet leads once this is applied
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, -1, 1), &first));
+  ASSERT_FALSE(first.has_error()) << first.ShortDebugString();
+  constexpr int kWrites = 3 * 10;
+  ASSERT_LT(FLAGS_rpc_num_service_threads, kWrites / 2);
+  gflags::FlagSaver saver;
+  FLAGS_fault_injection_log_sync_delay_ms = 500;
+  std::vector<WriteResponsePB> resps(kWrites);
+  std::vector<rpc::RpcController> rpcs(kWrites);
+  std::vector<std::promise<void>> done(kWrites);
+  for (int i = 0; i < kWrites; i++) {
+    rpcs[i].set_timeout(MonoDelta::FromSeconds(30));
+    proxy_->WriteAsync(MakeSeedWrite("t1", schema_, i * 10, 10), &resps[i], &rpcs[i],
+                       [&done, i] { done[i].set_value(); });
+  }
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(20), [&] {
+    int replicating = 0;
+    std::string states;
+    for (const rpc::RunningCallInfo& c : server_->messenger()->DumpRunningCalls()) {
+      if (!c.inbound || c.method != "Write") continue;
+      states += c.state + "\n";
+      if (c.state.find("replicating") != std::string::npos) replicating++;
+    }
+    ASSERT_GT(replicating, FLAGS_rpc_num_service_threads) << states;
+  });
+  FLAGS_fault_injection_log_sync_delay_ms = 0;
+  for (int i = 0; i < kWrites; i++) {
+    ASSERT_EQ(done[i].get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    ASSERT_OK(rpcs[i].status());
+    EXPECT_FALSE(resps[i].has_error()) << resps[i].ShortDebugString();
+    EXPECT_EQ(resps[i].rows_applied(), 10);
+  }
+}
+
+// Writes in flight hold at most --tablet_transaction_memory_limit_mb of commands: one
+// past it is refused with THROTTLED, writing nothing, and taken once the others finish.
+TEST_F(TabletServerTest, WritesPastTheMemoryLimitAreThrottled) {
+  ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
+  WriteResponsePB lead;  // the tablet leads once this is applied
+  ASSERT_OK(
+      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, -1, 1), &lead));
+  ASSERT_FALSE(lead.has_error()) << lead.ShortDebugString();
+  gflags::FlagSaver saver;
+  FLAGS_tablet_transaction_memory_limit_mb = 1;
+  FLAGS_fault_injection_log_sync_delay_ms = 2000;
+  // Commands of more than half a MiB each: the first is taken (nothing is in flight),
+  // the second would pass the limit.
+  const WriteRequestPB big = MakeSeedWrite("t1", schema_, 0, 40000);
+  WriteResponsePB first;
+  rpc::RpcController first_rpc;
+  first_rpc.set_timeout(MonoDelta::FromSeconds(30));
+  std::promise<void> first_done;
+  proxy_->WriteAsync(big, &first, &first_rpc, [&] { first_done.set_value(); });
+  ASSERT_EVENTUALLY(MonoDelta::FromSeconds(10), [&] {
+    std::shared_ptr<Tablet> t = server_->tablet_manager()->Lookup("t1");
+    ASSERT_TRUE(t);
+    ASSERT_EQ(t->writes_in_flight(), 1);
+    ASSERT_GT(t->write_bytes_in_flight(), 512 * 1024);
+  });
+  WriteResponsePB second;
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write,
+                 MakeSeedWrite("t1", schema_, 50000, 40000), &second));
+  ASSERT_TRUE(second.has_error());
+  EXPECT_EQ(second.error().code(), TabletServerErrorPB::THROTTLED);
+  EXPECT_THAT(second.error().status().message(),
+              ::testing::HasSubstr("--tablet_transaction_memory_limit_mb"));
+  FLAGS_fault_injection_log_sync_delay_ms = 0;
+  ASSERT_EQ(first_done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  ASSERT_OK(first_rpc.status());
+  EXPECT_EQ(first.rows_applied(), 40000);
+  // Nothing of the refused write was stored; taken now.
+  GetRequestPB greq;
+  greq.set_tablet_id("t1");
+  greq.add_keys(EncodedKey(schema_, 50000));
+  GetResponsePB gresp;
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Get, greq, &gresp));
+  ASSERT_EQ(gresp.found_size(), 1);
+  EXPECT_FALSE(gresp.found(0));
+  WriteResponsePB retried;
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write,
+                 MakeSeedWrite("t1", schema_, 50000, 40000), &retried));
+  EXPECT_FALSE(retried.has_error()) << retried.error().ShortDebugString();
+  EXPECT_EQ(retried.rows_applied(), 40000);
 }
 
 // A Get key that does not decode for the tablet's key columns (an INT64 key here) is

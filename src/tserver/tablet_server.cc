@@ -78,6 +78,7 @@ Status TabletServer::Init() {
   tracker_ = std::make_unique<RequestTracker>();
   RETURN_NOT_OK(tablets_->LoadRequestRecords(tracker_.get()));
   consensus::RuntimeOptions ro;
+  ro.metrics = metrics();
   ro.server_id = consensus::PeerIdFromUuid(uuid());
   ro.messenger = messenger();
   ro.log = consensus::LogOptions::FromFlags(
@@ -220,6 +221,16 @@ void TabletServer::RegisterConsensusGauges() {
         for (const auto& t : tablets_->GetTablets()) {
           if (auto g = t->replica().group(); g && g->leader_term() != 0) n++;
         }
+        return n;
+      },
+      this);
+  m->RegisterFunctionGauge(
+      "tserver_writes_in_flight",
+      "Writes taken and not yet answered, over every tablet (most wait for their replication)",
+      {},
+      [this] {
+        int64_t n = 0;
+        for (const auto& t : tablets_->GetTablets()) n += t->writes_in_flight();
         return n;
       },
       this);

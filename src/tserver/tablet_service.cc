@@ -18,6 +18,7 @@
 #include "tserver/tablet_manager.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver_metrics.h"
+#include "tserver/write_trace.h"
 
 DEFINE_int32(get_inject_latency_ms, 0,
              "Fault injection for tests: every Get waits this long on a service thread "
@@ -81,20 +82,32 @@ void TabletServiceImpl::Write(const WriteRequestPB* req, WriteResponsePB* resp,
     }
   }
   std::shared_ptr<Tablet> tablet = deps_.tablets->Lookup(req->tablet_id());
-  if (tablet) {
-    tablet->Write(*req, resp, rid);  // with rid, stores the response with the rows
-  } else {
+  // Answers the call once `resp` is final: here, or on the tablet's consensus worker
+  // once the write replicated. Captures no pointer to this service: a write finishing
+  // while the server shuts down outlives the services.
+  auto finish = [tablet, req, resp, ctx, start, tracker = deps_.tracker,
+                 m](const WriteTrace* trace) {
+    if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), m);
+    if (const rpc::RequestIdPB* id = ctx->request_id()) {
+      const bool applied = !resp->has_error();
+      tracker->Finish(*id, *resp, /*remember=*/applied,
+                      applied ? RequestRecordLocation{tablet->store(), tablet->seq()}
+                              : RequestRecordLocation{});
+    }
+    if (m) m->write_latency_us->Increment(Micros(start));
+    if (trace) trace->Record(m);
+    ctx->RespondSuccess();
+  };
+  if (!tablet) {
     NoSuchTablet(req->tablet_id(), resp);
+    return finish(nullptr);
   }
-  if (resp->has_error()) LogRejected(ctx, req->tablet_id(), resp->error(), m);
-  if (rid) {
-    const bool applied = !resp->has_error();
-    deps_.tracker->Finish(
-        *rid, *resp, /*remember=*/applied,
-        applied ? RequestRecordLocation{tablet->store(), tablet->seq()} : RequestRecordLocation{});
-  }
-  if (m) m->write_latency_us->Increment(Micros(start));
-  ctx->RespondSuccess();
+  // Shown on /rpcz until the call is answered; freed after that.
+  auto trace = std::make_shared<WriteTrace>(ctx->arrival_time());
+  ctx->set_trace(trace.get());
+  WriteTrace* t = trace.get();
+  // With rid, the write stores the response with the rows.
+  tablet->WriteAsync(*req, resp, rid, t, [finish, trace] { finish(trace.get()); });
 }
 
 void TabletServiceImpl::Get(const GetRequestPB* req, GetResponsePB* resp, rpc::RpcContext* ctx) {

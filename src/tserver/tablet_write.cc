@@ -1,10 +1,12 @@
 // Tablet::Write: the write path described in tablet.h.
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include <algorithm>
 #include <mutex>
 
 #include "common/arena.h"
+#include "common/flag_tags.h"
 #include "common/key_encoding.h"
 #include "common/monotime.h"
 #include "common/row_encoding.h"
@@ -12,11 +14,28 @@
 #include "common/wire_protocol.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet.h"
-#include "tserver/write_command.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"
+#include "tserver/write_command.h"
+#include "tserver/write_trace.h"
+
+DEFINE_int32(tablet_transaction_memory_limit_mb, 64,
+             "MiB of row operations the writes of one tablet in flight may carry (taken and not "
+             "yet replicated, applied and answered). Past it the tablet refuses new writes with "
+             "THROTTLED, before they take any row lock, until some finish, and the client "
+             "retries them; a write is always taken when none is in flight. Writes wait for "
+             "replication without a thread, so this, not the service threads, bounds the "
+             "writes in flight");
+TAG_FLAG(tablet_transaction_memory_limit_mb, runtime);
+DEFINE_validator(tablet_transaction_memory_limit_mb, [](const char*, int32_t v) { return v > 0; });
 
 namespace nyala::tserver {
+
+// Rows each kind of operation wrote or skipped, for the response and the metrics.
+struct WriteCounts {
+  int64_t inserted = 0, upserted = 0, updated = 0, deleted = 0, ignored = 0, errors = 0;
+  int64_t applied() const { return inserted + upserted + updated + deleted; }
+};
 
 // One distinct storage key of a write and what the operations so far did to it.
 struct WriteKeySlot {
@@ -85,11 +104,9 @@ struct WriteScratch {
   // that tablet's schema, and dropped with the write (Reset).
   std::unique_ptr<Row> merge;
 
-  // Rows each kind of operation wrote or skipped, for the response and the metrics.
-  struct Counts {
-    int64_t inserted = 0, upserted = 0, updated = 0, deleted = 0, ignored = 0, errors = 0;
-    int64_t applied() const { return inserted + upserted + updated + deleted; }
-  } counts;
+  WriteCounts counts;
+  // What AdmitWrite charged the write, released when it ends.
+  int64_t admitted_bytes = 0;
 
   void Reset() {
     keys.clear();
@@ -104,7 +121,7 @@ struct WriteScratch {
     changes.clear();
     num_changes = 0;
     merge.reset();
-    counts = Counts();
+    counts = WriteCounts();
   }
 };
 
@@ -124,24 +141,56 @@ WriteScratch* ThreadScratch() {
 }  // namespace
 
 void Tablet::Write(const WriteRequestPB& req, WriteResponsePB* resp,
-                   const rpc::RequestIdPB* request_id) {
-  SharedLock gate(ops_mu_);
-  if (!CheckRunning(resp->mutable_error())) return;
-  resp->clear_error();
-  if (tablet_metrics_) tablet_metrics_->write_requests->Increment();
-  if (Status s = CheckClientSchema(req.schema()); !s.ok()) {
-    SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
-    return;
+                   const rpc::RequestIdPB* request_id, WriteTrace* trace) {
+  Mutex mu;
+  CondVar cv;
+  bool finished = false;
+  WriteAsync(req, resp, request_id, trace, [&] {
+    MutexLock l(mu);
+    finished = true;
+    cv.notify_all();
+  });
+  UniqueLock l(mu);
+  cv.wait(l, [&]() NO_THREAD_SAFETY_ANALYSIS { return finished; });
+}
+
+void Tablet::WriteAsync(const WriteRequestPB& req, WriteResponsePB* resp,
+                        const rpc::RequestIdPB* request_id, WriteTrace* trace,
+                        std::function<void()> done) {
+  DCHECK(done);
+  {
+    SharedLock gate(ops_mu_);
+    if (CheckRunning(resp->mutable_error())) {
+      resp->clear_error();
+      if (tablet_metrics_) tablet_metrics_->write_requests->Increment();
+      if (Status s = CheckClientSchema(req.schema()); !s.ok()) {
+        SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
+      } else if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
+        *resp->mutable_error() = std::move(err);
+      } else if (const int64_t bytes = int64_t(req.row_operations().rows().size() +
+                                               req.row_operations().indirect_data().size());
+                 AdmitWrite(bytes, resp)) {
+        ThreadScratch()->admitted_bytes = bytes;
+        WriteLocked(req, request_id, trace, resp, &done);
+        if (done) EndWrite(bytes);  // not proposed
+      }
+    }
   }
-  if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
-    *resp->mutable_error() = std::move(err);
-    return;
-  }
-  WriteLocked(req, request_id, resp);
+  if (done) done();  // not proposed: final now
+}
+
+int64_t Tablet::writes_in_flight() const {
+  MutexLock l(writes_mu_);
+  return writes_in_flight_;
+}
+
+int64_t Tablet::write_bytes_in_flight() const {
+  MutexLock l(writes_mu_);
+  return write_bytes_in_flight_;
 }
 
 void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
-                         WriteResponsePB* resp) {
+                         WriteTrace* trace, WriteResponsePB* resp, std::function<void()>* done) {
   WriteScratch* w = ThreadScratch();
   w->Reset();
   if (Status s = DecodeRowOperations(req.row_operations(), schema_, RowBlockKind::kWrites, &w->ops);
@@ -151,35 +200,40 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   }
   BuildStorageKeys(w);
   GroupByKey(w);
-  const Status s = LockReadApplyCommit(w, request_id, resp);
+  const Status s = LockReadApplyCommit(w, request_id, trace, resp, done);
   w->reads.Clear();
-  if (!s.ok()) {
-    resp->clear_per_row_errors();
-    resp->clear_rows_applied();
-    if (s.IsIllegalState() || s.IsAborted()) {
-      // Not applied: the leader changed before the write could commit here.
-      if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
-        *resp->mutable_error() = std::move(err);
-      } else {
-        SetError(TabletServerErrorPB::NOT_THE_LEADER, s, resp->mutable_error());
-      }
-      resp->mutable_error()->mutable_status()->set_message(s.ToString());
-    } else if (s.IsServiceUnavailable()) {
-      // Leadership lost, or the group stopped, first: the write may still commit; a
-      // retry with the same request id finds it applied, or applies it.
-      if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
-        *resp->mutable_error() = std::move(err);
-        resp->mutable_error()->mutable_status()->set_message(s.ToString());
-      } else {
-        SetError(TabletServerErrorPB::TABLET_NOT_RUNNING, s, resp->mutable_error());
-      }
-    } else {
-      SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
-    }
-    LOG(WARNING) << "tablet " << tablet_id() << ": write failed: " << s.ToString();
+  if (!*done) return;  // proposed: FinishReplicated finishes it
+  FinishWrite(s, w->counts, resp);
+}
+
+void Tablet::FinishWrite(const Status& s, const WriteCounts& counts, WriteResponsePB* resp) const {
+  if (s.ok()) {
+    CountWrittenRows(counts);
     return;
   }
-  CountWrittenRows(*w);
+  resp->clear_per_row_errors();
+  resp->clear_rows_applied();
+  if (s.IsIllegalState() || s.IsAborted()) {
+    // Not applied: the leader changed before the write could commit here.
+    if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
+      *resp->mutable_error() = std::move(err);
+    } else {
+      SetError(TabletServerErrorPB::NOT_THE_LEADER, s, resp->mutable_error());
+    }
+    resp->mutable_error()->mutable_status()->set_message(s.ToString());
+  } else if (s.IsServiceUnavailable()) {
+    // Leadership lost, or the group stopped, first: the write may still commit; a
+    // retry with the same request id finds it applied, or applies it.
+    if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
+      *resp->mutable_error() = std::move(err);
+      resp->mutable_error()->mutable_status()->set_message(s.ToString());
+    } else {
+      SetError(TabletServerErrorPB::TABLET_NOT_RUNNING, s, resp->mutable_error());
+    }
+  } else {
+    SetError(TabletServerErrorPB::UNKNOWN_ERROR, s, resp->mutable_error());
+  }
+  LOG(WARNING) << "tablet " << tablet_id() << ": write failed: " << s.ToString();
 }
 
 void Tablet::BuildStorageKeys(WriteScratch* w) const {
@@ -232,10 +286,22 @@ void Tablet::GroupByKey(WriteScratch* w) const {
   }
 }
 
+// A proposed write: what finishing it needs once its entry is applied (or its outcome
+// is known otherwise).
+struct Tablet::PendingWrite {
+  RowLockSet locks;
+  WriteCounts counts;
+  WriteResponsePB* resp = nullptr;
+  std::function<void()> done;
+  int64_t bytes = 0;
+};
+
 Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* request_id,
-                                   WriteResponsePB* resp) {
+                                   WriteTrace* trace, WriteResponsePB* resp,
+                                   std::function<void()>* done) {
   for (const WriteKeySlot& s : w->slots) w->locks.Add(*locks_, s.key);
   RowLockGuard held(&w->locks, locks_);
+  if (trace) trace->Locked();
   // Leadership again, under the locks: the reads below must see every entry of earlier
   // terms applied, and what they decide is appended in this term or not at all (a
   // write that waited for the locks may find the leadership lost, or lost and regained
@@ -251,12 +317,57 @@ Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* requ
   // record when the request has an id.
   resp->set_rows_applied(w->counts.applied());
   if (w->num_changes == 0 && request_id == nullptr) return Status::OK();
-  // Replicated and applied (rows, record, key bound) before the locks go.
-  const Status s =
-      replica_->Replicate(EncodeWriteCommand(w->num_changes, w->changes, request_id, *resp), term);
+  std::string command = EncodeWriteCommand(w->num_changes, w->changes, request_id, *resp);
+  auto p = std::make_shared<PendingWrite>();
+  p->bytes = w->admitted_bytes;
+  // Replicated and applied (rows, record, key bound) before the locks go: they go with
+  // the proposal, with the counts and the callback.
+  p->locks.TakeFrom(&w->locks);
+  p->counts = w->counts;
+  p->resp = resp;
+  p->done = std::move(*done);
+  *done = nullptr;
+  if (trace) trace->Proposed();
+  replica_->ReplicateAsync(std::move(command), term, trace ? trace->proposal() : nullptr,
+                           [this, p](const Status& s) { FinishReplicated(p.get(), s); });
+  return Status::OK();
+}
+
+void Tablet::FinishReplicated(PendingWrite* p, const Status& s) {
+  p->locks.Release();
   // Applied, but the apply failed: the tablet stopped (ApplyWrite's error).
-  if (s.ok() && state() == TabletState::kFailed) return failure_;
-  return s;
+  FinishWrite(s.ok() && state() == TabletState::kFailed ? failure_ : s, p->counts, p->resp);
+  std::function<void()> done = std::move(p->done);
+  EndWrite(p->bytes);
+  done();
+}
+
+bool Tablet::AdmitWrite(int64_t bytes, WriteResponsePB* resp) {
+  UniqueLock l(writes_mu_);
+  const int64_t limit = int64_t{FLAGS_tablet_transaction_memory_limit_mb} << 20;
+  if (writes_in_flight_ > 0 && write_bytes_in_flight_ + bytes > limit) {
+    const std::string held = std::to_string(write_bytes_in_flight_);
+    const int64_t n = writes_in_flight_;
+    l.Unlock();
+    SetError(
+        TabletServerErrorPB::THROTTLED,
+        Status::ServiceUnavailable(
+            "tablet " + tablet_id() + ": its " + std::to_string(n) + " writes in flight hold " +
+                held + " bytes, the most --tablet_transaction_memory_limit_mb allows",
+            "retry once some have finished"),
+        resp->mutable_error());
+    return false;
+  }
+  writes_in_flight_++;
+  write_bytes_in_flight_ += bytes;
+  return true;
+}
+
+void Tablet::EndWrite(int64_t bytes) {
+  MutexLock l(writes_mu_);
+  writes_in_flight_--;
+  write_bytes_in_flight_ -= bytes;
+  if (writes_in_flight_ == 0) writes_cv_.notify_all();
 }
 
 Status Tablet::ReadExistingRows(WriteScratch* w) {
@@ -289,7 +400,7 @@ Status Tablet::ReadExistingRows(WriteScratch* w) {
 }
 
 void Tablet::ApplyInBlockOrder(WriteScratch* w, WriteResponsePB* resp) {
-  WriteScratch::Counts& c = w->counts;
+  WriteCounts& c = w->counts;
   for (size_t i = 0; i < w->ops.size(); i++) {
     const DecodedRowOp& op = w->ops[i];
     if (!op.error.ok()) {
@@ -409,8 +520,7 @@ Status Tablet::ApplyWrite(const DecodedWriteCommand& cmd, Slice applied_state) {
   return Status::OK();
 }
 
-void Tablet::CountWrittenRows(const WriteScratch& w) const {
-  const WriteScratch::Counts& c = w.counts;
+void Tablet::CountWrittenRows(const WriteCounts& c) const {
   if (tablet_metrics_) {
     if (c.inserted) tablet_metrics_->rows_inserted->Increment(c.inserted);
     if (c.upserted) tablet_metrics_->rows_upserted->Increment(c.upserted);

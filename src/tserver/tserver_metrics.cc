@@ -2,6 +2,14 @@
 
 namespace nyala::tserver {
 
+namespace {
+constexpr char kWriteStageHelp[] =
+    "Time a write spends on the leader per stage: queue (for a service thread), prepare "
+    "(decode, row locks, reads; lock_wait is its wait for the locks), handoff (to the "
+    "consensus worker), append (to the Raft log until sent), commit (until a majority holds "
+    "it; leader_sync is the leader's own log sync within it), apply, respond";
+}  // namespace
+
 TServerMetrics::TServerMetrics(MetricRegistry* r)
     : registry(r),
       write_requests(r->FindOrCreateCounter("tserver_write_requests_total", "Write RPCs handled")),
@@ -49,6 +57,24 @@ TServerMetrics::TServerMetrics(MetricRegistry* r)
                                  "Leadership transfers started on request (LeaderStepDown)")),
       write_latency_us(r->FindOrCreateHistogram("tserver_write_duration_seconds",
                                                 "Time to apply one Write RPC")),
+      write_queue(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds", kWriteStageHelp,
+                                           {{"stage", "queue"}})),
+      write_prepare(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds",
+                                             kWriteStageHelp, {{"stage", "prepare"}})),
+      write_lock_wait(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds",
+                                               kWriteStageHelp, {{"stage", "lock_wait"}})),
+      write_handoff(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds",
+                                             kWriteStageHelp, {{"stage", "handoff"}})),
+      write_append(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds", kWriteStageHelp,
+                                            {{"stage", "append"}})),
+      write_commit(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds", kWriteStageHelp,
+                                            {{"stage", "commit"}})),
+      write_leader_sync(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds",
+                                                 kWriteStageHelp, {{"stage", "leader_sync"}})),
+      write_apply(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds", kWriteStageHelp,
+                                           {{"stage", "apply"}})),
+      write_respond(r->FindOrCreateHistogram("tserver_write_stage_duration_seconds",
+                                             kWriteStageHelp, {{"stage", "respond"}})),
       get_latency_us(
           r->FindOrCreateHistogram("tserver_get_duration_seconds", "Time to answer one Get RPC")),
       scan_latency_us(r->FindOrCreateHistogram("tserver_scan_duration_seconds",

@@ -52,6 +52,16 @@ struct TServerMetrics {
   Counter* leader_changes;    // a replica learnt of a new leader (itself or another)
   Counter* leader_step_downs;  // LeaderStepDown transfers started here
   Histogram* write_latency_us;
+  // tserver_write_stage_duration_seconds{stage=...}: a write's stages (write_trace.h).
+  Histogram* write_queue;
+  Histogram* write_prepare;
+  Histogram* write_lock_wait;
+  Histogram* write_handoff;
+  Histogram* write_append;
+  Histogram* write_commit;
+  Histogram* write_leader_sync;
+  Histogram* write_apply;
+  Histogram* write_respond;
   Histogram* get_latency_us;
   Histogram* scan_latency_us;
 };
