@@ -25,33 +25,46 @@
 #  zipfian, so requestdistribution=uniform is set here) with $YCSB_THREADS threads on
 #  an RF=1 table on a cluster of one tablet server and on an RF=3 table on a cluster of
 #  three (the consensus log fdatasync'ed before every acknowledgement: --log_fsync=true,
-#  the default). All three are started and loaded first, then run in turn, PostgreSQL,
-#  RF1, RF3, for $ROUNDS rounds of $SECONDS_RUN seconds each. Prints each run's ops/s
-#  (pgbench tx/s: one statement each), the CPU per operation of the servers (the
-#  postmaster and its children; the tablet servers) and of the client (pgbench, ycsb),
-#  the machine's CPU use during each run, and per round the ratios RF1/PostgreSQL,
-#  RF3/PostgreSQL and RF3/RF1, with their medians.
+#  the default). RF3's PostgreSQL counterpart, "PG replicated": a second cluster (a
+#  primary, loaded and prewarmed the same way) and two streaming standbys cloned from
+#  it by pg_basebackup -R, each with its own replication slot, application_name s1 and
+#  s2, its own data dir and port, fsync on; the primary has wal_level replica,
+#  max_wal_senders 10 and synchronous_standby_names 'ANY 1 (s1, s2)' with
+#  synchronous_commit on, so every commit waits until one of the two standbys has
+#  flushed its WAL. It runs the same pgbench scripts against the primary, and its runs
+#  start only once both standbys stream with sync_state 'quorum'; after each run the
+#  script waits until both standbys have replayed the run's WAL, so the next run finds
+#  them idle. All four are started and loaded first, then run in turn, PostgreSQL,
+#  PG replicated, RF1, RF3, for $ROUNDS rounds of $SECONDS_RUN seconds each: the others
+#  stay up but idle during each run. Prints each run's ops/s (pgbench tx/s: one
+#  statement each), the CPU per operation of the servers (the postmaster and its
+#  children; the primary's and both standbys' together; the tablet servers) and of the
+#  client (pgbench, ycsb), the machine's CPU use during each run, and per round the
+#  ratios RF1/PostgreSQL, RF3/PostgreSQL, RF3/RF1 and RF3/PG replicated, with their
+#  medians, and the median UPDATE latencies of RF3 (ycsb's [UPDATE] AverageLatency)
+#  and PG replicated (pgbench's latency average of update.sql).
 #
 # Stops what it started (by PID) and removes the temp dir, also on failure or Ctrl-C.
 #
 # Usage: bench/ycsb-vs-postgres.sh [--workload a|c] [build dir, default build]
 # Env:   WORKLOAD        c (default) or a, as --workload
 #        QUICK=1         smoke run: C about 1.5 min (SECONDS_PG=10, OPS=200000,
-#                        SCAN_OPS=50000); A about 2 min (SECONDS_RUN=8, ROUNDS=1)
+#                        SCAN_OPS=50000); A about 1.5 min (SECONDS_RUN=8, ROUNDS=1)
 #        RECORDS         rows / records loaded (1000000)
 #        PG_CLIENTS      pgbench clients (64)
 #        YCSB_THREADS    ycsb threads (C: 100, A: 64)
 #        FIELDCOUNT (1), FIELDLENGTH (100): non-key columns and their length, both sides
 #        PG_BIN          PostgreSQL binaries (the newest /usr/lib/postgresql/*/bin)
-#        SKIP_PG=1, SKIP_NYALA=1   run one side only
+#        SKIP_PG=1, SKIP_NYALA=1   run one side only (SKIP_PG=1: no PostgreSQL at all)
 #        KEEP_WORK=1     keep the temp dir (logs, ycsb and pgbench output)
 #        TSERVER_FLAGS   extra nyala-tserver flags, e.g. "--row_cache_capacity_mb=0"
 #        C only: SECONDS_PG (30) pgbench run length; OPS, SCAN_OPS reads in the Nyala
 #                Get run (1000000) and Scan run (OPS / 4)
 #        A only: SECONDS_RUN (30) length of every run; ROUNDS (3); SKIP_RF3=1 leaves
-#                out the RF=3 cluster
-# Needs the Debian package postgresql-15 (initdb, postgres, pgbench, psql): when it is
-# missing, this runs `scripts/setup-deps.sh --bench` (root or sudo) to install it.
+#                out the RF=3 cluster; SKIP_PG_REPL=1 leaves out PG replicated
+# Needs the Debian package postgresql-15 (initdb, postgres, pgbench, psql; pg_basebackup
+# for PG replicated): when it is missing, this runs `scripts/setup-deps.sh --bench`
+# (root or sudo) to install it.
 set -euo pipefail
 
 die() { echo "ycsb-vs-postgres: $*" >&2; exit 1; }
@@ -95,6 +108,8 @@ FIELDLENGTH=${FIELDLENGTH:-100}
 SKIP_PG=${SKIP_PG:-0}
 SKIP_NYALA=${SKIP_NYALA:-0}
 SKIP_RF3=${SKIP_RF3:-0}
+SKIP_PG_REPL=${SKIP_PG_REPL:-0}
+[[ $WORKLOAD == a && "$SKIP_PG" == 0 ]] || SKIP_PG_REPL=1
 
 [[ "$SKIP_NYALA" == 0 ]] && check_nyala_bins "$BUILD"
 
@@ -113,18 +128,23 @@ if [[ "$SKIP_PG" == 0 ]]; then
       PG_BIN=$(find_pg_bin) || die "PostgreSQL still not found under /usr/lib/postgresql"
     fi
   fi
-  for b in initdb pg_ctl postgres pgbench psql; do
+  for b in initdb pg_ctl postgres pgbench psql $([[ "$SKIP_PG_REPL" == 0 ]] && echo pg_basebackup); do
     [[ -x "$PG_BIN/$b" ]] || die "$PG_BIN/$b is missing (set PG_BIN)"
   done
 fi
 
 WORK=$(mktemp -d /tmp/ycsb-vs-pg.XXXXXX)
 chmod 755 "$WORK"  # the postgres user must reach its directories inside
-PG_PID=""          # the postmaster (a child of pg_ctl, not of this shell)
+# PostgreSQL clusters, by the name of their data dir in $WORK: pg (the single server),
+# pgr0 (PG replicated's primary), pgr1 and pgr2 (its standbys s1 and s2). A postmaster
+# is a child of pg_ctl, not of this shell: PG_PIDS records it by PID.
+declare -A PG_PIDS PG_PORTS
+PG_NAMES=()        # those started, in start order (the primary before its standbys)
 
 cleanup() {
+  local name
   stop_children
-  [[ -n "$PG_PID" ]] && stop_pid "$PG_PID" INT
+  for name in "${PG_NAMES[@]}"; do pg_stop "$name"; done
   remove_work
 }
 trap cleanup EXIT
@@ -133,53 +153,85 @@ trap 'exit 130' INT TERM
 log "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); workload $WORKLOAD"
 
 # ---- PostgreSQL ------------------------------------------------------------------
-# pg_start <durable: 0|1>: a private cluster with kv loaded and prewarmed; sets PG_PID
-# and PGBENCH (the pgbench command line without its scripts and length).
-pg_start() {
-  local durable=$1
+# pg_dir <name>: creates the data dir $WORK/<name> (and the shared socket and log dirs)
+# for the user the servers run as; sets AS_PG.
+pg_dir() {
   AS_PG=()
   if [[ $(id -u) -eq 0 ]]; then
     id postgres >/dev/null 2>&1 || die "running as root needs the postgres user (package postgresql-15)"
     AS_PG=(runuser -u postgres --)
   fi
-  mkdir -p "$WORK/pg" "$WORK/pgsock"
-  [[ ${#AS_PG[@]} -gt 0 ]] && chown postgres: "$WORK/pg" "$WORK/pgsock"
-  chmod 700 "$WORK/pg"
-  PGPORT=$(free_port)
-  "${AS_PG[@]}" "$PG_BIN/initdb" -D "$WORK/pg" -U postgres --auth=trust -E UTF8 --no-sync \
-    --no-instructions >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
+  mkdir -p "$WORK/$1" "$WORK/pgsock" "$WORK/pglog"
+  if [[ ${#AS_PG[@]} -gt 0 ]]; then chown postgres: "$WORK/$1" "$WORK/pgsock" "$WORK/pglog"; fi
+  chmod 700 "$WORK/$1"
+}
+# pg_run <name>: starts the cluster in $WORK/<name>, its log in $WORK/pglog/<name>.log,
+# and records its postmaster's PID.
+pg_run() {
+  local name=$1
+  PG_NAMES+=("$name")
+  "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$WORK/$name" -l "$WORK/pglog/$name.log" -w -t 60 start >/dev/null ||
+    { tail -20 "$WORK/pglog/$name.log" >&2; die "PostgreSQL ($name) did not start"; }
+  PG_PIDS[$name]=$(head -1 "$WORK/$name/postmaster.pid")
+}
+# pg_stop <name>: a fast shutdown of that cluster, by its postmaster's PID (read from its
+# postmaster.pid when pg_ctl start did not return).
+pg_stop() {
+  local pid=${PG_PIDS[$1]:-}
+  [[ $pid == stopped ]] && return 0
+  if [[ -z $pid && -s "$WORK/$1/postmaster.pid" ]]; then
+    pid=$(head -1 "$WORK/$1/postmaster.pid")
+    [[ $(ps -o comm= -p "$pid" 2>/dev/null) == postgres ]] || pid=""
+  fi
+  if [[ -n $pid ]]; then stop_pid "$pid" INT; fi
+  PG_PIDS[$1]=stopped
+}
+# pg_psql <name> [psql args...]: psql as postgres to database postgres of that cluster.
+pg_psql() {
+  local name=$1
+  shift
+  "$PG_BIN/psql" -h 127.0.0.1 -p "${PG_PORTS[$name]}" -U postgres -d postgres -q -X -v ON_ERROR_STOP=1 "$@"
+}
+# pg_start <durable: 0|1> <name> [more postgresql.conf lines]: a private cluster in
+# $WORK/<name> with kv loaded and prewarmed; sets PG_PIDS[<name>], PG_PORTS[<name>] and
+# PGBENCH (the pgbench command line without its port, scripts and length).
+pg_start() {
+  local durable=$1 name=$2 more=${3:-} what=PostgreSQL
+  [[ $name == pg ]] || what="PG replicated, primary"
+  pg_dir "$name"
+  PG_PORTS[$name]=$(free_port)
+  "${AS_PG[@]}" "$PG_BIN/initdb" -D "$WORK/$name" -U postgres --auth=trust -E UTF8 --no-sync \
+    --no-instructions >"$WORK/initdb-$name.log" 2>&1 || { cat "$WORK/initdb-$name.log" >&2; die "initdb failed"; }
   local durability
   if [[ $durable == 1 ]]; then
     durability=$'fsync = on\nsynchronous_commit = on\nfull_page_writes = on'
   else
     durability=$'fsync = off\nsynchronous_commit = off\nfull_page_writes = off'
   fi
-  "${AS_PG[@]}" tee -a "$WORK/pg/postgresql.conf" >/dev/null <<CONF
-port = $PGPORT
+  "${AS_PG[@]}" tee -a "$WORK/$name/postgresql.conf" >/dev/null <<CONF
+port = ${PG_PORTS[$name]}
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$WORK/pgsock'
 max_connections = $((PG_CLIENTS + 20))
 shared_buffers = 512MB
 $durability
+$more
 CONF
-  "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$WORK/pg" -l "$WORK/pg/server.log" -w -t 60 start >/dev/null ||
-    { tail -20 "$WORK/pg/server.log" >&2; die "PostgreSQL did not start"; }
-  PG_PID=$(head -1 "$WORK/pg/postmaster.pid")
-  PSQL=("$PG_BIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -d postgres -q -X -v ON_ERROR_STOP=1)
-  log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') (pid $PG_PID, port $PGPORT):" \
-    "$("${PSQL[@]}" -At -F' ' -c "SELECT 'fsync=' || current_setting('fsync'),
+  pg_run "$name"
+  log "$what $("$PG_BIN/postgres" --version | awk '{print $3}') (pid ${PG_PIDS[$name]}, port ${PG_PORTS[$name]}):" \
+    "$(pg_psql "$name" -At -F' ' -c "SELECT 'fsync=' || current_setting('fsync'),
       'synchronous_commit=' || current_setting('synchronous_commit'),
       'full_page_writes=' || current_setting('full_page_writes'),
       'wal_sync_method=' || current_setting('wal_sync_method')")"
-  log "PostgreSQL: loading $RECORDS rows"
-  "${PSQL[@]}" <<SQL
+  log "$what: loading $RECORDS rows"
+  pg_psql "$name" <<SQL
 CREATE TABLE kv (k bigint PRIMARY KEY, v text);
 INSERT INTO kv SELECT g, repeat('x', $FIELDLENGTH) FROM generate_series(1, $RECORDS) g;
 VACUUM ANALYZE kv;
 CHECKPOINT;
 SQL
   # Both sides read from memory: Nyala's 1M rows sit in its block cache after the load.
-  "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_prewarm" \
+  pg_psql "$name" -c "CREATE EXTENSION IF NOT EXISTS pg_prewarm" \
     -c "SELECT pg_prewarm('kv'), pg_prewarm('kv_pkey')" >/dev/null 2>&1 ||
     log "pg_prewarm unavailable: the first seconds read through the OS page cache"
   cat >"$WORK/select.sql" <<SQL
@@ -191,25 +243,97 @@ SQL
 \set k random(1, $RECORDS)
 UPDATE kv SET v = lpad(md5(random()::text), $FIELDLENGTH, 'x') WHERE k = :k;
 SQL
-  PGBENCH=("$PG_BIN/pgbench" -h 127.0.0.1 -p "$PGPORT" -U postgres -n -M prepared
-           -c "$PG_CLIENTS" -j 2)
+  PGBENCH=("$PG_BIN/pgbench" -h 127.0.0.1 -U postgres -n -M prepared -c "$PG_CLIENTS" -j 2)
 }
-pg_stop() {
-  stop_pid "$PG_PID" INT
-  PG_PID=""
+
+# pg_repl_start: PG replicated. The primary pgr0, durable, loaded and prewarmed like the
+# single server (wal_level, max_wal_senders and max_replication_slots at PostgreSQL 15's
+# defaults, spelled out); the standbys pgr1 and pgr2 (application_name s1 and s2) cloned
+# from it by pg_basebackup -R, each through a replication slot of its name, on ports of
+# their own, and prewarmed; then synchronous_standby_names = 'ANY 1 (s1, s2)' on the
+# primary, and a wait until both stream as quorum standbys.
+pg_repl_start() {
+  pg_start 1 pgr0 $'wal_level = replica\nmax_wal_senders = 10\nmax_replication_slots = 10'
+  local i name
+  for i in 1 2; do
+    name=pgr$i
+    pg_dir "$name"
+    PG_PORTS[$name]=$(free_port)
+    log "PG replicated: pg_basebackup -R of the primary for standby s$i"
+    "${AS_PG[@]}" "$PG_BIN/pg_basebackup" -D "$WORK/$name" -R -X stream -c fast -C -S "s$i" \
+      -d "host=127.0.0.1 port=${PG_PORTS[pgr0]} user=postgres application_name=s$i" \
+      >"$WORK/basebackup-$name.log" 2>&1 || { cat "$WORK/basebackup-$name.log" >&2; die "pg_basebackup (s$i) failed"; }
+    # The copied postgresql.conf has the primary's settings (fsync on among them): a port
+    # of its own overrides the primary's. -R wrote primary_conninfo and primary_slot_name.
+    "${AS_PG[@]}" tee -a "$WORK/$name/postgresql.conf" >/dev/null <<<"port = ${PG_PORTS[$name]}"
+    if [[ ! -e "$WORK/$name/standby.signal" ]] || ! grep -q "application_name=s$i" "$WORK/$name/postgresql.auto.conf"; then
+      die "pg_basebackup -R did not configure $WORK/$name as standby s$i"
+    fi
+    pg_run "$name"
+    pg_psql "$name" -c "SELECT pg_prewarm('kv'), pg_prewarm('kv_pkey')" >/dev/null 2>&1 ||
+      log "pg_prewarm failed on standby s$i"
+  done
+  pg_psql pgr0 -c "ALTER SYSTEM SET synchronous_standby_names = 'ANY 1 (s1, s2)'" \
+    -c "SELECT pg_reload_conf()" >/dev/null
+  pg_repl_wait
+  local standbys=""
+  for i in 1 2; do
+    standbys+="s$i (pid ${PG_PIDS[pgr$i]}, port ${PG_PORTS[pgr$i]}): $(pg_psql "pgr$i" -At -F' ' -c \
+      "SELECT 'in_recovery=' || pg_is_in_recovery(), 'fsync=' || current_setting('fsync')"); "
+  done
+  log "PG replicated: standbys streaming, sync_state quorum; $standbys" \
+    "primary: $(pg_psql pgr0 -At -F' ' -c "SELECT 'synchronous_standby_names=''' ||
+      current_setting('synchronous_standby_names') || '''', 'synchronous_commit=' ||
+      current_setting('synchronous_commit'), 'wal_level=' || current_setting('wal_level'),
+      'max_wal_senders=' || current_setting('max_wal_senders')")"
+}
+# pg_repl_wait: waits (up to 60 s) until both standbys stream to the primary as quorum
+# standbys: pg_stat_replication shows s1 and s2 in state 'streaming', sync_state 'quorum'.
+pg_repl_wait() {
+  local q="SELECT count(*) FROM pg_stat_replication WHERE application_name IN ('s1', 's2')
+           AND state = 'streaming' AND sync_state = 'quorum'"
+  for _ in $(seq 1 600); do
+    [[ $(pg_psql pgr0 -At -c "$q") == 2 ]] && return 0
+    sleep 0.1
+  done
+  pg_psql pgr0 -c "SELECT application_name, state, sync_state FROM pg_stat_replication" >&2
+  die "PG replicated: standbys s1 and s2 are not both streaming as quorum standbys"
+}
+# pg_repl_caught_up <lsn>: whether both standbys have replayed the WAL up to <lsn>. Asks
+# the standbys: pg_stat_replication.replay_lsn lags (a standby reports its replay every
+# wal_receiver_status_interval, unless a commit waits for remote_apply).
+pg_repl_caught_up() {
+  local i
+  for i in 1 2; do
+    [[ $(pg_psql "pgr$i" -At -c "SELECT pg_last_wal_replay_lsn() >= '$1'") == t ]] || return 1
+  done
+}
+# pg_repl_catch_up: waits (up to 120 s) until both standbys have replayed the primary's
+# WAL up to its flush position now; sets CATCH_UP_S to the seconds that took.
+pg_repl_catch_up() {
+  local lsn t0=$EPOCHREALTIME
+  lsn=$(pg_psql pgr0 -At -c "SELECT pg_current_wal_flush_lsn()")
+  for _ in $(seq 1 1200); do
+    if pg_repl_caught_up "$lsn"; then
+      CATCH_UP_S=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "PG replicated: the standbys did not replay the primary's WAL up to $lsn within 120 s"
 }
 
 # ---- Workload C --------------------------------------------------------------------
 workload_c() {
   local PG_TPS="" GET_OPS="" SCAN_RATE="" GET1_OPS=""
   if [[ "$SKIP_PG" == 0 ]]; then
-    pg_start 0
+    pg_start 0 pg
     log "PostgreSQL: pgbench -M prepared, point select by bigint PK, $PG_CLIENTS clients, ${SECONDS_PG}s"
-    "${PGBENCH[@]}" -T "$SECONDS_PG" -f "$WORK/select.sql" postgres >"$WORK/pgbench.out" 2>&1 ||
+    "${PGBENCH[@]}" -p "${PG_PORTS[pg]}" -T "$SECONDS_PG" -f "$WORK/select.sql" postgres >"$WORK/pgbench.out" 2>&1 ||
       { cat "$WORK/pgbench.out" >&2; die "pgbench failed"; }
     grep -E "number of transactions actually processed|latency average|^tps" "$WORK/pgbench.out"
     PG_TPS=$(awk '/^tps = / {print $3; exit}' "$WORK/pgbench.out")
-    pg_stop
+    pg_stop pg
   fi
 
   if [[ "$SKIP_NYALA" == 0 ]]; then
@@ -250,11 +374,13 @@ workload_c() {
 }
 
 # ---- Workload A --------------------------------------------------------------------
-# run_nyala_a <tag> <round>: one timed YCSB A run against cluster <tag>; prints and
-# records its ops/s in RATE_<tag>[round].
-declare -A RATE CPU_US CLIENT_US BUSY
+# Per run, by "<tag>,<round>" (tags pg, pgr, rf1, rf3): ops/s, server and client CPU
+# per operation (µs), machine busy %, UPDATE average latency (ms).
+declare -A RATE CPU_US CLIENT_US BUSY UPD_MS
 # per_op <seconds> <ops>: microseconds per operation.
 per_op() { awk -v c="$1" -v n="$2" 'BEGIN {printf "%.1f", (n > 0 ? c * 1e6 / n : 0)}'; }
+# run_nyala_a <tag> <round>: one timed YCSB A run against cluster <tag>; prints and
+# records it.
 run_nyala_a() {
   local tag=$1 r=$2 out="$WORK/a-$1-$2.out"
   # shellcheck disable=SC2086  # TSERVER_PIDS is a list
@@ -269,6 +395,7 @@ run_nyala_a() {
   CPU_US[$tag,$r]=$(per_op "$RUN_CPU_TOTAL_S" "$ops")
   CLIENT_US[$tag,$r]=$(per_op "$RUN_CLIENT_S" "$ops")
   BUSY[$tag,$r]=$RUN_BUSY
+  UPD_MS[$tag,$r]=$(awk -F', ' '/^\[UPDATE\], AverageLatency/ {printf "%.3f", $3 / 1000}' "$out")
   log "Nyala $tag: $(printf '%.0f' "${RATE[$tag,$r]}") ops/s;" \
     "$(awk -F', ' '/^\[(READ|UPDATE)\], AverageLatency/ {printf "%s avg %.2f ms; ", $1, $3 / 1000}' "$out")" \
     "CPU per op: tablet servers ${CPU_US[$tag,$r]} µs (s per server: $RUN_CPU_S), ycsb" \
@@ -277,12 +404,56 @@ run_nyala_a() {
   failed=$(ycsb_failed "$out")
   [[ $failed == 0 ]] || log "WARNING: $failed operations failed in the $tag run (counted in its rate)"
 }
+# run_pg_a <tag> <round>: one timed pgbench run, select.sql@50 + update.sql@50, against
+# pg (the single server) or pgr (PG replicated: its primary; the CPU of the primary's
+# and both standbys' process trees, counted until the standbys have replayed the run's
+# WAL); prints and records it.
+run_pg_a() {
+  local tag=$1 r=$2 out="$WORK/pgbench-$1-$2.out" names=(pg) what=PostgreSQL i dt ticks=0 per="" txs
+  local t0=() after=""
+  if [[ $tag == pgr ]]; then
+    names=(pgr0 pgr1 pgr2)
+    what="PG replicated"
+    pg_repl_wait
+  fi
+  log "$what: pgbench -M prepared, select.sql@50 + update.sql@50, $PG_CLIENTS clients"
+  for i in "${!names[@]}"; do t0[i]=$(tree_ticks "${PG_PIDS[${names[i]}]}"); done
+  measure -- "${PGBENCH[@]}" -p "${PG_PORTS[${names[0]}]}" -T "$SECONDS_RUN" -f "$WORK/select.sql@50" \
+    -f "$WORK/update.sql@50" postgres >"$out" 2>&1 || { cat "$out" >&2; die "pgbench ($what) failed"; }
+  if [[ $tag == pgr ]]; then
+    pg_repl_catch_up
+    after="; standbys caught up ${CATCH_UP_S}s after the run"
+  fi
+  for i in "${!names[@]}"; do
+    dt=$(($(tree_ticks "${PG_PIDS[${names[i]}]}") - t0[i]))
+    ticks=$((ticks + dt))
+    per+="${per:+, }$([[ ${names[i]} == pgr0 ]] && echo primary || echo "s${names[i]#pgr}")"
+    per+=" $(awk -v t=$dt 'BEGIN {printf "%.2f", t / 100}')"
+  done
+  RATE[$tag,$r]=$(awk '/^tps = / {print $3; exit}' "$out")
+  txs=$(awk '/number of transactions actually processed/ {print $NF; exit}' "$out")
+  CPU_US[$tag,$r]=$(per_op "$(awk -v t=$ticks 'BEGIN {print t / 100}')" "$txs")
+  CLIENT_US[$tag,$r]=$(per_op "$RUN_CLIENT_S" "$txs")
+  BUSY[$tag,$r]=$RUN_BUSY
+  UPD_MS[$tag,$r]=$(awk '/^SQL script 2:/ {s = 1} /^ - latency average/ && s {print $5; exit}' "$out")
+  local server="server ${CPU_US[$tag,$r]} µs"
+  [[ $tag == pgr ]] && server="servers ${CPU_US[$tag,$r]} µs (s per server: $per)"
+  log "$what: $(printf '%.0f' "${RATE[$tag,$r]}") tx/s;" \
+    "$(awk '/^SQL script 1:/ {s = "SELECT"} /^SQL script 2:/ {s = "UPDATE"}
+        /^ - latency average/ && s {printf "%s avg %s ms; ", s, $5}' "$out")" \
+    "CPU per op: $server, pgbench ${CLIENT_US[$tag,$r]} µs; machine ${RUN_BUSY}% busy$after"
+  grep -E "failed|aborted" "$out" | grep -v ' 0 (0.000%)' || true
+}
 
 workload_a() {
   local tags=() r t
   if [[ "$SKIP_PG" == 0 ]]; then
-    pg_start 1
+    pg_start 1 pg
     tags+=(pg)
+    if [[ "$SKIP_PG_REPL" == 0 ]]; then
+      pg_repl_start
+      tags+=(pgr)
+    fi
   fi
   if [[ "$SKIP_NYALA" == 0 ]]; then
     # shellcheck disable=SC2086  # TSERVER_FLAGS is a list of flags
@@ -303,56 +474,61 @@ workload_a() {
   for ((r = 1; r <= ROUNDS; r++)); do
     log "---- round $r of $ROUNDS: ${tags[*]}, ${SECONDS_RUN}s each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
     for t in "${tags[@]}"; do
-      if [[ $t == pg ]]; then
-        log "PostgreSQL: pgbench -M prepared, select.sql@50 + update.sql@50, $PG_CLIENTS clients"
-        local pg0 pg1 txs
-        pg0=$(tree_ticks "$PG_PID")
-        measure -- "${PGBENCH[@]}" -T "$SECONDS_RUN" -f "$WORK/select.sql@50" -f "$WORK/update.sql@50" \
-          postgres >"$WORK/pgbench-$r.out" 2>&1 || { cat "$WORK/pgbench-$r.out" >&2; die "pgbench failed"; }
-        pg1=$(tree_ticks "$PG_PID")
-        RATE[pg,$r]=$(awk '/^tps = / {print $3; exit}' "$WORK/pgbench-$r.out")
-        txs=$(awk '/number of transactions actually processed/ {print $NF; exit}' "$WORK/pgbench-$r.out")
-        CPU_US[pg,$r]=$(per_op "$(awk -v t=$((pg1 - pg0)) 'BEGIN {print t / 100}')" "$txs")
-        CLIENT_US[pg,$r]=$(per_op "$RUN_CLIENT_S" "$txs")
-        BUSY[pg,$r]=$RUN_BUSY
-        log "PostgreSQL: $(printf '%.0f' "${RATE[pg,$r]}") tx/s;" \
-          "$(awk '/^SQL script 1:/ {s = "SELECT"} /^SQL script 2:/ {s = "UPDATE"}
-              /^ - latency average/ && s {printf "%s avg %s ms; ", s, $5}' "$WORK/pgbench-$r.out")" \
-          "CPU per op: server ${CPU_US[pg,$r]} µs, pgbench ${CLIENT_US[pg,$r]} µs; machine ${RUN_BUSY}% busy"
-        grep -E "failed|aborted" "$WORK/pgbench-$r.out" | grep -v ' 0 (0.000%)' || true
-      else
-        run_nyala_a "$t" "$r"
-      fi
+      case $t in
+        pg | pgr) run_pg_a "$t" "$r" ;;
+        *) run_nyala_a "$t" "$r" ;;
+      esac
     done
   done
 
   echo
   echo "== summary: YCSB A (50% reads, 50% updates, uniform), $RECORDS rows, ${SECONDS_RUN}s runs;" \
     "pgbench $PG_CLIENTS clients, ycsb $YCSB_THREADS threads; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
-  printf "%-6s %12s %12s %12s %8s %8s %8s %s\n" round "PG tx/s" "RF1 ops/s" "RF3 ops/s" RF1/PG RF3/PG RF3/RF1 \
-    "server µs CPU/op PG, RF1, RF3 | client µs CPU/op PG, RF1, RF3 | machine busy % PG, RF1, RF3"
-  local rf1pg=() rf3pg=() rf3rf1=() pgs=() rf1s=() rf3s=()
+  [[ " ${tags[*]} " == *" pgr "* ]] && echo "PG: one PostgreSQL server; PGrep: a primary and 2" \
+    "streaming standbys, synchronous_standby_names 'ANY 1 (s1, s2)', its server CPU the three servers' together"
+  printf "%-6s %12s %12s %12s %12s %8s %8s %8s %9s %s\n" round "PG tx/s" "PGrep tx/s" "RF1 ops/s" "RF3 ops/s" \
+    RF1/PG RF3/PG RF3/RF1 RF3/PGrep "server µs CPU/op PG, PGrep, RF1, RF3 | client µs CPU/op PG, PGrep, RF1, RF3 | machine busy % PG, PGrep, RF1, RF3"
+  local rf1pg=() rf3pg=() rf3rf1=() rf3pgr=() pgs=() pgrs=() rf1s=() rf3s=() tag
+  local -A upd=()
   for ((r = 1; r <= ROUNDS; r++)); do
-    local pg=${RATE[pg,$r]:-} a=${RATE[rf1,$r]:-} b=${RATE[rf3,$r]:-}
+    local pg=${RATE[pg,$r]:-} pgr=${RATE[pgr,$r]:-} a=${RATE[rf1,$r]:-} b=${RATE[rf3,$r]:-}
     [[ -n $pg ]] && pgs+=("$pg")
+    [[ -n $pgr ]] && pgrs+=("$pgr")
     [[ -n $a ]] && rf1s+=("$a")
     [[ -n $b ]] && rf3s+=("$b")
     [[ -n $pg && -n $a ]] && rf1pg+=("$(ratio "$a" "$pg")")
     [[ -n $pg && -n $b ]] && rf3pg+=("$(ratio "$b" "$pg")")
     [[ -n $a && -n $b ]] && rf3rf1+=("$(ratio "$b" "$a")")
-    printf "%-6s %12.0f %12.0f %12.0f %8s %8s %8s %s, %s, %s | %s, %s, %s | %s, %s, %s\n" \
-      "$r" "${pg:-0}" "${a:-0}" "${b:-0}" \
+    [[ -n $pgr && -n $b ]] && rf3pgr+=("$(ratio "$b" "$pgr")")
+    for tag in pg pgr rf1 rf3; do
+      [[ -n ${UPD_MS[$tag,$r]:-} ]] && upd[$tag]+="${upd[$tag]:+ }${UPD_MS[$tag,$r]}"
+    done
+    printf "%-6s %12.0f %12.0f %12.0f %12.0f %8s %8s %8s %9s %s, %s, %s, %s | %s, %s, %s, %s | %s, %s, %s, %s\n" \
+      "$r" "${pg:-0}" "${pgr:-0}" "${a:-0}" "${b:-0}" \
       "$( [[ -n $pg && -n $a ]] && ratio "$a" "$pg" || echo -)" \
       "$( [[ -n $pg && -n $b ]] && ratio "$b" "$pg" || echo -)" \
       "$( [[ -n $a && -n $b ]] && ratio "$b" "$a" || echo -)" \
-      "${CPU_US[pg,$r]:--}" "${CPU_US[rf1,$r]:--}" "${CPU_US[rf3,$r]:--}" \
-      "${CLIENT_US[pg,$r]:--}" "${CLIENT_US[rf1,$r]:--}" "${CLIENT_US[rf3,$r]:--}" \
-      "${BUSY[pg,$r]:--}" "${BUSY[rf1,$r]:--}" "${BUSY[rf3,$r]:--}"
+      "$( [[ -n $pgr && -n $b ]] && ratio "$b" "$pgr" || echo -)" \
+      "${CPU_US[pg,$r]:--}" "${CPU_US[pgr,$r]:--}" "${CPU_US[rf1,$r]:--}" "${CPU_US[rf3,$r]:--}" \
+      "${CLIENT_US[pg,$r]:--}" "${CLIENT_US[pgr,$r]:--}" "${CLIENT_US[rf1,$r]:--}" "${CLIENT_US[rf3,$r]:--}" \
+      "${BUSY[pg,$r]:--}" "${BUSY[pgr,$r]:--}" "${BUSY[rf1,$r]:--}" "${BUSY[rf3,$r]:--}"
   done
-  printf "%-6s %12s %12s %12s %8s %8s %8s\n" median "$(rounded "$(median "${pgs[@]}")")" \
-    "$(rounded "$(median "${rf1s[@]}")")" "$(rounded "$(median "${rf3s[@]}")")" "$(median "${rf1pg[@]}")" "$(median "${rf3pg[@]}")" "$(median "${rf3rf1[@]}")"
+  printf "%-6s %12s %12s %12s %12s %8s %8s %8s %9s\n" median "$(rounded "$(median "${pgs[@]}")")" \
+    "$(rounded "$(median "${pgrs[@]}")")" "$(rounded "$(median "${rf1s[@]}")")" \
+    "$(rounded "$(median "${rf3s[@]}")")" "$(median "${rf1pg[@]}")" "$(median "${rf3pg[@]}")" \
+    "$(median "${rf3rf1[@]}")" "$(median "${rf3pgr[@]}")"
   [[ ${#rf1pg[@]} -gt 0 ]] && echo "Nyala RF1 / PostgreSQL, median of the rounds' ratios: $(median "${rf1pg[@]}")  (target >= 1.0)"
   [[ ${#rf3pg[@]} -gt 0 ]] && echo "Nyala RF3 / PostgreSQL, median of the rounds' ratios: $(median "${rf3pg[@]}")"
+  [[ ${#rf3pgr[@]} -gt 0 ]] && echo "Nyala RF3 / PG replicated, median of the rounds' ratios: $(median "${rf3pgr[@]}")"
+  # shellcheck disable=SC2086  # upd[<tag>] is a list of numbers
+  if [[ -n ${upd[rf3]:-} && -n ${upd[pgr]:-} ]]; then
+    local u3 ur
+    u3=$(median ${upd[rf3]})
+    ur=$(median ${upd[pgr]})
+    echo "UPDATE average latency, median of the rounds: Nyala RF3 ${u3} ms, PG replicated ${ur} ms" \
+      "(RF3 / PG replicated: $(ratio "$u3" "$ur")); PostgreSQL $(median ${upd[pg]:-}) ms," \
+      "Nyala RF1 $(median ${upd[rf1]:-}) ms"
+  fi
   return 0
 }
 
