@@ -1,6 +1,9 @@
 #include "tserver/row_locks.h"
 
 #include <glog/logging.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -20,6 +23,29 @@ inline uint64_t HashKey(Slice key) {
 }
 }  // namespace
 
+// 0: free; 1: held; 2: held, and some thread may wait (its release wakes one).
+void RowLocks::Stripe::Acquire() {
+  uint32_t c = 0;
+  if (state.compare_exchange_strong(c, 1, std::memory_order_acquire)) return;
+  if (c != 2) c = state.exchange(2, std::memory_order_acquire);
+  while (c != 0) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state), FUTEX_WAIT_PRIVATE, 2, nullptr, nullptr,
+            0);
+    c = state.exchange(2, std::memory_order_acquire);
+  }
+}
+
+void RowLocks::Stripe::Release() {
+  if (state.exchange(0, std::memory_order_release) == 2) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
+            0);
+  }
+}
+
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                  std::atomic<uint32_t>::is_always_lock_free,
+              "a stripe is a futex word");
+
 RowLocks::RowLocks(size_t num_stripes)
     : mask_(std::bit_ceil(std::max<size_t>(num_stripes, 1)) - 1), stripes_(new Stripe[mask_ + 1]) {}
 
@@ -29,7 +55,7 @@ void RowLockSet::Lock(RowLocks* locks) {
   DCHECK(!locked_);
   std::sort(pending_.begin(), pending_.end());
   pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
-  for (uint32_t s : pending_) locks->stripes_[s].held.acquire();
+  for (uint32_t s : pending_) locks->stripes_[s].Acquire();
   locks_ = locks;
   locked_ = true;
 }
@@ -45,8 +71,7 @@ void RowLockSet::TakeFrom(RowLockSet* other) {
 
 void RowLockSet::Release() {
   if (locked_) {
-    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
-      locks_->stripes_[*it].held.release();
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) locks_->stripes_[*it].Release();
     locked_ = false;
   }
   pending_.clear();
