@@ -129,6 +129,14 @@ class TabletServerTest : public NyalaTest {
     rpc->set_timeout(MonoDelta::FromSeconds(10));
     return (p.*method)(req, resp, rpc);
   }
+  // Writes seed rows [start, start + count) to tablet `id` and expects them applied
+  // (a tablet just created leads once such a write is applied).
+  void WriteSeedRows(const std::string& id, int64_t start, int count) {
+    WriteResponsePB resp;
+    ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Write,
+                   MakeSeedWrite(id, schema_, start, count), &resp));
+    ASSERT_FALSE(resp.has_error()) << resp.ShortDebugString();
+  }
   void CreateTablet(const std::string& id, const std::string& table = "test_table") {
     CreateTabletResponsePB resp;
     ASSERT_OK(Call(*admin_, &TabletServerAdminServiceProxy::CreateTablet,
@@ -217,10 +225,7 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
 // it runs /rpcz says which one it is in: here, waiting for a slow log sync.
 TEST_F(TabletServerTest, WriteStagesAreTimedAndShownWhileTheWriteRuns) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
-  WriteResponsePB first;
-  ASSERT_OK(
-      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 10), &first));
-  ASSERT_FALSE(first.has_error());
+  ASSERT_NO_FATAL_FAILURE(WriteSeedRows("t1", 0, 10));
   MetricRegistry* m = server_->metrics();
   auto stage = [&](const char* name) {
     return m->FindOrCreateHistogram("tserver_write_stage_duration_seconds", "", {{"stage", name}});
@@ -262,10 +267,7 @@ TEST_F(TabletServerTest, WriteStagesAreTimedAndShownWhileTheWriteRuns) {
 // of them then finish.
 TEST_F(TabletServerTest, WritesWaitForReplicationWithoutHoldingAServiceThread) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
-  WriteResponsePB first;  // the tablet leads once this is applied
-  ASSERT_OK(
-      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, -1, 1), &first));
-  ASSERT_FALSE(first.has_error()) << first.ShortDebugString();
+  ASSERT_NO_FATAL_FAILURE(WriteSeedRows("t1", -1, 1));
   constexpr int kWrites = 3 * 10;
   ASSERT_LT(FLAGS_rpc_num_service_threads, kWrites / 2);
   gflags::FlagSaver saver;
@@ -301,10 +303,7 @@ TEST_F(TabletServerTest, WritesWaitForReplicationWithoutHoldingAServiceThread) {
 // past it is refused with THROTTLED, writing nothing, and taken once the others finish.
 TEST_F(TabletServerTest, WritesPastTheMemoryLimitAreThrottled) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
-  WriteResponsePB lead;  // the tablet leads once this is applied
-  ASSERT_OK(
-      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, -1, 1), &lead));
-  ASSERT_FALSE(lead.has_error()) << lead.ShortDebugString();
+  ASSERT_NO_FATAL_FAILURE(WriteSeedRows("t1", -1, 1));
   gflags::FlagSaver saver;
   FLAGS_tablet_transaction_memory_limit_mb = 1;
   FLAGS_fault_injection_log_sync_delay_ms = 2000;
@@ -353,10 +352,7 @@ TEST_F(TabletServerTest, WritesPastTheMemoryLimitAreThrottled) {
 // the server goes on answering good Gets.
 TEST_F(TabletServerTest, GetWithAKeyThatDoesNotDecodeIsInvalidArgument) {
   ASSERT_NO_FATAL_FAILURE(CreateTablet("t1"));
-  WriteResponsePB wresp;
-  ASSERT_OK(
-      Call(*proxy_, &TabletServerServiceProxy::Write, MakeSeedWrite("t1", schema_, 0, 10), &wresp));
-  ASSERT_FALSE(wresp.has_error());
+  ASSERT_NO_FATAL_FAILURE(WriteSeedRows("t1", 0, 10));
   const std::string good = EncodedKey(schema_, 3);
   for (const std::string& bad : {good.substr(0, 7), good + "x", std::string()}) {
     SCOPED_TRACE(bad.size());
