@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 #include "common/mutex.h"
 #include "consensus/consensus.proxy.h"
 #include "consensus/runtime.h"
@@ -63,6 +63,11 @@ DEFINE_int32(durable_every, 10000,
              "entries, as a tablet does when it flushes (the log and the group then let "
              "go of the entries below it); 0: never, and every entry stays in memory "
              "and on disk for the whole run");
+DEFINE_bool(disk_probe_only, false,
+            "Measure the disk alone and exit: one append + fdatasync in one file, in "
+            "--replicas files at once, and the floor of a commit (a majority of those "
+            "durable), each as a mean in microseconds over --seconds (bench/write-stages.sh "
+            "prints it beside the log's syncs under load)");
 DEFINE_bool(compare_without_quiescence, true,
             "Also measure the idle CPU with quiescence off (side by side)");
 
@@ -448,6 +453,17 @@ int Run() {
     remove_dir = true;
   }
   fs::create_directories(dir);
+  if (FLAGS_disk_probe_only) {
+    const double one = MeasureFdatasync(dir, FLAGS_seconds);
+    const double all = MeasureConcurrentFdatasync(dir, FLAGS_replicas, FLAGS_seconds);
+    const double majority = MeasureMajorityDurableUs(dir, FLAGS_replicas, FLAGS_seconds);
+    printf("disk alone (%s): append+fdatasync %.0f us in 1 file, %.0f us each in %d files at "
+           "once; a majority of %d durable %.0f us (p50)\n",
+           dir.c_str(), 1e6 / one, 1e6 * FLAGS_replicas / all, FLAGS_replicas, FLAGS_replicas,
+           majority);
+    if (remove_dir) fs::remove_all(dir);
+    return 0;
+  }
   printf("consensus-bench: %d replica(s) over loopback, logs in %s, fdatasync on, %d-byte "
          "proposals, log segments %s; each run of a point is paired with a bare fdatasync "
          "(into a file %s) and round-trip measurement just before it, and ratios are "

@@ -16,7 +16,12 @@
 #    follower_log, follower_append, ack_round_trip), consensus_log_append_duration_seconds and
 #    consensus_log_sync_duration_seconds: count, mean, p50 and p99 (from the histogram buckets,
 #    interpolated), in ms;
-#  - fdatasyncs per second and appends per fdatasync of the consensus logs.
+#  - fdatasyncs per second and appends per fdatasync of the consensus logs;
+#  - right after each run, with the cluster idle, the disk alone (consensus-bench
+#    --disk_probe_only, in the same file system as the logs, 2 s each): one append +
+#    fdatasync in one file, in three at once, and a majority of three durable. The
+#    log's syncs under load set against these show how much of a write's time the
+#    disk takes.
 # The stages are described in docs/consensus.md, "Where a write's time goes".
 # Stops what it started (by PID) and removes the temp dir, also on failure or Ctrl-C.
 #
@@ -184,4 +189,11 @@ if syncs > 0:
     print(f"consensus log: {syncs / seconds:.0f} fdatasyncs/s over the 3 servers, "
           f"{appends / syncs:.2f} appends per fdatasync")
 PY
+  if [[ -x "$BIN/consensus-bench" ]]; then
+    "$BIN/consensus-bench" --disk_probe_only --seconds=2 --dir="$WORK/disk-probe" 2>&1 | grep '^disk alone' ||
+      echo "disk alone: consensus-bench --disk_probe_only failed"
+    rm -rf "$WORK/disk-probe"
+  else
+    echo "disk alone: no $BIN/consensus-bench (cmake --build $BUILD --target consensus-bench)"
+  fi
 done
