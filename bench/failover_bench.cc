@@ -38,8 +38,9 @@
 #include <thread>
 #include <vector>
 
-#include "client/client.h"
 #include "common/mutex.h"
+#include "common/result.h"
+#include "nyala/client.h"
 #include "test/client_itest_util.h"
 
 DEFINE_int32(kills, 20, "Leaders to kill, one after the other.");

@@ -61,7 +61,8 @@
 #include <thread>
 #include <vector>
 
-#include "client/client.h"
+#include "common/result.h"
+#include "nyala/client.h"
 #include "test/mini_cluster.h"
 
 DEFINE_int32(tablets, 100, "Tablets of the table (hash buckets), 3 replicas each.");

@@ -52,9 +52,10 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "client/client.h"
 #include "common/key_encoding.h"
+#include "common/result.h"
 #include "common/row_encoding.h"
+#include "nyala/client.h"
 #include "test/client_itest_util.h"
 
 DEFINE_int64(rows, 400000, "Rows to insert (the Kudu experiment used 8M).");

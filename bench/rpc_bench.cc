@@ -29,7 +29,8 @@
 
 #include "bench_util.h"
 #include "common/histogram.h"
-#include "common/monotime.h"
+#include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"
 #include "rpc/rpc_controller.h"

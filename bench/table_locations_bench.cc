@@ -27,13 +27,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/row.h"
 #include "common/row_operations.h"
-#include "common/schema.h"
+#include "common/status.h"
 #include "common/test_util.h"
 #include "master/master-test-util.h"
 #include "master/master.proxy.h"
 #include "master/master.service.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
 #include "rpc/rpc_controller.h"
 #include "test/mini_cluster.h"
 

@@ -26,9 +26,10 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "common/monotime.h"
-#include "common/row.h"
 #include "common/row_operations.h"
+#include "common/status.h"
+#include "nyala/monotime.h"
+#include "nyala/row.h"
 #include "rpc/messenger.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_copy_client.h"

@@ -17,8 +17,9 @@
 #include <random>
 #include <thread>
 
-#include "client/client.h"
 #include "common/histogram.h"
+#include "common/result.h"
+#include "nyala/client.h"
 
 namespace nyala::client::ycsb {
 namespace {

@@ -39,6 +39,12 @@ PACKAGES=(
   # test/prometheus-metrics-itest.sh: `promtool check metrics` (the package's
   # service is not needed and not started by the tests).
   prometheus curl
+  # The Python client (python/): pybind11 and the Python headers; pandas for to_pandas()
+  # and its tests.
+  pybind11-dev python3-dev python3-pandas
+  # test/client-sdk-itest.sh --deb: cpack's Debian packages (dpkg-shlibdeps) and
+  # their check (dpkg-deb, file).
+  dpkg-dev file
 )
 
 # For the browser test of the web UI (test/web-ui-browser-itest.sh). Best effort: when it

@@ -2,8 +2,15 @@
 # Starts a local Nyala cluster on loopback; see usage() below.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# Installed (<prefix>/share/nyala/scripts, no CMakeLists.txt beside conf/), the
+# daemons are in <prefix>/bin and the cluster's directory defaults to ./nyala-cluster.
+if [ -f "$ROOT/CMakeLists.txt" ]; then
+  DEFAULT_BIN=$ROOT/build/bin DEFAULT_DATA=$ROOT/nyala-cluster
+else
+  DEFAULT_BIN=$(cd "$ROOT/../.." && pwd)/bin DEFAULT_DATA=$PWD/nyala-cluster
+fi
 TSERVERS=3
-DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
+DATA=${NYALA_CLUSTER_DIR:-$DEFAULT_DATA}
 BASE_PORT=7051
 usage() {
   cat <<'USAGE'
@@ -23,7 +30,8 @@ Ports: master RPC P (default 7051) and web P+1000; tablet server i (0-based) RPC
 P+10+i and web P+1010+i.
 
 Environment:
-  NYALA_BIN_DIR        where nyala-master, nyala-tserver and nyala are (default: build/bin)
+  NYALA_BIN_DIR        where nyala-master, nyala-tserver and nyala are (default: build/bin;
+                       installed: the bin/ of the install prefix)
   NYALA_MASTER_FLAGS   extra master flags, space-separated,
                        e.g. --tserver_unresponsive_timeout_ms=5000
   NYALA_TSERVER_FLAGS  extra tablet server flags, space-separated
@@ -42,7 +50,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$TSERVERS" in ''|*[!0-9]*) echo "start-cluster: --tservers takes a number" >&2; exit 2 ;; esac
-BIN=${NYALA_BIN_DIR:-$ROOT/build/bin}
+BIN=${NYALA_BIN_DIR:-$DEFAULT_BIN}
 for b in nyala-master nyala-tserver nyala; do
   if [ ! -x "$BIN/$b" ]; then
     echo "start-cluster: $BIN/$b is missing; build first (scripts/quickstart.sh, or cmake --build build -j2)" >&2

@@ -2,7 +2,11 @@
 # Stops the cluster started by start-cluster.sh; see usage() below.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DATA=${NYALA_CLUSTER_DIR:-$ROOT/nyala-cluster}
+# Installed (<prefix>/share/nyala/scripts, no CMakeLists.txt beside conf/), the
+# cluster's directory defaults to ./nyala-cluster.
+DEFAULT_DATA=$ROOT/nyala-cluster
+[ -f "$ROOT/CMakeLists.txt" ] || DEFAULT_DATA=$PWD/nyala-cluster
+DATA=${NYALA_CLUSTER_DIR:-$DEFAULT_DATA}
 GRACE=15
 usage() {
   cat <<'USAGE'

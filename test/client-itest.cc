@@ -3,6 +3,7 @@
 // predicate kind checked against the same filter applied in memory, a scan over
 // many tablets, and the failure cases (a tablet server restarted under a
 // background load, a tablet server lost in the middle of a scan).
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,9 +16,10 @@
 #include <thread>
 
 #include "client/client-internal.h"
-#include "client/client.h"
 #include "client/write_errors_test_util.h"
+#include "common/status.h"
 #include "common/test_util.h"
+#include "nyala/client.h"
 #include "test/client_itest_util.h"
 
 namespace nyala::client {

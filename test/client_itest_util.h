@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
+#include "common/result.h"
+#include "nyala/client.h"
 #include "test/mini_cluster.h"
 
 namespace nyala::client::itest {

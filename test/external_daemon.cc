@@ -1,4 +1,5 @@
 #include "test/external_daemon.h"
+#include "common/status.h"
 
 #include <fcntl.h>
 #include <signal.h>

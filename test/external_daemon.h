@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/sockaddr.h"
 
 namespace nyala::test {

@@ -3,14 +3,16 @@
 // tablet copy, PROMOTE_LEARNER, REMOVE_PEER: docs/consensus.md, "Replacing and moving
 // replicas") while a client keeps writing. A server that comes back after its replicas
 // were replaced has them tombstoned.
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <thread>
 #include <vector>
 
-#include "client/client.h"
+#include "common/status.h"
 #include "common/test_util.h"
+#include "nyala/client.h"
 #include "test/mini_cluster.h"
 #include "test/replicated_table_itest_util.h"
 

@@ -53,10 +53,11 @@
 #include <thread>
 #include <vector>
 
-#include "client/client.h"
+#include "common/result.h"
 #include "common/test_util.h"
 #include "common/wire_protocol.h"
 #include "master/master.proxy.h"
+#include "nyala/client.h"
 #include "test/linearizability.h"
 #include "test/mini_cluster.h"
 #include "tserver/tserver_admin.proxy.h"

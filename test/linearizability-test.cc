@@ -1,5 +1,6 @@
 #include "test/linearizability.h"
 
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,5 @@
 #include "test/linearizability.h"
+#include "common/status.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,17 +4,18 @@
 // SIGKILL), a killed tablet server reported dead, bad input, and the operator RPCs of
 // replication: the master's ListTablets and the tablet servers' ListTablets and
 // LeaderStepDown (with the leadership metrics they move).
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
-#include "common/row.h"
 #include "common/row_operations.h"
-#include "common/schema.h"
 #include "common/test_util.h"
-#include "rpc/rpc_controller.h"
 #include "master/master-test-util.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
+#include "rpc/rpc_controller.h"
 #include "test/mini_cluster.h"
 #include "tserver/tserver_admin.pb.h"
 #include "tserver/tserver_admin.proxy.h"

@@ -1,4 +1,5 @@
 #include "test/mini_cluster.h"
+#include "common/result.h"
 
 #include <glog/logging.h>
 

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/status.h"
 #include "master/master.pb.h"
 #include "master/master.proxy.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 #include "test/external_daemon.h"

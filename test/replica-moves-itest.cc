@@ -3,12 +3,14 @@
 // replica moved off its leader; a replica removed by hand and put back by the master;
 // a server decommissioned; a new server filled by a rebalance. After each, every
 // acknowledged row is there and every replica agrees (ksck --checksum_scan).
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "common/status.h"
 #include "common/test_util.h"
 #include "test/client_itest_util.h"
 #include "test/replicated_table_itest_util.h"

@@ -6,6 +6,7 @@
 // plain functions.
 #pragma once
 
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -19,9 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "client/client.h"
-#include "common/monotime.h"
 #include "common/mutex.h"
+#include "common/status.h"
+#include "nyala/client.h"
+#include "nyala/monotime.h"
 #include "test/external_daemon.h"
 
 namespace nyala::client::itest {

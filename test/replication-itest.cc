@@ -1,6 +1,7 @@
 // Replicated tablets with real daemons: a table of 3 replicas on 3 tablet servers
 // keeps taking writes, and loses none it acknowledged, while servers are killed
 // (SIGKILL, by PID) and restarted.
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,9 +11,10 @@
 #include <set>
 #include <thread>
 
-#include "client/client.h"
+#include "common/status.h"
 #include "common/test_util.h"
 #include "common/wire_protocol.h"
+#include "nyala/client.h"
 #include "test/client_itest_util.h"
 #include "test/replicated_table_itest_util.h"
 #include "tserver/tserver.proxy.h"

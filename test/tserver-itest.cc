@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "common/coding.h"
-#include "common/predicate.h"
 #include "common/row_block.h"
 #include "common/test_util.h"
 #include "common/wire_protocol.h"
+#include "nyala/predicate.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 #include "test/external_daemon.h"

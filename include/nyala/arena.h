@@ -14,9 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "common/slice.h"
+#include "nyala/export.h"
+#include "nyala/slice.h"
 
 namespace nyala {
+
+NYALA_EXPORT_BEGIN
 
 class Arena {
  public:
@@ -76,5 +79,7 @@ class Arena {
   size_t last_chunk_size_ = 0;
   size_t total_bytes_ = 0;
 };
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

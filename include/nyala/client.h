@@ -1,14 +1,14 @@
 // The Nyala C++ client: how applications reach a cluster.
 //
-//   ASSIGN_OR_RETURN(std::shared_ptr<Client> client,
-//                    ClientBuilder().add_master_server_addr("127.0.0.1:7051").Build());
-//   ASSIGN_OR_RETURN(std::shared_ptr<Table> table, client->OpenTable("metrics"));
+//   NYALA_ASSIGN_OR_RETURN(std::shared_ptr<Client> client,
+//       ClientBuilder().add_master_server_addr("127.0.0.1:7051").Build());
+//   NYALA_ASSIGN_OR_RETURN(std::shared_ptr<Table> table, client->OpenTable("metrics"));
 //   std::shared_ptr<Session> session = client->NewSession();
-//   RETURN_NOT_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushBackground));
+//   NYALA_RETURN_NOT_OK(session->SetFlushMode(Session::FlushMode::kAutoFlushBackground));
 //   auto op = table->NewInsert();
-//   RETURN_NOT_OK(op->Set("key", Cell::Int64(1)));
-//   RETURN_NOT_OK(session->Apply(std::move(op)));
-//   RETURN_NOT_OK(session->Flush());
+//   NYALA_RETURN_NOT_OK(op->Set("key", Cell::Int64(1)));
+//   NYALA_RETURN_NOT_OK(session->Apply(std::move(op)));
+//   NYALA_RETURN_NOT_OK(session->Flush());
 //
 // Objects and threads:
 //  - Client is thread-safe and shared (shared_ptr); it owns the messenger (reactor
@@ -20,8 +20,11 @@
 //    (a Session's background flushing is internal and needs no care from callers).
 //  - No call may be made from a client callback (FlushAsync's) that blocks.
 //
-// Every fallible call returns Status or Result<T>; nothing throws. This header pulls in
-// no protobuf or libevent header: the wire types stay inside src/client.
+// Every fallible call returns Status or Result<T>; nothing throws. This header and the
+// nyala/ headers it includes are the installed client API (libnyala_client): they
+// include only the standard library and each other, so no protobuf, libevent or
+// internal header is reachable from an application; the wire types stay inside
+// src/client.
 #pragma once
 
 #include <cstdint>
@@ -32,30 +35,34 @@
 #include <string_view>
 #include <vector>
 
-#include "common/monotime.h"
-#include "common/partition.h"
-#include "common/predicate.h"
-#include "common/result.h"
-#include "common/row.h"
-#include "common/row_operations.h"
-#include "common/schema.h"
-#include "common/slice.h"
-#include "common/status.h"
-#include "common/types.h"
+#include "nyala/export.h"
+#include "nyala/monotime.h"
+#include "nyala/partition.h"
+#include "nyala/predicate.h"
+#include "nyala/result.h"
+#include "nyala/row.h"
+#include "nyala/row_op_type.h"
+#include "nyala/schema.h"
+#include "nyala/slice.h"
+#include "nyala/status.h"
+#include "nyala/types.h"
 
 namespace nyala::client {
+
+NYALA_EXPORT_BEGIN
 
 class Client;
 class Scanner;
 class Session;
 class Table;
 
+// The client's internals, for the library's own classes (client-internal.h); not
+// exported.
 namespace internal {
-class ClientData;
-// The client's internals, for the library's own classes (client-internal.h).
-ClientData* DataOf(const Client& client);
-class GetCall;
-class ScanBatchData;
+class NYALA_NO_EXPORT ClientData;
+NYALA_NO_EXPORT ClientData* DataOf(const Client& client);
+class NYALA_NO_EXPORT GetCall;
+class NYALA_NO_EXPORT ScanBatchData;
 }  // namespace internal
 
 /// Builds a Client. Only the master addresses are required.
@@ -87,7 +94,7 @@ class ClientBuilder {
   Result<std::shared_ptr<Client>> Build();
 
  private:
-  struct Options;
+  struct NYALA_NO_EXPORT Options;
   std::unique_ptr<Options> opts_;
 };
 
@@ -485,7 +492,7 @@ class Session {
   };
   WriteCounts GetWriteCounts() const;
 
-  class Data;
+  class NYALA_NO_EXPORT Data;
   Data* data_for_tests() const { return data_.get(); }
 
  private:
@@ -537,6 +544,8 @@ class Scanner {
   Status SetPartitionKeyRange(std::string start, std::string end);
   /// Bytes per batch the server aims for (0 = server default, 1 MiB).
   Status SetBatchSizeBytes(uint32_t bytes);
+  /// kReadLatest (the default) only: NotSupported for kReadAtSnapshot, which needs
+  /// history the tablet servers do not keep yet.
   Status SetReadMode(ReadMode mode);
   /// Which replica of each tablet is read (default kLeaderOnly; see ReplicaSelection).
   /// With kClosestReplica the class comment's guarantees are ReplicaSelection's.
@@ -563,7 +572,7 @@ class Scanner {
   /// Tablets the plan kept after pruning (valid after Open()).
   int NumTabletsToScanForTests() const;
 
-  class Data;
+  class NYALA_NO_EXPORT Data;
 
  private:
   std::unique_ptr<Data> data_;
@@ -598,8 +607,10 @@ class Client : public std::enable_shared_from_this<Client> {
  private:
   friend class ClientBuilder;
   friend internal::ClientData* internal::DataOf(const Client& client);
-  explicit Client(std::unique_ptr<internal::ClientData> data);
+  NYALA_NO_EXPORT explicit Client(std::unique_ptr<internal::ClientData> data);
   std::unique_ptr<internal::ClientData> data_;
 };
+
+NYALA_EXPORT_END
 
 }  // namespace nyala::client

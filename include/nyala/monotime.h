@@ -9,7 +9,11 @@
 #include <limits>
 #include <string>
 
+#include "nyala/export.h"
+
 namespace nyala {
+
+NYALA_EXPORT_BEGIN
 
 class MonoDelta {
  public:
@@ -83,5 +87,7 @@ int64_t GetWallTimeMicros();
 
 // Sleeps for `d` (for tests of timeouts and for backoff; never as synchronisation).
 void SleepFor(MonoDelta d);
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

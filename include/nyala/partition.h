@@ -28,16 +28,21 @@
 #include <utility>
 #include <vector>
 
-#include "common/result.h"
-#include "common/row.h"
-#include "common/row_operations.h"
-#include "common/schema.h"
-#include "common/slice.h"
+#include "nyala/export.h"
+#include "nyala/result.h"
+#include "nyala/row.h"
+#include "nyala/row_op_type.h"
+#include "nyala/schema.h"
+#include "nyala/slice.h"
 
 namespace nyala {
 
+// The wire forms, for the tree's own use (not exported).
 class PartitionPB;
 class PartitionSchemaPB;
+class DecodedRowOps;
+
+NYALA_EXPORT_BEGIN
 
 // MurmurHash64A by Austin Appleby, reading 8-byte blocks little-endian on every
 // platform, so bucket assignment is stable everywhere.
@@ -61,8 +66,8 @@ struct Partition {
     return Slice(partition_key_start).compare(key) <= 0 &&
            (partition_key_end.empty() || key.compare(Slice(partition_key_end)) < 0);
   }
-  void ToPB(PartitionPB* pb) const;
-  static Partition FromPB(const PartitionPB& pb);
+  NYALA_NO_EXPORT void ToPB(PartitionPB* pb) const;
+  NYALA_NO_EXPORT static Partition FromPB(const PartitionPB& pb);
   // "buckets [1, 0], keys [0x00000001..., 0x00000002...)".
   std::string ToString() const;
   friend bool operator==(const Partition&, const Partition&) = default;
@@ -83,8 +88,9 @@ class PartitionSchema {
   static Result<PartitionSchema> Create(const Schema& schema,
                                         std::vector<HashDimension> hash_dimensions,
                                         std::vector<std::string> range_columns);
-  static Result<PartitionSchema> FromPB(const PartitionSchemaPB& pb, const Schema& schema);
-  void ToPB(PartitionSchemaPB* pb) const;
+  NYALA_NO_EXPORT static Result<PartitionSchema> FromPB(const PartitionSchemaPB& pb,
+                                                        const Schema& schema);
+  NYALA_NO_EXPORT void ToPB(PartitionSchemaPB* pb) const;
 
   const std::vector<HashDimension>& hash_dimensions() const { return hash_dims_; }
   const std::vector<std::string>& range_columns() const { return range_columns_; }
@@ -113,7 +119,7 @@ class PartitionSchema {
       const std::vector<std::pair<RowView, RowView>>& bounds) const;
   // Same, from a decoded RowBlockKind::kPartitionRows block: SPLIT_ROW rows, and
   // RANGE_LOWER_BOUND rows each directly followed by a RANGE_UPPER_BOUND row.
-  Result<std::vector<Partition>> CreatePartitions(const DecodedRowOps& rows) const;
+  NYALA_NO_EXPORT Result<std::vector<Partition>> CreatePartitions(const DecodedRowOps& rows) const;
 
   // "HASH (k) PARTITIONS 4 SEED 0, RANGE (k)": the schema of the partitioning.
   std::string ToString() const;
@@ -152,5 +158,7 @@ class PartitionSchema {
   std::vector<std::string> range_columns_;
   std::vector<int> range_idxs_;
 };
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

@@ -19,14 +19,18 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
-#include "common/row.h"
-#include "common/schema.h"
-#include "common/types.h"
+#include "nyala/export.h"
+#include "nyala/result.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
+#include "nyala/types.h"
 
 namespace nyala {
 
+// The wire forms, for the tree's own use (not exported).
 class ColumnPredicatePB;
+
+NYALA_EXPORT_BEGIN
 
 class ColumnPredicate {
  public:
@@ -53,8 +57,9 @@ class ColumnPredicate {
   // From the wire. InvalidArgument naming the column for an unknown column, a
   // declared type other than the column's, a value that does not decode as the
   // column's type, or a predicate with no kind or a range without bounds.
-  static Result<ColumnPredicate> FromPB(const ColumnPredicatePB& pb, const Schema& schema);
-  void ToPB(ColumnPredicatePB* pb) const;
+  NYALA_NO_EXPORT static Result<ColumnPredicate> FromPB(const ColumnPredicatePB& pb,
+                                                        const Schema& schema);
+  NYALA_NO_EXPORT void ToPB(ColumnPredicatePB* pb) const;
 
   Kind kind() const { return kind_; }
   int column() const { return column_; }
@@ -112,5 +117,7 @@ KeyRange KeyRangeFromPredicates(const Schema& schema,
 
 // Narrows `range` to also lie within [start, stop) ("" stop = unbounded).
 void IntersectKeyRange(Slice start, Slice stop, KeyRange* range);
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

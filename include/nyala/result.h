@@ -1,16 +1,17 @@
 // Result<T>: either a value or a non-OK Status. Use it where a function has one
-// value to hand back; use ASSIGN_OR_RETURN to unwrap it.
+// value to hand back; use NYALA_ASSIGN_OR_RETURN to unwrap it.
 //
 //   Result<TabletId> FindTablet(Slice partition_key);
-//   ASSIGN_OR_RETURN(TabletId id, FindTablet(pkey));
+//   NYALA_ASSIGN_OR_RETURN(TabletId id, FindTablet(pkey));
+//
+// Part of the public client API: includes only the standard library and nyala/ headers.
 #pragma once
 
-#include <glog/logging.h>
-
+#include <cassert>
 #include <optional>
 #include <utility>
 
-#include "common/status.h"
+#include "nyala/status.h"
 
 namespace nyala {
 
@@ -20,7 +21,7 @@ class [[nodiscard]] Result {
   Result(const T& value) : value_(value) {}             // NOLINT(runtime/explicit)
   Result(T&& value) : value_(std::move(value)) {}       // NOLINT(runtime/explicit)
   Result(Status status) : status_(std::move(status)) {  // NOLINT(runtime/explicit)
-    DCHECK(!status_.ok()) << "Result built from an OK status without a value";
+    assert(!status_.ok() && "Result built from an OK status without a value");
     if (status_.ok()) status_ = Status::RuntimeError("Result built from OK status without value");
   }
 
@@ -30,15 +31,15 @@ class [[nodiscard]] Result {
 
   // REQUIRES: ok().
   T& value() & {
-    DCHECK(ok()) << status_.ToString();
+    assert(ok() && "Result::value() of an error");
     return *value_;
   }
   const T& value() const& {
-    DCHECK(ok()) << status_.ToString();
+    assert(ok() && "Result::value() of an error");
     return *value_;
   }
   T&& value() && {
-    DCHECK(ok()) << status_.ToString();
+    assert(ok() && "Result::value() of an error");
     return std::move(*value_);
   }
   T* operator->() { return &value(); }
@@ -62,5 +63,5 @@ class [[nodiscard]] Result {
   lhs = std::move(tmp).value()
 
 // Evaluates `expr` (a Result); returns its status if not OK, else assigns the value to `lhs`.
-#define ASSIGN_OR_RETURN(lhs, expr) \
+#define NYALA_ASSIGN_OR_RETURN(lhs, expr) \
   NYALA_ASSIGN_OR_RETURN_IMPL(NYALA_CONCAT(_result_, __LINE__), lhs, expr)

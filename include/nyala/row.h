@@ -14,12 +14,15 @@
 #include <string_view>
 #include <vector>
 
-#include "common/arena.h"
-#include "common/schema.h"
-#include "common/status.h"
-#include "common/types.h"
+#include "nyala/arena.h"
+#include "nyala/export.h"
+#include "nyala/schema.h"
+#include "nyala/status.h"
+#include "nyala/types.h"
 
 namespace nyala {
+
+NYALA_EXPORT_BEGIN
 
 class RowView {
  public:
@@ -88,5 +91,7 @@ class Row {
   std::vector<Cell> cells_;
   Arena arena_;
 };
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

@@ -15,14 +15,18 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/result.h"
-#include "common/status.h"
-#include "common/types.h"
+#include "nyala/export.h"
+#include "nyala/result.h"
+#include "nyala/status.h"
+#include "nyala/types.h"
 
 namespace nyala {
 
+// The wire forms, for the tree's own use (not exported).
 class ColumnSchemaPB;
 class SchemaPB;
+
+NYALA_EXPORT_BEGIN
 
 constexpr int32_t kInvalidColumnId = -1;
 
@@ -85,8 +89,8 @@ class Schema {
   static Result<Schema> Create(std::vector<ColumnSchema> columns, int num_key_columns,
                                uint32_t version = 0);
   // Same checks; also that is_key columns come first and defaults decode.
-  static Result<Schema> FromPB(const SchemaPB& pb);
-  void ToPB(SchemaPB* pb) const;
+  NYALA_NO_EXPORT static Result<Schema> FromPB(const SchemaPB& pb);
+  NYALA_NO_EXPORT void ToPB(SchemaPB* pb) const;
 
   int num_columns() const { return static_cast<int>(columns_.size()); }
   int num_key_columns() const { return num_key_columns_; }
@@ -134,5 +138,7 @@ class Schema {
   bool has_nullable_ = false;
   std::unordered_map<std::string, int, NameHash, std::equal_to<>> name_to_index_;
 };
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

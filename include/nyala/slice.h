@@ -8,7 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "nyala/export.h"
+
 namespace nyala {
+
+NYALA_EXPORT_BEGIN
 
 class Slice {
  public:
@@ -53,5 +57,7 @@ class Slice {
   const uint8_t* data_ = reinterpret_cast<const uint8_t*>("");
   size_t size_ = 0;
 };
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

@@ -4,6 +4,8 @@
 //
 // Thread-safety: a Status is a value; distinct objects may be used from distinct
 // threads, one object is not synchronised.
+//
+// Part of the public client API: includes only the standard library and nyala/ headers.
 #pragma once
 
 #include <memory>
@@ -11,7 +13,11 @@
 #include <string>
 #include <string_view>
 
+#include "nyala/export.h"
+
 namespace nyala {
+
+NYALA_EXPORT_BEGIN
 
 class [[nodiscard]] Status {
  public:
@@ -105,44 +111,14 @@ class [[nodiscard]] Status {
 
 inline std::ostream& operator<<(std::ostream& os, const Status& s) { return os << s.ToString(); }
 
+NYALA_EXPORT_END
+
 }  // namespace nyala
 
 // Returns from the enclosing function if `expr` is not OK.
-#define RETURN_NOT_OK(expr)      \
-  do {                           \
-    ::nyala::Status _s = (expr); \
-    if (!_s.ok()) [[unlikely]]   \
-      return _s;                 \
-  } while (0)
-
-// Like RETURN_NOT_OK, adding `msg` in front of the message.
-#define RETURN_NOT_OK_PREPEND(expr, msg) \
-  do {                                   \
-    ::nyala::Status _s = (expr);         \
-    if (!_s.ok()) [[unlikely]]           \
-      return _s.CloneAndPrepend(msg);    \
-  } while (0)
-
-// Logs a warning if `expr` is not OK and carries on.
-#define WARN_NOT_OK(expr, msg)                                    \
-  do {                                                            \
-    ::nyala::Status _s = (expr);                                  \
-    if (!_s.ok()) LOG(WARNING) << (msg) << ": " << _s.ToString(); \
-  } while (0)
-
-// In debug builds, crashes if `expr` is not OK: an invariant the caller already
-// checked (never a value that came off the wire). Not evaluated in release builds.
-#ifndef NDEBUG
-#define DCHECK_OK(expr) CHECK_OK(expr)
-#else
-#define DCHECK_OK(expr) \
-  do {                  \
-  } while (0)
-#endif
-
-// Crashes if `expr` is not OK: only for start-up failures with no way forward.
-#define CHECK_OK(expr)               \
-  do {                               \
-    ::nyala::Status _s = (expr);     \
-    CHECK(_s.ok()) << _s.ToString(); \
+#define NYALA_RETURN_NOT_OK(expr) \
+  do {                            \
+    ::nyala::Status _s = (expr);  \
+    if (!_s.ok()) [[unlikely]]    \
+      return _s;                  \
   } while (0)

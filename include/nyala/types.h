@@ -23,11 +23,14 @@
 #include <cstring>
 #include <string>
 
-#include "common/result.h"
-#include "common/slice.h"
-#include "common/status.h"
+#include "nyala/export.h"
+#include "nyala/result.h"
+#include "nyala/slice.h"
+#include "nyala/status.h"
 
 namespace nyala {
+
+NYALA_EXPORT_BEGIN
 
 enum class DataType : uint8_t {
   kUnknown = 0,
@@ -55,7 +58,7 @@ struct TypeInfo {
 };
 
 namespace internal {
-inline constexpr TypeInfo kTypeInfos[kMaxDataType + 1] = {
+NYALA_NO_EXPORT inline constexpr TypeInfo kTypeInfos[kMaxDataType + 1] = {
     {DataType::kUnknown, "UNKNOWN", 0, false, false},
     {DataType::kBool, "BOOL", 1, false, false},
     {DataType::kInt8, "INT8", 1, true, false},
@@ -79,7 +82,7 @@ inline bool IsVariableLength(DataType type) {
   return type == DataType::kString || type == DataType::kBinary;
 }
 // A DataTypePB number as a DataType; InvalidArgument for UNKNOWN_DATA and unknown numbers.
-Result<DataType> DataTypeFromPB(int pb_type);
+NYALA_NO_EXPORT Result<DataType> DataTypeFromPB(int pb_type);
 // The DataTypePB number of `type`.
 inline int DataTypeToPB(DataType type) { return static_cast<int>(type); }
 
@@ -297,5 +300,7 @@ inline std::string EncodeCellValue(const Cell& c) {
 // InvalidArgument on a wrong length ("value is 3 bytes, INT32 needs 4") or a BOOL
 // byte other than 0 and 1.
 Status DecodeCellValue(DataType type, Slice in, Cell* out);
+
+NYALA_EXPORT_END
 
 }  // namespace nyala

@@ -1,3 +1,5 @@
+#include <glog/logging.h>
+
 #include "client/batcher.h"
 
 #include <algorithm>
@@ -5,6 +7,8 @@
 #include "client/client-internal.h"
 #include "client/error_collector.h"
 #include "client/write_rpc.h"
+#include "common/row_operations.h"
+#include "common/status.h"
 
 namespace nyala::client::internal {
 

@@ -30,11 +30,11 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
 #include "client/meta_cache.h"
-#include "common/monotime.h"
 #include "common/row_operations.h"
 #include "common/status.h"
+#include "nyala/client.h"
+#include "nyala/monotime.h"
 
 namespace nyala::client::internal {
 

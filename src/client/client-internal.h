@@ -15,7 +15,8 @@
 #include "client/meta_cache.h"
 #include "client/request_id_allocator.h"
 #include "client/timer_queue.h"
-#include "common/monotime.h"
+#include "nyala/client.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 
 namespace nyala::client::internal {

@@ -12,13 +12,14 @@
 #include <thread>
 
 #include "client/client-internal.h"
-#include "client/client.h"
-#include "client/write_errors_test_util.h"
 #include "client/error_collector.h"
 #include "client/fake_cluster_test_util.h"
 #include "client/latch.h"
 #include "client/session.h"
+#include "client/write_errors_test_util.h"
+#include "common/status.h"
 #include "common/test_util.h"
+#include "nyala/client.h"
 
 namespace nyala::client {
 namespace {
@@ -131,6 +132,12 @@ TEST_F(ClientTest, SetChecksTypesAtSetTime) {
   EXPECT_OK(op->SetNull("v"));
   EXPECT_OK(op->Set(0, Cell::Int64(5)));
   EXPECT_EQ(op->row().cell(0).int_value(), 5);
+}
+
+TEST_F(ClientTest, SnapshotScansAreRefused) {
+  Scanner scanner(table);
+  EXPECT_TRUE(scanner.SetReadMode(Scanner::ReadMode::kReadAtSnapshot).IsNotSupported());
+  EXPECT_OK(scanner.SetReadMode(Scanner::ReadMode::kReadLatest));
 }
 
 TEST_F(ClientTest, PredicatesAreTypeChecked) {

@@ -1,5 +1,6 @@
 // ClientBuilder, Client and its catalog calls (master RPCs).
-#include "client/client.h"
+#include "nyala/client.h"
+#include "common/result.h"
 
 #include <algorithm>
 #include <random>

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "client/client.h"
 #include "common/mutex.h"
+#include "nyala/client.h"
 
 namespace nyala::client::internal {
 

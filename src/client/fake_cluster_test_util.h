@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "common/partition.h"
 #include "common/row_operations.h"
-#include "common/schema.h"
 #include "common/wire_protocol.h"
 #include "master/master.service.h"
+#include "nyala/partition.h"
+#include "nyala/schema.h"
 #include "rpc/fake_service_test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_context.h"

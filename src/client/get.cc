@@ -5,13 +5,14 @@
 #include <unordered_map>
 
 #include "client/client-internal.h"
-#include "client/client.h"
 #include "client/get_coalescer.h"
 #include "client/key_util.h"
 #include "client/latch.h"
 #include "client/scan_batch_data.h"
 #include "client/tablet_rpc.h"
+#include "common/result.h"
 #include "common/semaphore.h"
+#include "nyala/client.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver.proxy.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "common/key_encoding.h"
-#include "common/row.h"
-#include "common/schema.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
 
 namespace nyala::client::internal {
 

@@ -4,8 +4,8 @@
 
 #include <condition_variable>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
+#include "nyala/monotime.h"
 
 namespace nyala::client::internal {
 

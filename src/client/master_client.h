@@ -17,10 +17,10 @@
 
 #include "client/latch.h"
 #include "client/timer_queue.h"
-#include "common/monotime.h"
 #include "common/status.h"
 #include "master/master.pb.h"
 #include "master/master.proxy.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "rpc/retry.h"
 #include "rpc/rpc_controller.h"

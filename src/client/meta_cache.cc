@@ -5,6 +5,7 @@
 
 #include "client/latch.h"
 #include "client/master_client.h"
+#include "common/result.h"
 #include "common/wire_protocol.h"
 #include "master/master.pb.h"
 #include "tserver/tserver.proxy.h"

@@ -22,11 +22,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
-#include "common/partition.h"
 #include "common/result.h"
-#include "common/slice.h"
+#include "nyala/monotime.h"
+#include "nyala/partition.h"
+#include "nyala/slice.h"
 #include "rpc/sockaddr.h"
 
 namespace nyala::rpc {

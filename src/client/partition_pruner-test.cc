@@ -5,6 +5,7 @@
 
 #include "client/partition_pruner.h"
 #include "common/key_encoding.h"
+#include "common/status.h"
 #include "common/test_util.h"
 
 namespace nyala::client::internal {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "common/partition.h"
-#include "common/predicate.h"
-#include "common/schema.h"
+#include "nyala/partition.h"
+#include "nyala/predicate.h"
+#include "nyala/schema.h"
 
 namespace nyala::client::internal {
 

@@ -1,6 +1,7 @@
 // ScanBatch, its row accessors, and the row-wise block decoder.
 #include "client/scan_batch_data.h"
 
+#include "common/result.h"
 #include "rpc/rpc_controller.h"
 #include "tserver/tserver.pb.h"
 

@@ -7,10 +7,10 @@
 
 #include <memory>
 
-#include "client/client.h"
 #include "common/row_block.h"
-#include "common/schema.h"
-#include "common/slice.h"
+#include "nyala/client.h"
+#include "nyala/schema.h"
+#include "nyala/slice.h"
 
 namespace nyala::rpc {
 class RpcController;

@@ -8,6 +8,7 @@
 #include "client/partition_pruner.h"
 #include "client/scan_batch_data.h"
 #include "client/tablet_rpc.h"
+#include "common/result.h"
 #include "rpc/retry.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver.proxy.h"
@@ -375,6 +376,12 @@ Status Scanner::SetBatchSizeBytes(uint32_t bytes) {
 
 Status Scanner::SetReadMode(ReadMode mode) {
   RETURN_NOT_OK(data_->CheckNotOpen());
+  if (mode == ReadMode::kReadAtSnapshot) {
+    // Tablet servers keep no history to read a snapshot from yet; answering with the
+    // latest rows instead would break the caller's assumption silently.
+    return Status::NotSupported("snapshot scans (kReadAtSnapshot) are not supported yet",
+                                "scan with kReadLatest");
+  }
   data_->read_mode_ = mode;
   return Status::OK();
 }

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
 #include "client/meta_cache.h"
 #include "common/mutex.h"
-#include "common/predicate.h"
+#include "nyala/client.h"
+#include "nyala/predicate.h"
 
 namespace nyala::tserver {
 class TabletServerServiceProxy;

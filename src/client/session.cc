@@ -5,6 +5,8 @@
 
 #include "client/client-internal.h"
 #include "client/latch.h"
+#include "common/row_operations.h"
+#include "common/status.h"
 
 namespace nyala::client {
 

@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "client/batcher.h"
-#include "client/client.h"
 #include "client/error_collector.h"
 #include "common/mutex.h"
+#include "nyala/client.h"
 
 namespace nyala::client {
 

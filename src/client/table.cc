@@ -1,5 +1,6 @@
 // Table: operations and predicates; WriteOperation.
-#include "client/client.h"
+#include "common/result.h"
+#include "nyala/client.h"
 
 namespace nyala::client {
 

@@ -2,9 +2,10 @@
 #include <algorithm>
 
 #include "client/client-internal.h"
-#include "client/client.h"
+#include "common/result.h"
 #include "common/row_operations.h"
 #include "master/master.pb.h"
+#include "nyala/client.h"
 
 namespace nyala::client {
 

@@ -51,12 +51,13 @@ inline MonoDelta ReplicaAttemptTimeout() { return MonoDelta::FromSeconds(3); }
 
 // The timeout of the next attempt at a replica of `tablet`: the time left before
 // `deadline`, at most the client's `rpc_timeout`, and at most ReplicaAttemptTimeout()
-// when the tablet has other replicas to try.
+// when the tablet has other replicas to try. Never zero, which would mean no timeout:
+// at least a millisecond once the deadline is near or gone.
 inline MonoDelta AttemptTimeout(const RemoteTablet& tablet, MonoDelta rpc_timeout,
                                 MonoTime deadline) {
   MonoDelta t = std::min(rpc_timeout, deadline - MonoTime::Now());
   if (tablet.replicas.size() > 1) t = std::min(t, ReplicaAttemptTimeout());
-  return t;
+  return std::max(t, MonoDelta::FromMilliseconds(1));
 }
 
 inline Status TabletServerErrorToStatus(const tserver::TabletServerErrorPB& err) {

@@ -17,8 +17,8 @@
 #include <memory>
 #include <thread>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
+#include "nyala/monotime.h"
 
 namespace nyala::client::internal {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "client/client.h"
+#include "nyala/client.h"
 
 namespace nyala::client {
 

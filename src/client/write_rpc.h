@@ -8,12 +8,9 @@
 #include <vector>
 
 #include "client/meta_cache.h"
+#include "nyala/client.h"
 #include "rpc/rpc_controller.h"
 #include "tserver/tserver.pb.h"
-
-namespace nyala::client {
-class Table;
-}  // namespace nyala::client
 
 namespace nyala::client::internal {
 

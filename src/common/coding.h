@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/slice.h"
+#include "nyala/slice.h"
 
 namespace nyala {
 

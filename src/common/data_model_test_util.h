@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "common/arena.h"
-#include "common/row.h"
-#include "common/schema.h"
-#include "common/types.h"
+#include "nyala/arena.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
+#include "nyala/types.h"
 
 namespace nyala {
 

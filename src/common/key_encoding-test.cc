@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "common/data_model_test_util.h"
-#include "common/row.h"
 #include "common/test_util.h"
+#include "nyala/row.h"
 
 namespace nyala {
 namespace {

@@ -24,11 +24,11 @@
 
 #include <string>
 
-#include "common/arena.h"
-#include "common/schema.h"
-#include "common/slice.h"
 #include "common/status.h"
-#include "common/types.h"
+#include "nyala/arena.h"
+#include "nyala/schema.h"
+#include "nyala/slice.h"
+#include "nyala/types.h"
 
 namespace nyala {
 

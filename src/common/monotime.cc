@@ -1,4 +1,4 @@
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 
 #include <sys/time.h>
 

@@ -1,4 +1,5 @@
-#include "common/partition.h"
+#include "nyala/partition.h"
+#include "common/row_operations.h"
 
 #include <gtest/gtest.h>
 

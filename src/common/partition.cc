@@ -1,4 +1,6 @@
-#include "common/partition.h"
+#include "nyala/partition.h"
+#include "common/row_operations.h"
+#include "common/status.h"
 
 #include <cstdio>
 #include <set>

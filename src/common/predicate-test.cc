@@ -1,4 +1,4 @@
-#include "common/predicate.h"
+#include "nyala/predicate.h"
 
 #include <gtest/gtest.h>
 

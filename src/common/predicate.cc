@@ -1,4 +1,5 @@
-#include "common/predicate.h"
+#include "nyala/predicate.h"
+#include "common/result.h"
 
 #include <algorithm>
 

@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <functional>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
+#include "nyala/monotime.h"
 
 namespace nyala {
 

@@ -1,4 +1,5 @@
-#include "common/row.h"
+#include "nyala/row.h"
+#include "common/result.h"
 
 namespace nyala {
 

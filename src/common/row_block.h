@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
-#include "common/schema.h"
-#include "common/slice.h"
 #include "common/status.h"
-#include "common/types.h"
+#include "nyala/schema.h"
+#include "nyala/slice.h"
+#include "nyala/types.h"
 
 namespace nyala {
 

@@ -21,9 +21,9 @@
 
 #include <string>
 
-#include "common/row.h"
-#include "common/slice.h"
 #include "common/status.h"
+#include "nyala/row.h"
+#include "nyala/slice.h"
 
 namespace nyala {
 

@@ -1,13 +1,15 @@
 #include "common/row_operations.h"
+#include "common/status.h"
 
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include "common/coding.h"
 #include "common/common.pb.h"
 #include "common/data_model_test_util.h"
-#include "common/monotime.h"
 #include "common/row_encoding.h"
 #include "common/test_util.h"
+#include "nyala/monotime.h"
 
 namespace nyala {
 namespace {

@@ -1,4 +1,5 @@
 #include "common/row_operations.h"
+#include "common/status.h"
 
 #include <glog/logging.h>
 

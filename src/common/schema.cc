@@ -1,4 +1,5 @@
-#include "common/schema.h"
+#include "nyala/schema.h"
+#include "common/result.h"
 
 #include <unordered_set>
 

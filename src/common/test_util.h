@@ -9,8 +9,8 @@
 #include <functional>
 #include <string>
 
-#include "common/monotime.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 
 #define ASSERT_OK(expr)                                       \
   do {                                                        \

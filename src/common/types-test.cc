@@ -1,4 +1,4 @@
-#include "common/types.h"
+#include "nyala/types.h"
 
 #include <gtest/gtest.h>
 

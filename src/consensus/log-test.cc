@@ -1,6 +1,8 @@
 #include "consensus/log.h"
+#include "common/status.h"
 
 #include <fcntl.h>
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <signal.h>

@@ -2,6 +2,7 @@
 // Recovery is in log_recovery.cc; appending, the writer thread, segments and their
 // release in log_writer.cc; the on-disk format in log_format.{h,cc}.
 #include "consensus/log.h"
+#include "common/status.h"
 
 #include <gflags/gflags.h>
 #include <unistd.h>

@@ -59,9 +59,9 @@
 
 #include "common/mutex.h"
 #include "common/result.h"
-#include "common/slice.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
+#include "nyala/slice.h"
 
 namespace nyala {
 class Histogram;

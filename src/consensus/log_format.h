@@ -79,8 +79,8 @@
 #include <cstdint>
 #include <string>
 
-#include "common/slice.h"
 #include "consensus/log.h"
+#include "nyala/slice.h"
 
 namespace nyala::consensus {
 

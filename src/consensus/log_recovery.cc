@@ -1,5 +1,6 @@
 // SharedLog::Open and its recovery of what the directory holds (see "Recovery" in
 // log_format.h).
+#include "common/status.h"
 #include "consensus/log.h"
 
 #include <fcntl.h>

@@ -1,6 +1,7 @@
 // SharedLog's write path: appends and their validation, the writer thread and its
 // batches, checkpoints, segment creation, roll, preallocation and trim, and the release
 // and deletion of old segments.
+#include "common/status.h"
 #include "consensus/log.h"
 
 #include <fcntl.h>
@@ -19,9 +20,9 @@
 
 #include "common/crc32c.h"
 #include "common/histogram.h"
-#include "common/monotime.h"
 #include "consensus/log_format.h"
 #include "consensus/log_internal.h"
+#include "nyala/monotime.h"
 
 DECLARE_int32(fault_injection_log_sync_delay_ms);
 

@@ -1,4 +1,5 @@
 #include "consensus/raft.h"
+#include "common/status.h"
 
 #include <glog/logging.h>
 

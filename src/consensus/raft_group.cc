@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "common/histogram.h"
-#include "common/monotime.h"
 #include "consensus/consensus_metrics.h"
 #include "consensus/log.h"
+#include "nyala/monotime.h"
 #include "rpc/rpc_context.h"
 
 DEFINE_int32(raft_retained_entries, 10000,

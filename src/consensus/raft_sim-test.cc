@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "consensus/raft.h"
+#include "nyala/monotime.h"
 
 // 2,000 in a sanitizer build (src/consensus/CMakeLists.txt).
 #ifndef NYALA_RAFT_SIM_DEFAULT_SEEDS

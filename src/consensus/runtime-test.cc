@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/test_util.h"
 #include "consensus/consensus.proxy.h"
 #include "consensus/raft_test_util.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 

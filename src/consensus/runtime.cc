@@ -1,4 +1,5 @@
 #include "consensus/runtime.h"
+#include "common/result.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -14,11 +15,11 @@
 
 #include "common/flag_tags.h"
 #include "common/histogram.h"
-#include "common/monotime.h"
 #include "common/task_thread.h"
 #include "consensus/consensus.proxy.h"
 #include "consensus/consensus.service.h"
 #include "consensus/peer_id.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_controller.h"

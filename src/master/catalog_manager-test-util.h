@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "common/test_util.h"
 #include "master/catalog_manager.h"
 #include "master/master-test-util.h"

@@ -5,6 +5,7 @@
 #include "master/catalog_manager.h"
 
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 // catalog_manager_locations.cc; configurations, replacements and tablet-server
 // states: catalog_manager_replicas.cc.
 #include "master/catalog_manager.h"
+#include "common/status.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>

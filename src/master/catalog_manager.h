@@ -82,9 +82,7 @@
 #include <vector>
 
 #include "common/metrics.h"
-#include "common/monotime.h"
 #include "common/mutex.h"
-#include "common/partition.h"
 #include "common/result.h"
 #include "common/rw_mutex.h"
 #include "common/status.h"
@@ -95,6 +93,8 @@
 #include "master/table_locations_cache.h"
 #include "master/tablet_rpc_tasks.h"
 #include "master/ts_manager.h"
+#include "nyala/monotime.h"
+#include "nyala/partition.h"
 #include "rpc/messenger.h"
 
 namespace nyala::master {

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "common/flag_tags.h"
+#include "common/status.h"
 #include "master/catalog_manager.h"
 
 DEFINE_int32(follower_unavailable_considered_failed_sec, 300,

@@ -6,9 +6,10 @@
 #include <unordered_set>
 
 #include "common/flag_tags.h"
+#include "common/result.h"
 #include "common/row_operations.h"
-#include "common/schema.h"
 #include "master/catalog_manager.h"
+#include "nyala/schema.h"
 #include "server/fs_manager.h"
 
 DEFINE_int32(default_num_replicas, 3,

@@ -5,6 +5,7 @@
 #include <glog/logging.h>
 
 #include "common/flag_tags.h"
+#include "common/status.h"
 #include "master/catalog_manager.h"
 #include "server/fs_manager.h"
 

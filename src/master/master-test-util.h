@@ -35,11 +35,12 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "common/partition.h"
-#include "common/row.h"
+#include "common/result.h"
 #include "common/row_operations.h"
-#include "common/schema.h"
 #include "master/master.pb.h"
+#include "nyala/partition.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
 #include "rpc/fake_service_test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_context.h"

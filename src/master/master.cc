@@ -1,4 +1,5 @@
 #include "master/master.h"
+#include "common/result.h"
 
 #include <glog/logging.h>
 

@@ -3,11 +3,11 @@
 #include <set>
 
 #include "common/human_readable.h"
-#include "common/partition.h"
 #include "master/catalog_manager.h"
 #include "master/master.h"
 #include "master/master_service.h"
 #include "master/ts_manager.h"
+#include "nyala/partition.h"
 #include "server/webserver.h"
 
 namespace nyala::master {

@@ -1,4 +1,5 @@
 #include "master/sys_catalog.h"
+#include "common/status.h"
 
 #include <glog/logging.h>
 #include <rocksdb/db.h>

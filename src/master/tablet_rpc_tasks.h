@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "tserver/tserver_admin.pb.h"
 

@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "master/master.pb.h"
+#include "nyala/monotime.h"
 
 namespace nyala::master {
 

@@ -1,6 +1,7 @@
 // Sync calls on the caller's own connection (caller_connection.h), over real loopback
 // sockets against a server messenger running the test CalculatorService.
 #include "rpc/caller_connection.h"
+#include "common/status.h"
 
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
@@ -98,6 +99,29 @@ TEST_F(CallerConnectionTest, LateAnswerOfATimedOutCallIsSkipped) {
   ASSERT_OK(proxy.Sleep(req2, &resp2, &rpc2));
   EXPECT_GE(MonoTime::Now() - start, MonoDelta::FromMilliseconds(590));
   EXPECT_EQ(NumCallerConnectionsOfThisThread(), 1u);
+  client->Shutdown();
+}
+
+// A timeout computed from a deadline that already passed is negative: the call fails
+// at once, on the caller's connection and through a reactor alike, instead of taking
+// it for "no timeout" and waiting for an answer that never comes.
+TEST_F(CallerConnectionTest, NegativeTimeoutFailsAtOnce) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  auto client = NewClient();
+  CalculatorServiceProxy proxy(client, addr_);
+  for (bool on_caller : {true, false}) {
+    FLAGS_rpc_sync_calls_on_caller_thread = on_caller;
+    SleepRequestPB req;
+    req.set_sleep_ms(5000);
+    SleepResponsePB resp;
+    RpcController rpc;
+    rpc.set_timeout(MonoDelta::FromMilliseconds(-3));
+    const MonoTime start = MonoTime::Now();
+    Status s = proxy.Sleep(req, &resp, &rpc);
+    EXPECT_TRUE(s.IsTimedOut()) << on_caller << ": " << s.ToString();
+    EXPECT_LT(MonoTime::Now() - start, MonoDelta::FromMilliseconds(2500)) << on_caller;
+  }
+  FLAGS_rpc_sync_calls_on_caller_thread = true;
   client->Shutdown();
 }
 

@@ -1,4 +1,5 @@
 #include "rpc/caller_connection.h"
+#include "common/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,5 @@
 #include "rpc/connection.h"
+#include "common/status.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/call_map.h"
 #include "rpc/libevent_util.h"
 #include "rpc/rpc_header.pb.h"

@@ -66,7 +66,7 @@
 
 #include <cstddef>
 
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 #include "rpc/service_if.h"
 
 namespace nyala::rpc {

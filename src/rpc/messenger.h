@@ -14,11 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/result.h"
 #include "common/rw_mutex.h"
-#include "common/slice.h"
+#include "nyala/monotime.h"
+#include "nyala/slice.h"
 #include "rpc/in_flight.h"
 #include "rpc/sockaddr.h"
 

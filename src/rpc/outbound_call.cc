@@ -64,9 +64,12 @@ OutboundCall::OutboundCall(Sockaddr remote, std::string_view service, std::strin
       start_time_(MonoTime::NowCoarse()) {
   // The coarse clock lags by up to a tick: the deadline adds one, so that a call never
   // times out early (the timeout sweep runs every few ms: it may be late by as much).
-  deadline_ = controller_->timeout() > MonoDelta()
-                  ? start_time_ + MonoTime::CoarseResolution() + controller_->timeout()
-                  : MonoTime::Max();
+  // Zero is "no timeout"; a negative timeout (a caller's deadline already passed) is
+  // one that has expired, never "none".
+  deadline_ = controller_->timeout() == MonoDelta() ? MonoTime::Max()
+              : controller_->timeout() < MonoDelta()
+                  ? start_time_
+                  : start_time_ + MonoTime::CoarseResolution() + controller_->timeout();
 }
 
 OutboundCall::~OutboundCall() = default;
@@ -75,7 +78,7 @@ Status OutboundCall::Serialize(int32_t call_id, const google::protobuf::Message&
                                uint32_t max_message_size, bool caller_waits) {
   call_id_ = call_id;
   const uint32_t timeout_ms =
-      controller_->timeout() > MonoDelta()
+      controller_->timeout() != MonoDelta()
           ? uint32_t(std::max<int64_t>(1, controller_->timeout().ToMilliseconds()))
           : 0;
   // Every field given, in order, so that the header is not zeroed first.

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 #include "rpc/in_flight.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"

@@ -27,9 +27,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/libevent_util.h"
 #include "rpc/sockaddr.h"
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <random>
 
-#include "common/monotime.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/rpc_controller.h"
 
 namespace nyala::rpc {

@@ -26,6 +26,7 @@
 
 #include "common/coding.h"
 #include "common/mutex.h"
+#include "common/status.h"
 #include "common/test_util.h"
 #include "rpc/messenger.h"
 #include "rpc/proxy.h"

@@ -1,4 +1,5 @@
 #include "rpc/rpc_context.h"
+#include "common/status.h"
 
 #include <glog/logging.h>
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
-#include "common/slice.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
+#include "nyala/slice.h"
 #include "rpc/in_flight.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/sockaddr.h"

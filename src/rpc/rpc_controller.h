@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
-#include "common/slice.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
+#include "nyala/slice.h"
 #include "rpc/rpc_header.pb.h"
 
 namespace nyala::rpc {
@@ -28,7 +28,8 @@ class RpcController {
   void Reset();
 
   // The call fails with TimedOut when no answer arrived within the timeout. A call
-  // without a timeout waits until the connection fails.
+  // without a timeout (zero, the default) waits until the connection fails; one with a
+  // negative timeout has expired already and fails with TimedOut.
   void set_timeout(MonoDelta timeout) { timeout_ = timeout; }
   MonoDelta timeout() const { return timeout_; }
 

@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 #include "rpc/rpc_context.h"
 
 namespace nyala::rpc {

@@ -1,4 +1,5 @@
 #include "rpc/serialization.h"
+#include "common/status.h"
 
 #include <glog/logging.h>
 

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/slice.h"
 #include "common/status.h"
+#include "nyala/slice.h"
 #include "rpc/rpc_header.pb.h"
 
 namespace nyala::rpc {

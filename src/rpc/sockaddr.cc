@@ -1,4 +1,5 @@
 #include "rpc/sockaddr.h"
+#include "common/result.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

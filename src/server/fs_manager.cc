@@ -1,4 +1,5 @@
 #include "server/fs_manager.h"
+#include "common/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 
 namespace nyala::server {
 namespace {

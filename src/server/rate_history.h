@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 
 namespace nyala::server {
 

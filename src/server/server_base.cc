@@ -1,4 +1,5 @@
 #include "server/server_base.h"
+#include "common/result.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "common/metrics.h"
-#include "common/monotime.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "rpc/sockaddr.h"
 #include "server/fs_manager.h"

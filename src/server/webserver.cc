@@ -7,7 +7,7 @@
 #include <glog/logging.h>
 #include <pthread.h>
 
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 #include "rpc/reactor.h"
 
 namespace nyala::server {

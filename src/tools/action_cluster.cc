@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "common/result.h"
 #include "rpc/messenger.h"
 #include "tools/cluster_admin.h"
 #include "tools/ksck.h"

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/result.h"
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/sockaddr.h"

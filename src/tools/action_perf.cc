@@ -6,7 +6,8 @@
 #include <random>
 #include <thread>
 
-#include "common/monotime.h"
+#include "common/result.h"
+#include "nyala/monotime.h"
 #include "tools/tool_action.h"
 
 DEFINE_int64(num_rows_per_thread, 100000, "loadgen: rows each thread inserts.");

@@ -10,7 +10,8 @@
 #include <mutex>
 #include <thread>
 
-#include "common/monotime.h"
+#include "common/result.h"
+#include "nyala/monotime.h"
 #include "tools/predicates_json.h"
 #include "tools/tool_action.h"
 

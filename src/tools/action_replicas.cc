@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/result.h"
 #include "common/wire_protocol.h"
 #include "tools/cluster_admin.h"
 #include "tools/tool_action.h"

@@ -1,6 +1,7 @@
 // nyala tserver list | unregister | state; nyala master status
 #include <gflags/gflags.h>
 
+#include "common/result.h"
 #include "tools/cluster_admin.h"
 #include "tools/tool_action.h"
 

@@ -7,9 +7,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/monotime.h"
+#include "common/result.h"
+#include "nyala/monotime.h"
 #include "tools/predicates_json.h"
 #include "tools/row_input.h"
+#include "tools/table_describe.h"
 #include "tools/table_spec.h"
 #include "tools/tool_action.h"
 #include "tools/value_parse.h"
@@ -60,35 +62,6 @@ Status ListTables(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
-// The table's ranges, in order, as the spec's range_partition: the columns, the split
-// points and the bounds (split points cut a bound into ranges). From the partitions of
-// the first hash bucket combination, which hold every range once.
-struct RangeLayout {
-  std::vector<std::pair<std::string, std::string>> ranges;  // encoded [start, end)
-  std::vector<std::string> splits;
-  std::vector<std::pair<std::string, std::string>> bounds;
-};
-
-RangeLayout RangesOf(const std::vector<client::TabletInfo>& tablets) {
-  RangeLayout r;
-  if (tablets.empty()) return r;
-  const std::vector<int32_t>& first = tablets[0].partition.hash_buckets;
-  for (const auto& t : tablets) {
-    if (t.partition.hash_buckets != first) continue;
-    r.ranges.emplace_back(t.partition.range_key_start, t.partition.range_key_end);
-  }
-  for (size_t i = 0; i < r.ranges.size(); i++) {
-    const auto& [start, end] = r.ranges[i];
-    if (i > 0 && !start.empty() && r.bounds.back().second == start) {
-      r.splits.push_back(start);
-      r.bounds.back().second = end;
-    } else {
-      r.bounds.emplace_back(start, end);
-    }
-  }
-  return r;
-}
-
 Status DescribeTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
   ASSIGN_OR_RETURN(auto format, OutputFormatFlag());
@@ -106,52 +79,12 @@ Status DescribeTable(const std::vector<std::string>& args) {
                {c.name(), DataTypeName(c.type()), schema.is_key_column(i), c.is_nullable(),
                 c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts) : json()});
   }
-  const RangeLayout ranges = RangesOf(tablets);
   if (format == OutputFormat::kJson) {
-    // A range key as the spec's array of values ([] = unbounded).
-    auto values = [&](const std::string& key) {
-      json arr = json::array();
-      if (key.empty()) return arr;
-      Arena arena;
-      std::vector<Cell> cells;
-      if (!ps.DecodeRangeKey(Slice(key), schema, &arena, &cells).ok()) return json(nullptr);
-      for (const Cell& c : cells) arr.push_back(CellToJson(c, ts));
-      return arr;
-    };
-    json hash = json::array();
-    for (const HashDimension& d : ps.hash_dimensions()) {
-      hash.push_back({{"columns", d.columns}, {"buckets", d.num_buckets}, {"seed", d.seed}});
-    }
-    // hash_partitions and range_partition in the form of a table spec; the ranges
-    // (bounds cut at the split points) and each tablet's partition as text.
-    json range = {
-        {"columns", ps.range_columns()}, {"splits", json::array()}, {"bounds", json::array()}};
-    json range_texts = json::array();
-    for (const auto& s : ranges.splits) range["splits"].push_back(values(s));
-    for (const auto& [lower, upper] : ranges.bounds) {
-      range["bounds"].push_back({{"lower", values(lower)}, {"upper", values(upper)}});
-    }
-    for (const auto& [lower, upper] : ranges.ranges) {
-      range_texts.push_back(ps.RangeToString(lower, upper, schema));
-    }
-    json tablets_json = json::array();
-    for (const auto& t : tablets) {
-      tablets_json.push_back({{"tablet_id", t.tablet_id},
-                              {"hash_buckets", t.partition.hash_buckets},
-                              {"partition", ps.PartitionToString(t.partition, schema)}});
-    }
-    json j = {{"name", table->name()},
-              {"id", table->id()},
-              {"num_replicas", table->num_replicas()},
-              {"partitioning", ps.ToString()},
-              {"hash_partitions", hash},
-              {"range_partition", range},
-              {"ranges", range_texts},
-              {"tablets", tablets_json},
-              {"columns", json::parse(out.Render(OutputFormat::kJson))}};
+    ASSIGN_OR_RETURN(json j, DescribeTableJson(*table, tablets, ts));
     printf("%s\n", DumpJson(j).c_str());
     return Status::OK();
   }
+  const RangeLayout ranges = RangesOf(tablets);
   printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n", table->name().c_str(),
          table->id().c_str(), table->num_replicas(), ps.ToString().c_str());
   if (!ps.range_columns().empty()) {

@@ -11,7 +11,8 @@
 #include <set>
 
 #include "common/key_encoding.h"
-#include "common/monotime.h"
+#include "common/result.h"
+#include "nyala/monotime.h"
 #include "tools/predicates_json.h"
 #include "tools/tool_action.h"
 #include "tools/value_parse.h"

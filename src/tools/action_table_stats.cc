@@ -6,9 +6,10 @@
 
 #include <cstdio>
 
-#include "client/client.h"
 #include "common/human_readable.h"
-#include "common/partition.h"
+#include "common/result.h"
+#include "nyala/client.h"
+#include "nyala/partition.h"
 #include "tools/cluster_admin.h"
 #include "tools/tool_action.h"
 

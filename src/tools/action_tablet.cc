@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/result.h"
 #include "common/wire_protocol.h"
 #include "tools/cluster_admin.h"
 #include "tools/tool_action.h"

@@ -1,4 +1,5 @@
 #include "tools/cluster_admin.h"
+#include "common/result.h"
 
 #include <algorithm>
 #include <map>

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/result.h"
 #include "master/master.pb.h"
+#include "nyala/monotime.h"
 #include "tserver/tserver_admin.pb.h"
 
 namespace nyala::rpc {

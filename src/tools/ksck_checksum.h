@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "tools/cluster_admin.h"
 
 namespace nyala::rpc {

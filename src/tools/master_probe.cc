@@ -1,4 +1,5 @@
 #include "tools/master_probe.h"
+#include "common/result.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/monotime.h"
+#include "nyala/monotime.h"
 #include "rpc/sockaddr.h"
 
 namespace nyala::tools {

@@ -1,4 +1,5 @@
 #include "tools/predicates_json.h"
+#include "common/result.h"
 
 #include "tools/output.h"
 #include "tools/value_parse.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
-#include "common/arena.h"
+#include "nyala/arena.h"
+#include "nyala/client.h"
 
 namespace nyala::tools {
 

@@ -1,4 +1,5 @@
 #include "tools/row_input.h"
+#include "common/result.h"
 
 #include <nlohmann/json.hpp>
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "common/row.h"
-#include "common/schema.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
 
 namespace nyala::tools {
 

@@ -1,4 +1,5 @@
 #include "tools/table_spec.h"
+#include "common/result.h"
 
 #include "tools/value_parse.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
 #include "common/result.h"
+#include "nyala/client.h"
 
 namespace nyala::tools {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
 #include "common/result.h"
+#include "nyala/client.h"
 #include "tools/output.h"
 
 namespace nyala::tools {

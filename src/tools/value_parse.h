@@ -21,10 +21,10 @@
 
 #include <string>
 
-#include "common/arena.h"
 #include "common/result.h"
-#include "common/schema.h"
-#include "common/types.h"
+#include "nyala/arena.h"
+#include "nyala/schema.h"
+#include "nyala/types.h"
 
 namespace nyala::tools {
 

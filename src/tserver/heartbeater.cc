@@ -1,4 +1,5 @@
 #include "tserver/heartbeater.h"
+#include "common/result.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>

@@ -1,4 +1,5 @@
 #include "tserver/replica_starter.h"
+#include "common/status.h"
 
 #include <glog/logging.h>
 

@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
+#include "nyala/monotime.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tserver.pb.h"
 

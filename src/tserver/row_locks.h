@@ -21,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/slice.h"
+#include "nyala/slice.h"
 
 namespace nyala::tserver {
 

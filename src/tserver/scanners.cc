@@ -1,4 +1,5 @@
 #include "tserver/scanners.h"
+#include "common/status.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -271,6 +272,18 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
     ScanError(TabletServerErrorPB::TABLET_NOT_RUNNING,
               Status::IllegalState("tablet " + tablet->tablet_id() + " is " +
                                    TabletStateName(tablet->state())),
+              resp);
+    return;
+  }
+  if (ns.read_mode() != READ_LATEST) {
+    // No history is kept to read a snapshot from: refuse rather than answer with the
+    // latest rows, which the caller did not ask for.
+    LOG(WARNING) << "scan of tablet " << tablet->tablet_id() << " refused: read mode "
+                 << ReadModePB_Name(ns.read_mode()) << " is not supported";
+    ScanError(TabletServerErrorPB::INVALID_SCAN_SPEC,
+              Status::NotSupported(
+                  "read mode " + ReadModePB_Name(ns.read_mode()) + " is not supported yet",
+                  "scan with READ_LATEST"),
               resp);
     return;
   }

@@ -28,8 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
+#include "nyala/monotime.h"
 #include "tserver/tablet.h"
 #include "tserver/tserver.pb.h"
 

@@ -1,4 +1,5 @@
 #include "tserver/tablet.h"
+#include "common/result.h"
 
 #include <glog/logging.h>
 

@@ -61,15 +61,16 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
-#include "common/partition.h"
-#include "common/predicate.h"
 #include "common/result.h"
-#include "common/row.h"
+#include "common/row_operations.h"
 #include "common/rw_mutex.h"
-#include "common/schema.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
+#include "nyala/partition.h"
+#include "nyala/predicate.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tablet_metadata.pb.h"
 #include "tserver/tablet_replica.h"

@@ -1,4 +1,5 @@
 #include "tserver/tablet_copy_client.h"
+#include "common/status.h"
 
 #include <fcntl.h>
 #include <gflags/gflags.h>

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/status.h"
+#include "nyala/monotime.h"
 #include "rpc/sockaddr.h"
 #include "tserver/tablet_copy.pb.h"
 

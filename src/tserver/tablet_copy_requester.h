@@ -21,9 +21,9 @@
 #include <thread>
 #include <utility>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "nyala/monotime.h"
 
 namespace nyala::rpc {
 class Messenger;

@@ -31,12 +31,12 @@
 #include <thread>
 #include <vector>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/result.h"
 #include "common/status.h"
 #include "common/task_thread.h"
 #include "common/thread_annotations.h"
+#include "nyala/monotime.h"
 #include "tserver/tablet_copy.pb.h"
 
 namespace nyala {

@@ -3,9 +3,9 @@
 
 #include <mutex>
 
-#include "common/arena.h"
 #include "common/key_encoding.h"
 #include "common/row_block.h"
+#include "nyala/arena.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_store.h"
 #include "tserver/tserver_metrics.h"

@@ -1,4 +1,5 @@
 #include "tserver/tablet_manager.h"
+#include "common/result.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -11,10 +12,10 @@
 #include <unordered_set>
 
 #include "common/flag_tags.h"
-#include "common/monotime.h"
 #include "common/wire_protocol.h"
 #include "consensus/peer_id.h"
 #include "consensus/runtime.h"
+#include "nyala/monotime.h"
 #include "rpc/sockaddr.h"
 #include "tserver/peer_directory.h"
 #include "tserver/replica_starter.h"

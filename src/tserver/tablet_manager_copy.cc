@@ -9,8 +9,9 @@
 #include <future>
 
 #include "common/coding.h"
-#include "common/monotime.h"
+#include "common/status.h"
 #include "consensus/raft_group.h"
+#include "nyala/monotime.h"
 #include "tserver/replica_starter.h"
 #include "tserver/request_tracker.h"
 #include "tserver/tablet_manager.h"

@@ -16,12 +16,12 @@
 #include <string>
 #include <utility>
 
-#include "common/monotime.h"
 #include "common/result.h"
 #include "common/status.h"
 #include "consensus/log.h"
 #include "consensus/peer_id.h"
 #include "consensus/runtime.h"
+#include "nyala/monotime.h"
 #include "rpc/messenger.h"
 #include "tserver/request_tracker.h"
 #include "tserver/tablet_manager.h"

@@ -1,4 +1,5 @@
 #include "tserver/tablet_replica.h"
+#include "common/result.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>

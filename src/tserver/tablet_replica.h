@@ -45,13 +45,13 @@
 #include <string>
 #include <unordered_map>
 
-#include "common/monotime.h"
 #include "common/mutex.h"
 #include "common/result.h"
-#include "common/slice.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
 #include "consensus/raft_group.h"
+#include "nyala/monotime.h"
+#include "nyala/slice.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tserver.pb.h"
 

@@ -217,6 +217,18 @@ TEST_F(TabletServerTest, WriteGetAndScanOverRpc) {
     sreq.set_batch_size_bytes(4096);
   }
   EXPECT_EQ(total, 500);
+
+  // Snapshot scans are refused, not answered with the latest rows.
+  ScanRequestPB snap;
+  snap.mutable_new_scan_request()->set_tablet_id("t1");
+  snap.mutable_new_scan_request()->set_read_mode(READ_AT_SNAPSHOT);
+  ScanResponsePB snap_resp;
+  ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Scan, snap, &snap_resp));
+  ASSERT_TRUE(snap_resp.has_error());
+  EXPECT_EQ(snap_resp.error().code(), TabletServerErrorPB::INVALID_SCAN_SPEC);
+  EXPECT_EQ(snap_resp.error().status().code(), Status::kNotSupported);
+  EXPECT_EQ(snap_resp.data().num_rows(), 0);
+
   PingResponsePB presp;
   ASSERT_OK(Call(*proxy_, &TabletServerServiceProxy::Ping, PingRequestPB(), &presp));
 }

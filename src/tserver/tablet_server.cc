@@ -1,4 +1,5 @@
 #include "tserver/tablet_server.h"
+#include "common/result.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>

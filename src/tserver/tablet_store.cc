@@ -1,4 +1,5 @@
 #include "tserver/tablet_store.h"
+#include "common/status.h"
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>

@@ -39,8 +39,8 @@
 #include "common/coding.h"
 #include "common/mutex.h"
 #include "common/result.h"
-#include "common/slice.h"
 #include "common/status.h"
+#include "nyala/slice.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;

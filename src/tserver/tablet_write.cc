@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <mutex>
 
-#include "common/arena.h"
 #include "common/flag_tags.h"
 #include "common/key_encoding.h"
-#include "common/monotime.h"
 #include "common/row_encoding.h"
 #include "common/row_operations.h"
+#include "common/status.h"
 #include "common/wire_protocol.h"
+#include "nyala/arena.h"
+#include "nyala/monotime.h"
 #include "tserver/row_locks.h"
 #include "tserver/tablet.h"
 #include "tserver/tablet_store.h"

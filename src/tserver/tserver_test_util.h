@@ -10,11 +10,11 @@
 
 #include "common/common.pb.h"
 #include "common/key_encoding.h"
-#include "common/partition.h"
-#include "common/row.h"
 #include "common/row_block.h"
 #include "common/row_operations.h"
-#include "common/schema.h"
+#include "nyala/partition.h"
+#include "nyala/row.h"
+#include "nyala/schema.h"
 #include "tserver/tserver.pb.h"
 #include "tserver/tserver_admin.pb.h"
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "common/human_readable.h"
-#include "common/partition.h"
+#include "nyala/partition.h"
 #include "server/webserver.h"
 #include "tserver/scanners.h"
 #include "tserver/tablet.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "common/slice.h"
+#include "nyala/slice.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tserver.pb.h"
 

@@ -28,8 +28,8 @@
 #include <memory>
 #include <string>
 
-#include "common/monotime.h"
 #include "consensus/raft_group.h"
+#include "nyala/monotime.h"
 #include "rpc/rpc_context.h"
 
 namespace nyala::tserver {

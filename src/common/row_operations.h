@@ -44,43 +44,14 @@
 #include <string>
 #include <vector>
 
-#include "common/row.h"
-#include "common/schema.h"
-#include "common/status.h"
+#include "nyala/row.h"
+#include "nyala/row_op_type.h"
+#include "nyala/schema.h"
+#include "nyala/status.h"
 
 namespace nyala {
 
 class RowOperationsPB;
-
-enum class RowOpType : uint8_t {
-  kInsert = 1,
-  kUpsert = 2,
-  kUpdate = 3,
-  kDelete = 4,
-  kInsertIgnore = 5,  // INSERT; a row that exists already is not an error
-  kUpdateIgnore = 6,  // UPDATE; a missing row is not an error
-  kDeleteIgnore = 7,  // DELETE; a missing row is not an error
-  // Not writes: the rows of CreateTable's range partitioning (partition.h).
-  kSplitRow = 8,
-  kRangeLowerBound = 9,
-  kRangeUpperBound = 10,
-};
-constexpr int kMaxRowOpType = 10;
-
-// "INSERT", "UPDATE_IGNORE", "SPLIT_ROW", ...; "UNKNOWN" otherwise.
-const char* RowOpTypeName(RowOpType type);
-inline bool IsWriteOp(RowOpType type) {
-  return type >= RowOpType::kInsert && type <= RowOpType::kDeleteIgnore;
-}
-inline bool IsInsertLike(RowOpType t) {
-  return t == RowOpType::kInsert || t == RowOpType::kUpsert || t == RowOpType::kInsertIgnore;
-}
-inline bool IsUpdateLike(RowOpType t) {
-  return t == RowOpType::kUpdate || t == RowOpType::kUpdateIgnore;
-}
-inline bool IsDeleteLike(RowOpType t) {
-  return t == RowOpType::kDelete || t == RowOpType::kDeleteIgnore;
-}
 
 // The per-row rules of the file comment. OK, or InvalidArgument naming the column.
 // Always OK for the non-write operations.
