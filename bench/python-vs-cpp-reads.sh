@@ -28,6 +28,7 @@ case ${1:-} in
   *) BUILD=$1 ;;
 esac
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034  # ycsb-common.sh's start_daemon reads ROOT
 ROOT=$(cd "$HERE/.." && pwd)
 # shellcheck source=bench/ycsb-common.sh
 source "$HERE/ycsb-common.sh"

@@ -489,6 +489,12 @@ class PySession {
       py::gil_scoped_release release;
       s = s_->Apply(std::move(op));
     }
+    if (!s.ok() && s_->flush_mode() == Session::FlushMode::kAutoFlushSync) {
+      // The row's error is raised here: not again by the next flush() or close().
+      std::vector<std::unique_ptr<client::WriteError>> dropped;
+      bool overflowed = false;
+      s_->GetPendingErrors(&dropped, &overflowed);
+    }
     Check(s);
   }
 

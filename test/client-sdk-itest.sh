@@ -8,7 +8,9 @@
 #    (its dynamic symbols, listed with nm);
 #  - examples/cpp builds against the installed tree through pkg-config and through
 #    find_package(NyalaClient), shared and static, and each build runs against a
-#    local cluster started with the installed scripts and daemons;
+#    local cluster started with the installed scripts and daemons, given two master
+#    addresses of which the first answers nothing; so does examples/python with the
+#    installed Python package;
 #  - with --deb: the Debian packages (cpack) declare their dependencies, and the
 #    example builds against them unpacked (dpkg-deb -x) into a temporary root and
 #    runs.
@@ -89,6 +91,7 @@ echo "ok: $count symbols exported, SONAME $soname"
 
 echo "== examples/cpp against the installed tree"
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
+# shellcheck disable=SC2046  # pkg-config prints several flags
 check "pkg-config build" g++ -std=c++20 -O1 "$ROOT/examples/cpp/example.cc" -o "$WORK/example-pc" \
   $(pkg-config --cflags --libs nyala_client) -Wl,-rpath,"$PREFIX/lib"
 check "find_package build (shared)" bash -c "cmake -S '$ROOT/examples/cpp' -B '$WORK/ex-shared' \
@@ -112,18 +115,34 @@ check "start-cluster.sh (installed)" "$PREFIX/share/nyala/scripts/start-cluster.
   --data "$DATA" --base-port "$BASE" --tservers 1
 pgrep -f "^$PREFIX/bin/nyala-master " >/dev/null && pgrep -f "^$PREFIX/bin/nyala-tserver " >/dev/null ||
   fail "the cluster does not run the installed daemons"
-run_example() {  # run_example <name> <binary>
-  [ -x "$2" ] || { fail "$1: not built"; return; }
-  if "$2" "127.0.0.1:$BASE" "sdk_example_$1" >"$WORK/$1.out" 2>&1 && grep -q '^ok$' "$WORK/$1.out"; then
-    echo "ok: example ($1) ran: $(grep -c . "$WORK/$1.out") lines, $(grep '^wrote' "$WORK/$1.out")"
+# Two masters for the examples: a port nothing listens on, then the real one.
+DEAD=$((BASE + 5))
+port_free "$DEAD" || fail "port $DEAD is in use"
+MASTERS="127.0.0.1:$DEAD,127.0.0.1:$BASE"
+run_example() {  # run_example <name> <program...>
+  local name=$1
+  shift
+  [ -x "$1" ] || { fail "$name: not built"; return; }
+  if "$@" "$MASTERS" "sdk_example_$name" >"$WORK/$name.out" 2>&1 && grep -q '^ok$' "$WORK/$name.out"; then
+    echo "ok: example ($name) ran: $(grep -c . "$WORK/$name.out") lines, $(grep '^wrote' "$WORK/$name.out")"
   else
-    cat "$WORK/$1.out" >&2
-    fail "example ($1) failed against the cluster"
+    cat "$WORK/$name.out" >&2
+    fail "example ($name) failed against the cluster"
   fi
 }
 run_example pkgconfig "$WORK/example-pc"
 run_example shared "$WORK/ex-shared/nyala-client-example"
 run_example static "$WORK/ex-static/nyala-client-example"
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || PYTHON=python3
+PYPKG="$PREFIX/lib/python3/dist-packages"
+if [ -f "$PYPKG/nyala/__init__.py" ]; then
+  export PYTHONPATH="$PYPKG"
+  run_example python "$PYTHON" "$ROOT/examples/python/example.py"
+  unset PYTHONPATH
+else
+  fail "the install has no Python package ($PYPKG/nyala): is pybind11-dev installed?"
+fi
 
 if [ "$DEB" = "--deb" ]; then
   echo "== Debian packages"

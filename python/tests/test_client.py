@@ -138,8 +138,9 @@ class ClientTest(unittest.TestCase):
             s.update(self.people, {"id": 999999, "age": 1})
         s.delete(self.people, 1000)
         self.assertIsNone(self.people.get(1000))
-        s.pending_errors()  # the sync mode keeps them too
+        self.assertEqual(s.pending_errors(), [])  # raised already, not kept
         s.close()
+        self.assertEqual(s.counts(), {"succeeded": 4, "failed": 2, "timed_out": 0})
 
     def test_background_writes_report_row_errors_by_tag(self):
         with self.assertRaises(nyala.RowErrors) as e:
