@@ -717,31 +717,21 @@ PYBIND11_MODULE(_ext, m) {
       py::arg("table"), py::arg("columns"), py::arg("predicates"), py::arg("limit"),
       py::arg("as_dict"), py::arg("replica"), py::arg("batch_size_bytes"));
 
+  // insert, upsert, update and delete: one binding each over PySession::Apply.
+  auto apply = [](RowOpType type) {
+    return [type](PySession& s, const PyTable& t, py::handle row, int64_t tag) {
+      s.Apply(t, type, row, tag);
+    };
+  };
   py::class_<PySession>(m, "Session", "Writes of one thread; see docs/client.md.")
-      .def(
-          "insert",
-          [](PySession& s, const PyTable& t, py::handle row, int64_t tag) {
-            s.Apply(t, RowOpType::kInsert, row, tag);
-          },
-          py::arg("table"), py::arg("row"), py::arg("tag") = 0)
-      .def(
-          "upsert",
-          [](PySession& s, const PyTable& t, py::handle row, int64_t tag) {
-            s.Apply(t, RowOpType::kUpsert, row, tag);
-          },
-          py::arg("table"), py::arg("row"), py::arg("tag") = 0)
-      .def(
-          "update",
-          [](PySession& s, const PyTable& t, py::handle row, int64_t tag) {
-            s.Apply(t, RowOpType::kUpdate, row, tag);
-          },
-          py::arg("table"), py::arg("row"), py::arg("tag") = 0)
-      .def(
-          "delete",
-          [](PySession& s, const PyTable& t, py::handle key, int64_t tag) {
-            s.Apply(t, RowOpType::kDelete, key, tag);
-          },
-          py::arg("table"), py::arg("key"), py::arg("tag") = 0)
+      .def("insert", apply(RowOpType::kInsert), py::arg("table"), py::arg("row"),
+           py::arg("tag") = 0)
+      .def("upsert", apply(RowOpType::kUpsert), py::arg("table"), py::arg("row"),
+           py::arg("tag") = 0)
+      .def("update", apply(RowOpType::kUpdate), py::arg("table"), py::arg("row"),
+           py::arg("tag") = 0)
+      .def("delete", apply(RowOpType::kDelete), py::arg("table"), py::arg("key"),
+           py::arg("tag") = 0)
       .def("_flush", &PySession::Flush)
       .def("_close", &PySession::Close)
       .def("pending_errors", &PySession::PendingErrors,
