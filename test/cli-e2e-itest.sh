@@ -458,6 +458,9 @@ prom=$(http_get "$MWEB" /metrics_prometheus | sed '1,/^\r$/d')
 bad=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEINaf]+)$' <<<"$prom" | grep -v '^$' || true)
 check "/metrics_prometheus lines are well-formed" test -z "$bad"
 check "/healthz says OK" contains "$(http_get "$MWEB" /healthz)" "OK"
+# The CLI pointed at the web port by mistake says so.
+wrong_port=$("$NYALA" table list "127.0.0.1:$MWEB" 2>&1 || true)
+check "the CLI on a web port says it speaks HTTP" contains "$wrong_port" "web UI port"
 
 # ==== Operator verbs: table statistics, table copy, tserver|master get_flags and
 # set_flag, perf table_scan. A section of its own; the cluster is healthy here. ====

@@ -164,6 +164,19 @@ TEST_F(RpcTest, SmallAndLargeFramesInterleaveIntact) {
 // EncodeRequestHeader writes what protobuf writes for the same RequestHeaderPB, byte
 // for byte, over the values each field can take (varints of every length, empty and
 // long strings, optional fields present and absent).
+// Bytes from an HTTP server (a web UI port dialled by mistake) read as a frame length:
+// the error says so instead of quoting a length of 1213486164.
+TEST(PeekFrameLengthTest, NamesAnHttpAnswer) {
+  size_t len = 0;
+  Status s = PeekFrameLength(Slice("HTTP/1.1 400 Bad Request\r\n"), 64 << 20, &len);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.ToString().find("answered in HTTP"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find("web UI port"), std::string::npos) << s.ToString();
+  // Any other oversized length keeps its own message.
+  s = PeekFrameLength(Slice("\x7f\xff\xff\xff"), 64 << 20, &len);
+  EXPECT_NE(s.ToString().find("exceeds --rpc_max_message_size"), std::string::npos) << s.ToString();
+}
+
 TEST(EncodeRequestHeaderTest, MatchesProtobufsSerialization) {
   std::mt19937 rng(3);
   const int32_t kIds[] = {0, 1, 127, 128, 16383, 16384, 0x7fffffff, -1};

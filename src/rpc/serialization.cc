@@ -220,6 +220,12 @@ Status SerializeFrame(const google::protobuf::MessageLite& header,
 Status PeekFrameLength(Slice buf, uint32_t max_message_size, size_t* frame_len) {
   if (buf.size() < kFrameLengthBytes) return Status::Incomplete("need length prefix");
   const uint64_t len = uint64_t(DecodeFixed32BE(buf.data())) + kFrameLengthBytes;
+  if (len > max_message_size && std::memcmp(buf.data(), "HTTP", 4) == 0) {
+    // An HTTP server's answer ("HTTP/1.1 400 ..."), read as a length of 1213486164.
+    return Status::InvalidArgument(
+        "the other side answered in HTTP, not Nyala RPC: this is probably a web UI port",
+        "use the RPC port (by default 7051 for a master, 7050 for a tablet server)");
+  }
   if (len > max_message_size) {
     return Status::InvalidArgument("frame of " + std::to_string(len) +
                                    " bytes exceeds --rpc_max_message_size of " +
