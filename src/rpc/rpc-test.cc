@@ -432,7 +432,9 @@ TEST_F(RpcTest, TimeoutFiresWhenHandlerIsSlow) {
   Status s = proxy.Sleep(req, &resp, &rpc);
   MonoDelta took = MonoTime::Now() - start;
   EXPECT_TRUE(s.IsTimedOut()) << s.ToString();
-  EXPECT_LT(took, MonoDelta::FromMilliseconds(400));  // within twice the timeout
+  // Well before the handler's answer at 1 s; not tighter, as a busy 2-vCPU machine
+  // (ctest -j2) has fired the timer more than 200 ms late.
+  EXPECT_LT(took, MonoDelta::FromMilliseconds(800));
   EXPECT_GE(took, MonoDelta::FromMilliseconds(195));
   // The connection is still good for the next call.
   AddRequestPB add;
