@@ -599,10 +599,7 @@ class PyClient {
       if (!t.ok()) throw StatusError{t.status()};
       Result<std::vector<client::TabletInfo>> tablets = c_->ListTabletsOfTable(name);
       if (!tablets.ok()) throw StatusError{tablets.status()};
-      Result<nlohmann::json> j =
-          tools::DescribeTableJson(**t, *tablets, tools::TimestampFormat::kIso8601);
-      if (!j.ok()) throw StatusError{j.status()};
-      out = j->dump();
+      out = tools::DescribeTableJson(**t, *tablets, tools::TimestampFormat::kIso8601).dump();
     }
     return out;
   }

@@ -80,8 +80,7 @@ Status DescribeTable(const std::vector<std::string>& args) {
                 c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts) : json()});
   }
   if (format == OutputFormat::kJson) {
-    ASSIGN_OR_RETURN(json j, DescribeTableJson(*table, tablets, ts));
-    printf("%s\n", DumpJson(j).c_str());
+    printf("%s\n", DumpJson(DescribeTableJson(*table, tablets, ts)).c_str());
     return Status::OK();
   }
   const RangeLayout ranges = RangesOf(tablets);

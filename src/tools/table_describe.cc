@@ -26,8 +26,8 @@ RangeLayout RangesOf(const std::vector<client::TabletInfo>& tablets) {
   return r;
 }
 
-Result<json> DescribeTableJson(const client::Table& table,
-                               const std::vector<client::TabletInfo>& tablets, TimestampFormat ts) {
+json DescribeTableJson(const client::Table& table, const std::vector<client::TabletInfo>& tablets,
+                       TimestampFormat ts) {
   const Schema& schema = table.schema();
   const PartitionSchema& ps = table.partition_schema();
   json columns = json::array();

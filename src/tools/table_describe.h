@@ -13,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/result.h"
 #include "nyala/client.h"
 #include "tools/value_parse.h"
 
@@ -31,8 +30,8 @@ RangeLayout RangesOf(const std::vector<client::TabletInfo>& tablets);
 
 // `tablets`: the table's, in partition-key order (Client::ListTabletsOfTable).
 // Timestamps (defaults, range bounds) in format `ts`.
-Result<nlohmann::json> DescribeTableJson(const client::Table& table,
-                                         const std::vector<client::TabletInfo>& tablets,
-                                         TimestampFormat ts);
+nlohmann::json DescribeTableJson(const client::Table& table,
+                                 const std::vector<client::TabletInfo>& tablets,
+                                 TimestampFormat ts);
 
 }  // namespace nyala::tools
