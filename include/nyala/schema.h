@@ -1,7 +1,9 @@
 // ColumnSchema and Schema: a table's typed columns. Primary-key columns come
 // first and are never nullable; other columns are NOT NULL unless declared
 // nullable and may carry a default. Every column has a stable id (kept across
-// schema versions) and the schema has a version, stored in every row value.
+// schema versions: a renamed column keeps it, a column dropped and added again
+// under the same name gets a new one) and the schema has a version, raised by
+// every alteration of the table and stored in every row value.
 //
 // Schemas are built only through Schema::Create / FromPB, which validate and
 // return InvalidArgument naming the offending column. A Schema is immutable
@@ -48,6 +50,21 @@ class ColumnSchema {
   bool has_default() const { return !default_.is_absent(); }
   const Value& default_value() const { return default_; }
   int32_t id() const { return id_; }
+  // A free-text description ("" when none).
+  const std::string& comment() const { return comment_; }
+  ColumnSchema& set_comment(std::string comment) {
+    comment_ = std::move(comment);
+    return *this;
+  }
+  // What rows written before the column was added to the table read in it: its
+  // default when it was added (absent: NULL). Later changes of the default change
+  // only what new rows get. Absent for a table's original columns.
+  bool has_read_default() const { return !read_default_.is_absent(); }
+  const Value& read_default() const { return read_default_; }
+  ColumnSchema& set_read_default(Value v) {
+    read_default_ = std::move(v);
+    return *this;
+  }
 
   // What a row that does not set this column holds: the default, else NULL when
   // nullable, else an absent cell (the row is invalid without a value).
@@ -55,12 +72,19 @@ class ColumnSchema {
     if (has_default()) return default_.cell();
     return is_nullable_ ? Cell::Null(type_) : Cell();
   }
+  // What a row stored before the column existed reads: the read default, else NULL
+  // when nullable, else an absent cell.
+  Cell ReadMissingValue() const {
+    if (has_read_default()) return read_default_.cell();
+    return is_nullable_ ? Cell::Null(type_) : Cell();
+  }
 
   // "name INT32 NOT NULL DEFAULT 5".
   std::string ToString() const;
   friend bool operator==(const ColumnSchema& a, const ColumnSchema& b) {
     return a.name_ == b.name_ && a.type_ == b.type_ && a.is_nullable_ == b.is_nullable_ &&
-           a.default_ == b.default_ && a.id_ == b.id_;
+           a.default_ == b.default_ && a.id_ == b.id_ && a.comment_ == b.comment_ &&
+           a.read_default_ == b.read_default_;
   }
 
  private:
@@ -70,6 +94,8 @@ class ColumnSchema {
   bool is_nullable_;
   Value default_;
   int32_t id_;
+  std::string comment_;
+  Value read_default_;
 };
 
 class Schema {
@@ -85,7 +111,8 @@ class Schema {
   // InvalidArgument, naming the column, when: there is no key column; a name is
   // empty, too long or duplicated; a type is unknown; a key column is nullable or
   // has a default; a default has the wrong type or is NULL for a NOT NULL column;
-  // ids are partly missing, negative or duplicated; there are too many columns.
+  // ids are partly missing, negative or duplicated; there are too many columns; a
+  // read default has the wrong type, or is on a key column.
   static Result<Schema> Create(std::vector<ColumnSchema> columns, int num_key_columns,
                                uint32_t version = 0);
   // Same checks; also that is_key columns come first and defaults decode.
@@ -107,6 +134,8 @@ class Schema {
   Result<int> ColumnIndex(std::string_view name) const;
   // Index of the column with id `id`, or -1.
   int FindColumnById(int32_t id) const;
+  // The largest column id (-1 without columns).
+  int32_t MaxColumnId() const;
 
   // The indexes of `names` in order. NotFound for an unknown name,
   // InvalidArgument for a name given twice.

@@ -166,6 +166,84 @@ TEST(RowEncodingTest, OlderValueDecodesWithAddedColumns) {
   ExpectMessage(s, "column 'x'");
 }
 
+// Columns map by id across versions: a dropped column is skipped, a renamed one keeps
+// its values, an added one reads its read default (not the default set later), and a
+// column dropped and added again under its old name does not bring old values back.
+TEST(RowValueTranslationTest, MapsColumnsById) {
+  auto v1 = std::make_shared<const Schema>(
+      Schema::Create({C("k", DataType::kInt64, false, Value(), 0),
+                      C("a", DataType::kString, true, Value(), 1),
+                      C("b", DataType::kInt32, false, Value(), 2),
+                      C("c", DataType::kDouble, true, Value(), 3)},
+                     1, 1)
+          .value());
+  // v2: 'a' renamed 'a2', 'b' dropped, 'c' dropped and added again (id 5), 'd' added
+  // NOT NULL with read default 7 (its default now 8), 'e' added nullable.
+  std::vector<ColumnSchema> cols = {
+      C("k", DataType::kInt64, false, Value(), 0), C("a2", DataType::kString, true, Value(), 1),
+      C("c", DataType::kDouble, true, Value(), 5),
+      C("d", DataType::kInt32, false, Value(Cell::Int32(8)), 4),
+      C("e", DataType::kString, true, Value(), 6)};
+  cols[3].set_read_default(Value(Cell::Int32(7)));
+  Schema v2 = Schema::Create(cols, 1, 2).value();
+
+  Row old(v1.get());
+  ASSERT_OK(old.Set(0, Cell::Int64(1)));
+  ASSERT_OK(old.Set(1, Cell::String("alpha")));
+  ASSERT_OK(old.Set(2, Cell::Int32(-5)));
+  ASSERT_OK(old.Set(3, Cell::Double(2.5)));
+  std::string value;
+  ASSERT_OK(EncodeRowValue(old, &value));
+
+  RowValueTranslation t = RowValueTranslation::Create(v1, v2).value();
+  Row row(&v2);
+  ASSERT_OK(t.Decode(Slice(value), &row));
+  EXPECT_EQ(row.cell(1).slice_value().ToString(), "alpha");
+  EXPECT_TRUE(row.IsNull(2)) << row.ToString();  // the new 'c', not the old 2.5
+  EXPECT_EQ(row.cell(3).int_value(), 7);
+  EXPECT_TRUE(row.IsNull(4));
+
+  // Re-encoded under the reader, the row decodes without translation.
+  ASSERT_OK(row.Set(0, Cell::Int64(1)));
+  std::string now;
+  ASSERT_OK(EncodeRowValue(row, &now));
+  EXPECT_EQ(RowValueSchemaVersion(Slice(now)).value(), 2u);
+  Row again(&v2);
+  ASSERT_OK(again.Set(0, Cell::Int64(1)));
+  ASSERT_OK(DecodeRowValue(Slice(now), &again));
+  EXPECT_EQ(again.ToString(), row.ToString());
+
+  // A value of another version is refused, and so is a malformed one.
+  Status s = t.Decode(Slice(now), &row);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  s = t.Decode(Slice(value.substr(0, value.size() - 2)), &row);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+}
+
+TEST(RowValueTranslationTest, RefusesWhatCannotBeRead) {
+  auto v1 = std::make_shared<const Schema>(
+      Schema::Create({C("k", DataType::kInt64), C("a", DataType::kInt32)}, 1, 1).value());
+  // The same id with another type.
+  Schema retyped = Schema::Create({C("k", DataType::kInt64, false, Value(), 0),
+                                   C("a", DataType::kInt64, false, Value(), 1)},
+                                  1, 2)
+                       .value();
+  Status s = RowValueTranslation::Create(v1, retyped).status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  ExpectMessage(s, "column id 1");
+  // An added NOT NULL column without a read default.
+  Schema no_default = Schema::Create({C("k", DataType::kInt64, false, Value(), 0),
+                                      C("a", DataType::kInt32, false, Value(), 1),
+                                      C("x", DataType::kInt32, false, Value(), 2)},
+                                     1, 2)
+                          .value();
+  s = RowValueTranslation::Create(v1, no_default).status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  ExpectMessage(s, "no read default");
+  // Not older.
+  EXPECT_TRUE(RowValueTranslation::Create(v1, *v1).status().IsInvalidArgument());
+}
+
 TEST(RowEncodingTest, MalformedValues) {
   Schema schema =
       Schema::Create(

@@ -10,16 +10,20 @@
 //            fixed-size types little-endian in their width (BOOL one byte 0/1),
 //            STRING/BINARY a varint length then the bytes
 //
-// Schema evolution: the supported change is adding non-key columns at the end
-// (nullable or with a default). A value written under an older version has a
-// smaller n; decoding it with the newer schema gives the added columns their
-// default, else NULL. Column ids (schema.h) leave room for dropping columns later,
-// which will decode with the writer's schema and map columns by id.
+// Schema evolution: a value is decoded with the schema version it was written
+// under (its writer), and its columns are mapped to the reader's by column id
+// (RowValueTranslation): a column the reader dropped is skipped, one it added reads
+// the column's read default (ColumnSchema::ReadMissingValue: its default when it
+// was added, else NULL), a renamed one keeps its values. A value whose n is smaller
+// than its version's count (columns appended to the same version: an older form of
+// evolution) reads the missing ones as their default, else NULL.
 //
-// Stateless functions; thread-safe.
+// Functions are stateless and RowValueTranslation immutable; thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "nyala/row.h"
@@ -47,5 +51,27 @@ Status DecodeRowValue(Slice value, Row* row);
 
 // The schema version stored at the front of `value`; Corruption if unreadable.
 Result<uint32_t> RowValueSchemaVersion(Slice value);
+
+// Reads row values written under an older schema version of a table (the writer)
+// as rows of a newer one (the reader), mapping columns by id.
+class RowValueTranslation {
+ public:
+  // InvalidArgument when `writer` is not older than `reader`, a column id changed
+  // type or became a key column, or a reader column the writer lacks has no value
+  // for old rows (no read default and not nullable).
+  static Result<RowValueTranslation> Create(std::shared_ptr<const Schema> writer,
+                                            const Schema& reader);
+  const Schema& writer() const { return *writer_; }
+  // Sets every non-key column of `row` (a row of the reader schema) from `value`,
+  // which must have the writer's version; strings point into `value`. Corruption on
+  // malformed input, as DecodeRowValue.
+  Status Decode(Slice value, Row* row) const;
+
+ private:
+  RowValueTranslation() = default;
+  std::shared_ptr<const Schema> writer_;
+  std::vector<int> reader_index_;  // per writer non-key column: its reader index, or -1
+  std::vector<int> missing_;       // reader non-key columns the writer lacks
+};
 
 }  // namespace nyala

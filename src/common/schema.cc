@@ -1,6 +1,7 @@
 #include "nyala/schema.h"
 #include "common/result.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "common/common.pb.h"
@@ -85,6 +86,16 @@ Result<Schema> Schema::Create(std::vector<ColumnSchema> columns, int num_key_col
                                        ": default is NULL but the column is not nullable");
       }
     }
+    if (c.has_read_default()) {
+      if (is_key) {
+        return Status::InvalidArgument("key column " + Quote(c.name()) +
+                                       " may not have a read default");
+      }
+      if (c.read_default().type() != c.type() ||
+          (c.read_default().is_null() && !c.is_nullable())) {
+        return Status::InvalidArgument("column " + Quote(c.name()) + ": bad read default");
+      }
+    }
     if (c.id() != kInvalidColumnId) {
       if (c.id() < 0) {
         return Status::InvalidArgument("column " + Quote(c.name()) + " has negative id " +
@@ -96,6 +107,7 @@ Result<Schema> Schema::Create(std::vector<ColumnSchema> columns, int num_key_col
   // A NULL default on a nullable column means no default.
   for (ColumnSchema& c : columns) {
     if (c.default_.is_null()) c.default_ = Value();
+    if (c.read_default_.is_null()) c.read_default_ = Value();
   }
   if (with_id == 0) {
     for (size_t i = 0; i < columns.size(); i++) columns[i].id_ = static_cast<int32_t>(i);
@@ -145,6 +157,13 @@ Result<Schema> Schema::FromPB(const SchemaPB& pb) {
     }
     columns.emplace_back(c.name(), *type, c.is_nullable(), std::move(def),
                          c.has_id() ? c.id() : kInvalidColumnId);
+    columns.back().set_comment(c.comment());
+    if (c.has_read_default_value()) {
+      Cell cell;
+      RETURN_NOT_OK_PREPEND(DecodeCellValue(*type, Slice(c.read_default_value()), &cell),
+                            "column " + name + ": read default");
+      columns.back().set_read_default(Value(cell));
+    }
   }
   return Create(std::move(columns), num_keys, pb.version());
 }
@@ -163,6 +182,10 @@ void Schema::ToPB(SchemaPB* pb) const {
       EncodeCellValue(c.default_value().cell(), cpb->mutable_default_value());
     }
     if (c.id() != kInvalidColumnId) cpb->set_id(c.id());
+    if (!c.comment().empty()) cpb->set_comment(c.comment());
+    if (c.has_read_default()) {
+      EncodeCellValue(c.read_default().cell(), cpb->mutable_read_default_value());
+    }
   }
 }
 
@@ -182,6 +205,12 @@ int Schema::FindColumnById(int32_t id) const {
     if (columns_[i].id() == id) return i;
   }
   return -1;
+}
+
+int32_t Schema::MaxColumnId() const {
+  int32_t m = -1;
+  for (const ColumnSchema& c : columns_) m = std::max(m, c.id());
+  return m;
 }
 
 Result<std::vector<int>> Schema::ColumnIndexes(const std::vector<std::string>& names) const {
