@@ -17,6 +17,7 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/conf/ DESTINATION ${CMAKE_INSTALL_DATADIR}
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/scripts/start-cluster.sh
                  ${CMAKE_SOURCE_DIR}/scripts/stop-cluster.sh
                  ${CMAKE_SOURCE_DIR}/scripts/cluster-status.sh
+                 ${CMAKE_SOURCE_DIR}/scripts/restart-daemon.sh
         DESTINATION ${CMAKE_INSTALL_DATADIR}/nyala/scripts COMPONENT server)
 
 install(TARGETS nyala_client_shared

@@ -13,7 +13,10 @@ Usage: scripts/cluster-status.sh [--data DIR]
 
 Shows the daemons of the cluster that scripts/start-cluster.sh started from DIR
 (default: ./nyala-cluster, or $NYALA_CLUSTER_DIR): name, PID, whether it runs, its RPC
-address and web UI. Exits 0 when at least one of them runs, 1 otherwise.
+address and web UI. Lists every daemon that wrote DIR/NAME.info or whose command line
+start-cluster.sh recorded in DIR/cmdlines/ (so also one that failed to start again;
+scripts/restart-daemon.sh restarts one). Exits 0 when at least one of them runs, 1
+otherwise.
 USAGE
 }
 while [ $# -gt 0 ]; do
@@ -28,16 +31,27 @@ if [ ! -d "$DATA/pids" ]; then
   echo "no cluster recorded in $DATA"
   exit 1
 fi
+# alive PID: the process runs (a zombie, dead but not yet reaped, does not).
+alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 printf '%-12s %-8s %-8s %-22s %s\n' NAME PID STATE RPC WEB
 running=0
-for info in "$DATA"/*.info; do
-  [ -e "$info" ] || continue
-  name=$(basename "$info" .info)
+names=$(
+  for f in "$DATA"/*.info "$DATA"/cmdlines/*; do
+    [ -e "$f" ] && basename "$f" .info
+  done | sort -u -V
+)
+for name in $names; do
   pid=$(cat "$DATA/pids/$name.pid" 2>/dev/null || echo "-")
   state=stopped
-  if [ "$pid" != "-" ] && kill -0 "$pid" 2>/dev/null; then state=running; running=$((running + 1)); fi
-  rpc=$(grep '^rpc=' "$info" | head -1 | cut -d= -f2)
-  web=$(grep '^http_port=' "$info" | head -1 | cut -d= -f2)
-  printf '%-12s %-8s %-8s %-22s %s\n' "$name" "$pid" "$state" "$rpc" "${web:+http://127.0.0.1:$web/}"
+  if [ "$pid" != "-" ] && alive "$pid"; then state=running; running=$((running + 1)); fi
+  rpc="" web=""
+  if [ -e "$DATA/$name.info" ]; then
+    rpc=$(grep '^rpc=' "$DATA/$name.info" | head -1 | cut -d= -f2)
+    web=$(grep '^http_port=' "$DATA/$name.info" | head -1 | cut -d= -f2)
+  elif [ -e "$DATA/cmdlines/$name" ]; then  # no .info: the ports it was started with
+    rpc=$(tr '\0' '\n' <"$DATA/cmdlines/$name" | sed -n 's/^--rpc_bind_addresses=//p' | head -1)
+    web=$(tr '\0' '\n' <"$DATA/cmdlines/$name" | sed -n 's/^--webserver_port=//p' | head -1)
+  fi
+  printf '%-12s %-8s %-8s %-22s %s\n' "$name" "$pid" "$state" "${rpc:--}" "${web:+http://127.0.0.1:$web/}"
 done
 [ "$running" -gt 0 ]

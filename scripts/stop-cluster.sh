@@ -32,6 +32,8 @@ if [ ! -d "$DATA" ]; then
   echo "stop-cluster: $DATA does not exist; pass the cluster's directory with --data" >&2
   exit 1
 fi
+# alive PID: the process runs (a zombie, dead but not yet reaped, does not).
+alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 # Only signal a PID that is still one of our daemons (not a recycled PID).
 is_ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q "nyala-"; }
 pids=()
@@ -40,7 +42,7 @@ for pidfile in "$DATA"/pids/*.pid; do
   [ -e "$pidfile" ] || continue
   pid=$(cat "$pidfile")
   name=$(basename "$pidfile" .pid)
-  if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then
+  if alive "$pid" && is_ours "$pid"; then
     kill -TERM "$pid"
     pids+=("$pid")
     names+=("$name")
@@ -63,7 +65,7 @@ for lock in "$DATA"/*/LOCK; do
   pid=$(sed -n 's/^pid \([0-9][0-9]*\).*/\1/p' "$lock" 2>/dev/null | head -1)
   [ -n "$pid" ] || continue
   case " ${pids[*]} " in *" $pid "*) continue ;; esac
-  if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then
+  if alive "$pid" && is_ours "$pid"; then
     kill -TERM "$pid"
     pids+=("$pid")
     names+=("$(basename "$(dirname "$lock")")")
@@ -72,8 +74,10 @@ done
 deadline=$(( $(date +%s) + GRACE ))
 for idx in "${!pids[@]}"; do
   pid=${pids[$idx]}
+  # Gone means reaped too (kill -0 fails), which init may take a moment to do; a
+  # zombie past the deadline has exited all the same: no SIGKILL, no message.
   while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     echo "stop-cluster: ${names[$idx]} (pid $pid) ignored SIGTERM for ${GRACE}s; killing" >&2
     kill -KILL "$pid" 2>/dev/null || true
   fi
