@@ -175,8 +175,8 @@ bool Reactor::WaitToTakeOver() {
           loop_state_.compare_exchange_strong(expected, ((state >> 1) + 1) << 1)) {
         standby_free_.store(false, std::memory_order_relaxed);
         inline_handoffs_.fetch_add(1, std::memory_order_relaxed);
-        LOG_EVERY_N(INFO, 100) << name_ << ": an inline call has run " << ran_us
-                               << " us; the standby thread takes the event loop over";
+        VLOG(1) << name_ << ": an inline call has run " << ran_us
+                << " us; the standby thread takes the event loop over";
         return true;
       }
     } else if ((state >> 1) == last_episode) {
