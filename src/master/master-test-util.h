@@ -154,6 +154,7 @@ class FakeTabletServer {
                         tserver::LeaderStepDownResponsePB* resp, rpc::RpcContext* ctx) override;
     NYALA_FAKE_UNIMPLEMENTED(tserver, StartTabletCopy)
     NYALA_FAKE_UNIMPLEMENTED(tserver, ChecksumTablet)
+    NYALA_FAKE_UNIMPLEMENTED(tserver, AlterSchema)
 
    private:
     const std::shared_ptr<State> st_;

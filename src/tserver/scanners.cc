@@ -22,18 +22,19 @@ namespace nyala::tserver {
 // One open scan. Everything below mu_ is touched only by the call holding mu_.
 class Scanner {
  public:
-  Scanner(std::string id, std::shared_ptr<Tablet> tablet, std::shared_ptr<const Projection> proj,
-          std::vector<ColumnPredicate> preds, uint64_t limit)
+  Scanner(std::string id, std::shared_ptr<Tablet> tablet, std::shared_ptr<const TabletSchema> ts,
+          std::shared_ptr<const Projection> proj, std::vector<ColumnPredicate> preds,
+          uint64_t limit)
       : id_(std::move(id)),
         tablet_(std::move(tablet)),
+        ts_(std::move(ts)),
         proj_(std::move(proj)),
         preds_(std::move(preds)),
         limit_(limit),
         created_(MonoTime::Now()),
-        row_(&tablet_->schema()) {
+        row_(&ts_->schema) {
     decode_key_ = proj_->needs_key;
-    for (const ColumnPredicate& p : preds_)
-      decode_key_ |= tablet_->schema().is_key_column(p.column());
+    for (const ColumnPredicate& p : preds_) decode_key_ |= ts_->schema.is_key_column(p.column());
     Touch();
   }
 
@@ -47,9 +48,10 @@ class Scanner {
                                       last_access_ns_.load(std::memory_order_relaxed));
   }
 
-  // Opens the snapshot and the iterator over `range`.
-  void Open(const KeyRange& range) {
-    snapshot_ = tablet_->GetSnapshot();
+  // Opens the iterator over `range` at `snapshot`, which must have been taken before
+  // the scanner's TabletSchema (so that it holds no row of a newer schema version).
+  void Open(const KeyRange& range, std::unique_ptr<StoreSnapshot> snapshot) {
+    snapshot_ = std::move(snapshot);
     it_ = tablet_->NewIterator(snapshot_.get(), range);
     it_->SeekToFirst();
   }
@@ -81,7 +83,7 @@ class Scanner {
       }
       const Slice key = it_->key();
       row_.arena()->Reset();
-      RETURN_NOT_OK_PREPEND(tablet_->DecodeStoredRow(key, it_->value(), decode_key_, &row_),
+      RETURN_NOT_OK_PREPEND(ts_->DecodeStoredRow(key, it_->value(), decode_key_, &row_),
                             "tablet " + tablet_->tablet_id() + ": stored row");
       scanned++;
       bool pass = true;
@@ -136,6 +138,7 @@ class Scanner {
  private:
   const std::string id_;
   const std::shared_ptr<Tablet> tablet_;
+  const std::shared_ptr<const TabletSchema> ts_;
   const std::shared_ptr<const Projection> proj_;
   const std::vector<ColumnPredicate> preds_;
   const uint64_t limit_;
@@ -296,7 +299,11 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
     *resp->mutable_error() = std::move(err);
     return;
   }
-  auto proj = tablet->MakeProjection(ns.projected_columns());
+  // The snapshot first: every row in it was written under the schema taken next, or
+  // an earlier one.
+  std::unique_ptr<StoreSnapshot> snapshot = tablet->GetSnapshot();
+  std::shared_ptr<const TabletSchema> ts = tablet->tablet_schema();
+  auto proj = ts->MakeProjection(ns.projected_columns());
   if (!proj.ok()) {
     ScanError(TabletServerErrorPB::MISMATCHED_SCHEMA, proj.status(), resp);
     return;
@@ -304,14 +311,14 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
   std::vector<ColumnPredicate> preds;
   preds.reserve(ns.predicates_size());
   for (const ColumnPredicatePB& pb : ns.predicates()) {
-    auto p = ColumnPredicate::FromPB(pb, tablet->schema());
+    auto p = ColumnPredicate::FromPB(pb, ts->schema);
     if (!p.ok()) {
       ScanError(TabletServerErrorPB::INVALID_SCAN_SPEC, p.status(), resp);
       return;
     }
     preds.push_back(std::move(p).value());
   }
-  KeyRange range = KeyRangeFromPredicates(tablet->schema(), preds);
+  KeyRange range = KeyRangeFromPredicates(ts->schema, preds);
   IntersectKeyRange(Slice(ns.start_primary_key()), Slice(ns.stop_primary_key()), &range);
   if (metrics_) metrics_->scanners_opened->Increment();
   *resp->mutable_projection() = (*proj)->schema_pb;
@@ -320,10 +327,11 @@ void ScannerManager::StartScan(std::shared_ptr<Tablet> tablet, const ScanRequest
     resp->mutable_data()->set_num_rows(0);
     return;
   }
-  auto scanner = std::make_shared<Scanner>(server::GenerateUuid(), std::move(tablet),
-                                           std::move(proj).value(), std::move(preds), ns.limit());
+  auto scanner =
+      std::make_shared<Scanner>(server::GenerateUuid(), std::move(tablet), std::move(ts),
+                                std::move(proj).value(), std::move(preds), ns.limit());
   MutexLock l(scanner->mu);
-  scanner->Open(range);
+  scanner->Open(range, std::move(snapshot));
   int64_t num_rows = 0;
   bool has_more = false;
   Status s = scanner->NextBatch(BatchBytes(req), false, rows, indirect, &num_rows, &has_more,

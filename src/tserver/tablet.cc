@@ -51,6 +51,72 @@ std::shared_ptr<const Projection> BuildProjection(const Schema& schema, std::vec
 
 }  // namespace
 
+Result<std::shared_ptr<const TabletSchema>> TabletSchema::Make(TabletMetadataPB meta) {
+  auto ts = std::make_shared<TabletSchema>();
+  ASSIGN_OR_RETURN(ts->schema, Schema::FromPB(meta.schema()));
+  for (const SchemaPB& pb : meta.older_schemas()) {
+    Result<Schema> old = Schema::FromPB(pb);
+    if (!old.ok()) return old.status().CloneAndPrepend("schema version " + std::to_string(pb.version()));
+    const uint32_t v = old->version();
+    auto t = RowValueTranslation::Create(std::make_shared<const Schema>(std::move(old).value()),
+                                         ts->schema);
+    if (!t.ok()) return t.status();
+    if (!ts->older.emplace(v, std::move(t).value()).second) {
+      return Status::InvalidArgument("schema version " + std::to_string(v) + " is listed twice");
+    }
+  }
+  std::vector<int> all(ts->schema.num_columns());
+  for (int i = 0; i < ts->schema.num_columns(); i++) all[i] = i;
+  ts->full_projection = BuildProjection(ts->schema, std::move(all));
+  ts->meta = std::move(meta);
+  return std::shared_ptr<const TabletSchema>(std::move(ts));
+}
+
+Result<std::shared_ptr<const Projection>> TabletSchema::MakeProjection(
+    const google::protobuf::RepeatedPtrField<std::string>& names) const {
+  if (names.empty()) return full_projection;
+  std::vector<int> idxs;
+  idxs.reserve(names.size());
+  std::vector<bool> seen(schema.num_columns());
+  for (const std::string& n : names) {
+    const int i = schema.FindColumn(n);
+    if (i < 0) {
+      return Status::NotFound("column '" + n + "' is not in tablet " + meta.tablet_id() +
+                              " (schema version " + std::to_string(schema.version()) + ")");
+    }
+    if (seen[i]) return Status::InvalidArgument("column '" + n + "' projected twice");
+    seen[i] = true;
+    idxs.push_back(i);
+  }
+  return BuildProjection(schema, std::move(idxs));
+}
+
+Status TabletSchema::DecodeValue(Slice value, Row* row) const {
+  // The version is the value's first varint: one byte below 128.
+  const uint32_t v = schema.version();
+  if (!value.empty() && v < 128 && static_cast<uint8_t>(value[0]) == v) [[likely]] {
+    return DecodeRowValue(value, row);
+  }
+  ASSIGN_OR_RETURN(uint32_t stored, RowValueSchemaVersion(value));
+  if (stored >= v) return DecodeRowValue(value, row);
+  auto it = older.find(stored);
+  if (it == older.end()) {
+    return Status::Corruption("row value of schema version " + std::to_string(stored) +
+                              ", which tablet " + meta.tablet_id() + " never had");
+  }
+  return it->second.Decode(value, row);
+}
+
+Status TabletSchema::DecodeStoredRow(Slice storage_key, Slice value, bool decode_key,
+                                     Row* row) const {
+  if (decode_key) {
+    DCHECK_GE(storage_key.size(), kTabletPrefixSize);
+    storage_key.remove_prefix(kTabletPrefixSize);
+    RETURN_NOT_OK(DecodeKey(schema, storage_key, row->mutable_cells(), row->arena()));
+  }
+  return DecodeValue(value, row);
+}
+
 Tablet::Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServerMetrics* metrics)
     : meta_(std::move(meta)),
       store_(store),
@@ -79,12 +145,12 @@ Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore*
     MutexLock l(t->key_bound_mu_);
     if (last->Valid()) t->key_bound_ = last->key().ToString();
   }
-  ASSIGN_OR_RETURN(t->schema_, Schema::FromPB(t->meta_.schema()));
+  ASSIGN_OR_RETURN(std::shared_ptr<const TabletSchema> ts, TabletSchema::Make(t->meta_));
   ASSIGN_OR_RETURN(t->partition_schema_,
-                   PartitionSchema::FromPB(t->meta_.partition_schema(), t->schema_));
-  std::vector<int> all(t->schema_.num_columns());
-  for (int i = 0; i < t->schema_.num_columns(); i++) all[i] = i;
-  t->full_projection_ = BuildProjection(t->schema_, std::move(all));
+                   PartitionSchema::FromPB(t->meta_.partition_schema(), ts->schema));
+  t->schema_version_.store(ts->schema.version());
+  MutexLock l(t->schema_mu_);
+  t->schema_ = std::move(ts);
   return t;
 }
 
@@ -126,40 +192,50 @@ bool Tablet::CheckRunning(TabletServerErrorPB* error) const {
   return false;
 }
 
-Status Tablet::CheckClientSchema(const SchemaPB& pb) const {
-  if (pb.columns_size() != schema_.num_columns()) {
+TabletMetadataPB Tablet::metadata() const {
+  MutexLock l(schema_mu_);
+  return schema_ ? schema_->meta : meta_;
+}
+
+std::shared_ptr<const TabletSchema> Tablet::tablet_schema() const {
+  MutexLock l(schema_mu_);
+  return schema_;
+}
+
+Status Tablet::CheckClientSchema(const TabletSchema& ts, const SchemaPB& pb,
+                                 TabletServerErrorPB::Code* code) const {
+  const Schema& schema = ts.schema;
+  if (pb.version() < schema.version()) {
+    *code = TabletServerErrorPB::TABLET_HAS_A_NEWER_SCHEMA;
+    return Status::InvalidArgument("the request's schema version " + std::to_string(pb.version()) +
+                                       " is older than tablet " + tablet_id() + "'s " +
+                                       std::to_string(schema.version()),
+                                   "refresh the table's schema and retry");
+  }
+  if (pb.version() > schema.version()) {
+    *code = TabletServerErrorPB::TABLET_SCHEMA_BEHIND;
+    return Status::ServiceUnavailable("tablet " + tablet_id() + " has not applied schema version " +
+                                          std::to_string(pb.version()) + " yet (it has " +
+                                          std::to_string(schema.version()) + ")",
+                                      "retry shortly");
+  }
+  *code = TabletServerErrorPB::MISMATCHED_SCHEMA;
+  if (pb.columns_size() != schema.num_columns()) {
     return Status::InvalidArgument("request schema has " + std::to_string(pb.columns_size()) +
                                    " columns, tablet " + tablet_id() + " has " +
-                                   std::to_string(schema_.num_columns()));
+                                   std::to_string(schema.num_columns()));
   }
-  for (int i = 0; i < schema_.num_columns(); i++) {
+  for (int i = 0; i < schema.num_columns(); i++) {
     const ColumnSchemaPB& c = pb.columns(i);
-    const ColumnSchema& mine = schema_.column(i);
+    const ColumnSchema& mine = schema.column(i);
     if (c.name() != mine.name() || c.type() != DataTypeToPB(mine.type()) ||
-        c.is_key() != schema_.is_key_column(i) || c.is_nullable() != mine.is_nullable()) {
+        c.is_key() != schema.is_key_column(i) || c.is_nullable() != mine.is_nullable()) {
       return Status::InvalidArgument("request schema column " + std::to_string(i) + " ('" +
                                      c.name() + "') does not match the tablet's " +
                                      mine.ToString());
     }
   }
   return Status::OK();
-}
-
-Result<std::shared_ptr<const Projection>> Tablet::MakeProjection(
-    const google::protobuf::RepeatedPtrField<std::string>& names) const {
-  if (names.empty()) return full_projection_;
-  std::vector<int> idxs;
-  idxs.reserve(names.size());
-  std::vector<bool> seen(schema_.num_columns());
-  for (const std::string& n : names) {
-    const int i = schema_.FindColumn(n);
-    if (i < 0)
-      return Status::NotFound("projected column '" + n + "' is not in tablet " + tablet_id());
-    if (seen[i]) return Status::InvalidArgument("column '" + n + "' projected twice");
-    seen[i] = true;
-    idxs.push_back(i);
-  }
-  return BuildProjection(schema_, std::move(idxs));
 }
 
 std::unique_ptr<StoreSnapshot> Tablet::GetSnapshot() const { return store_->GetSnapshot(); }
@@ -177,15 +253,6 @@ std::unique_ptr<StoreIterator> Tablet::NewIterator(const StoreSnapshot* snapshot
   }
   DCHECK(rows_) << "an iterator over a failed tablet";
   return store_->NewIterator(*rows_, snapshot, std::move(lower), std::move(upper));
-}
-
-Status Tablet::DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, Row* row) const {
-  if (decode_key) {
-    DCHECK_GE(storage_key.size(), kTabletPrefixSize);
-    storage_key.remove_prefix(kTabletPrefixSize);
-    RETURN_NOT_OK(DecodeKey(schema_, storage_key, row->mutable_cells(), row->arena()));
-  }
-  return DecodeRowValue(value, row);
 }
 
 void Tablet::MarkDeleted() {

@@ -46,8 +46,21 @@
 // THROTTLED, before they take any lock (the client retries), unless it has none in
 // flight.
 //
-// Thread-safety: every public method is thread-safe. The metadata, schema and seq
-// never change after creation. The ReplicaStorage methods run on the group's runtime
+// Schema changes: AlterSchemaAsync (the leader) replicates a schema-change entry;
+// every replica's apply writes the new metadata (the new schema, the old one kept
+// in older_schemas, the table's name) with its applied state and swaps the tablet's
+// TabletSchema. A write, get or scan holds the TabletSchema it started with: rows are
+// encoded under its version and decoded by their own (TabletSchema::DecodeValue), so
+// a write decided under the previous version and applied after the change reads
+// right. A write whose request names an older schema version than the tablet's is
+// refused with TABLET_HAS_A_NEWER_SCHEMA (the client refreshes and retries), a newer
+// one with TABLET_SCHEMA_BEHIND; one that finds a stored row newer than the schema it
+// started with (a change applied meanwhile) fails as a whole with
+// TABLET_HAS_A_NEWER_SCHEMA, writing nothing.
+//
+// Thread-safety: every public method is thread-safe. The tablet id, seq, partition
+// and partition schema never change after creation; the schema and table name change
+// with schema-change entries (on the group's worker). The ReplicaStorage methods run on the group's runtime
 // worker thread (LoadAppliedState: when the replica starts). A write or get that
 // started before MarkDeleted() finishes before MarkDeleted() returns (a write in
 // flight finishes when its group stops, so stop the group first); later ones fail
@@ -56,6 +69,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +77,7 @@
 
 #include "common/mutex.h"
 #include "common/result.h"
+#include "common/row_encoding.h"
 #include "common/row_operations.h"
 #include "common/rw_mutex.h"
 #include "common/status.h"
@@ -73,6 +88,7 @@
 #include "nyala/schema.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tablet_metadata.pb.h"
+#include "tserver/tserver_admin.pb.h"
 #include "tserver/tablet_replica.h"
 #include "tserver/tserver.pb.h"
 
@@ -101,12 +117,40 @@ enum class TabletState { kRunning, kFailed, kDeleted, kTombstoned };
 const char* TabletStateName(TabletState state);
 
 // The columns a Get or Scan returns: a projection schema and, for each projected
-// column, its index in the tablet schema. Immutable; shared between requests.
+// column, its index in the tablet schema it was made from. Immutable; shared between
+// requests.
 struct Projection {
   Schema schema;
   std::vector<int> source_index;
   bool needs_key = false;  // some projected column is a key column
   SchemaPB schema_pb;
+};
+
+// A tablet's schema as of its last applied schema change, and what reading rows
+// stored under its earlier versions needs. Immutable: a schema change replaces it
+// whole; a write, get or scan holds the one it started with.
+struct TabletSchema {
+  // The metadata with this schema (and table name), as stored.
+  TabletMetadataPB meta;
+  Schema schema;
+  std::shared_ptr<const Projection> full_projection;
+  // Readers of rows stored under earlier versions, by version.
+  std::map<uint32_t, RowValueTranslation> older;
+
+  // From stored metadata: InvalidArgument when its schema or an earlier one is
+  // invalid, or rows of an earlier version cannot be read through it.
+  static Result<std::shared_ptr<const TabletSchema>> Make(TabletMetadataPB meta);
+  // The projection of `names` (empty: every column, shared). NotFound for an unknown
+  // name, InvalidArgument for a repeated one.
+  Result<std::shared_ptr<const Projection>> MakeProjection(
+      const google::protobuf::RepeatedPtrField<std::string>& names) const;
+  // Sets the non-key columns of `row` (a row of `schema`) from a stored row value of
+  // this version or an earlier one; IllegalState for a newer version, Corruption for
+  // a malformed value or an unknown version.
+  Status DecodeValue(Slice value, Row* row) const;
+  // Decodes a stored row into `row` (a row of `schema`): the key columns from the
+  // storage key when `decode_key`, the rest from `value`.
+  Status DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, Row* row) const;
 };
 
 // Fills `pb` with `code` and `status` (master's SetError has the same shape).
@@ -128,8 +172,14 @@ class Tablet final : public ReplicaStorage {
   ~Tablet();
 
   const std::string& tablet_id() const { return meta_.tablet_id(); }
-  const TabletMetadataPB& metadata() const { return meta_; }
-  const Schema& schema() const { return schema_; }
+  // The tablet's metadata now (its schema and table name as of the last schema
+  // change applied; for a failed or tombstoned tablet, as loaded).
+  TabletMetadataPB metadata() const EXCLUDES(schema_mu_);
+  // The schema now, and what reads of older rows need (null in a failed or
+  // tombstoned tablet). Hold it for the length of an operation.
+  std::shared_ptr<const TabletSchema> tablet_schema() const EXCLUDES(schema_mu_);
+  uint32_t schema_version() const { return schema_version_.load(std::memory_order_acquire); }
+  // Key columns and partitioning, which no schema change touches.
   const PartitionSchema& partition_schema() const { return partition_schema_; }
   // The tablet's number in its store: its request records and applied state are kept
   // under it.
@@ -181,20 +231,19 @@ class Tablet final : public ReplicaStorage {
   bool TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
                              std::string* indirect);
 
-  // The projection of `names` (empty: every column, shared). MISMATCHED_SCHEMA for
-  // an unknown or repeated name.
-  Result<std::shared_ptr<const Projection>> MakeProjection(
-      const google::protobuf::RepeatedPtrField<std::string>& names) const;
+  // Leader: replicates the change of the tablet's schema to `req.schema()` (and its
+  // table's name) and runs `done` once the entry is applied here (on the group's
+  // worker), or at once on the calling thread when it is refused or the tablet
+  // already has that version; `resp` gets the outcome. `req` and `resp` must stay
+  // valid until `done` runs.
+  void AlterSchemaAsync(const AlterSchemaRequestPB& req, AlterSchemaResponsePB* resp,
+                        std::function<void()> done);
 
   // --- Scans (see scanners.h).
   std::unique_ptr<StoreSnapshot> GetSnapshot() const;
   // Iterates the storage keys of encoded primary keys [range.start, range.stop).
   std::unique_ptr<StoreIterator> NewIterator(const StoreSnapshot* snapshot,
                                              const KeyRange& range) const;
-  // Decodes a stored row into `row` (a row of schema()): the key columns from the
-  // storage key when `decode_key`, the rest from `value`.
-  Status DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, Row* row) const;
-
   // Stops writes and gets (waiting for those running) and marks the tablet deleted.
   void MarkDeleted();
 
@@ -230,8 +279,9 @@ class Tablet final : public ReplicaStorage {
   // index), and last FinishWrite. Takes `*done` when the write goes on
   // asynchronously (it was proposed); otherwise `resp` is final on return and `*done`
   // is the caller's to run.
-  void WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id, WriteTrace* trace,
-                   WriteResponsePB* resp, std::function<void()>* done) REQUIRES_SHARED(ops_mu_);
+  void WriteLocked(const WriteRequestPB& req, std::shared_ptr<const TabletSchema> ts,
+                   const rpc::RequestIdPB* request_id, WriteTrace* trace, WriteResponsePB* resp,
+                   std::function<void()>* done) REQUIRES_SHARED(ops_mu_);
   void BuildStorageKeys(WriteScratch* w) const;
   void GroupByKey(WriteScratch* w) const;
   // Locks the rows, reads, decides and proposes: then the locks and `*done` go with
@@ -261,30 +311,42 @@ class Tablet final : public ReplicaStorage {
   // ReplicaStorage (the replica's group's worker thread).
   bool Running() const override { return state() == TabletState::kRunning; }
   Status ApplyWrite(const DecodedWriteCommand& cmd, Slice applied_state) override;
+  // ApplyWrite of a schema-change entry: the new metadata and the applied state in
+  // one batch, then the new TabletSchema.
+  Status ApplySchemaChange(const DecodedWriteCommand& cmd, Slice applied_state);
   Status StoreAppliedState(Slice applied_state) override;
   Result<std::string> LoadAppliedState() override;
   Status SyncApplied() override;
   void Fail(const Status& error) override;
   void CountWrittenRows(const WriteCounts& c) const;
-  // OK when `pb` describes the tablet's columns (names, types, key, nullability).
-  Status CheckClientSchema(const SchemaPB& pb) const;
+  // OK when `pb` describes the columns of `ts` (version, names, types, key,
+  // nullability); otherwise the error code for the client (TABLET_HAS_A_NEWER_SCHEMA,
+  // TABLET_SCHEMA_BEHIND, MISMATCHED_SCHEMA) in `code`.
+  Status CheckClientSchema(const TabletSchema& ts, const SchemaPB& pb,
+                           TabletServerErrorPB::Code* code) const;
   // Returns an error if the tablet does not take reads or writes now.
   bool CheckRunning(TabletServerErrorPB* error) const;
   // Get's body; REQUIRES: ops_mu_ held shared. Returns false (nothing produced) only
   // when `memory_only` and some key is not in memory.
+  // `attempt`: how many times a schema change applied meanwhile made it start over.
   bool GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
-                 std::string* indirect, bool memory_only) REQUIRES_SHARED(ops_mu_);
+                 std::string* indirect, bool memory_only, int attempt = 0)
+      REQUIRES_SHARED(ops_mu_);
 
-  // Set at creation, never changed.
+  // Set at creation, never changed (its schema and table name are those at creation
+  // or load: the current ones are in schema_).
   const TabletMetadataPB meta_;
   TabletStore* const store_;
   std::shared_ptr<TabletRows> rows_;  // set by Open; null in a failed tablet
   RowLocks* const locks_;
   TServerMetrics* const metrics_;
   const std::unique_ptr<const TabletMetrics> tablet_metrics_;  // null without metrics_
-  Schema schema_;
   PartitionSchema partition_schema_;
-  std::shared_ptr<const Projection> full_projection_;
+  // Replaced whole by a schema change (on the group's worker); null in a failed or
+  // tombstoned tablet.
+  mutable Mutex schema_mu_;
+  std::shared_ptr<const TabletSchema> schema_ GUARDED_BY(schema_mu_);
+  std::atomic<uint32_t> schema_version_{0};
   // Set once, before state_ becomes kFailed (at creation, or by Fail() on the group's
   // worker thread); read only after state() returned kFailed.
   Status failure_;

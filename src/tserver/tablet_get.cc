@@ -63,10 +63,12 @@ bool Tablet::TryGetWithoutBlocking(const GetRequestPB& req, GetResponsePB* resp,
 }
 
 bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string* rows,
-                       std::string* indirect, bool memory_only) {
+                       std::string* indirect, bool memory_only, int attempt) {
   if (!CheckRunning(resp->mutable_error())) return true;
   resp->clear_error();
-  auto proj_or = MakeProjection(req.projected_columns());
+  const std::shared_ptr<const TabletSchema> ts = tablet_schema();
+  const Schema& schema = ts->schema;
+  auto proj_or = ts->MakeProjection(req.projected_columns());
   if (!proj_or.ok()) {
     SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, proj_or.status(), resp->mutable_error());
     return true;
@@ -77,10 +79,10 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   const int n = req.keys_size();
   // A key that does not decode for the key columns (wrong length, trailing bytes) is
   // the caller's error, not a row that is absent.
-  g->key_cells.resize(schema_.num_key_columns());
+  g->key_cells.resize(schema.num_key_columns());
   for (int i = 0; i < n; i++) {
     Arena arena;  // only strings with escaped zeros use it
-    if (Status s = DecodeKey(schema_, Slice(req.keys(i)), g->key_cells.data(), &arena); !s.ok()) {
+    if (Status s = DecodeKey(schema, Slice(req.keys(i)), g->key_cells.data(), &arena); !s.ok()) {
       SetError(TabletServerErrorPB::INVALID_KEY,
                Status::InvalidArgument("key " + std::to_string(i) +
                                            " of the Get does not "
@@ -112,7 +114,7 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   }
 
   RowBlockEncoder enc(&proj->schema);
-  Row row(&schema_);
+  Row row(&schema);
   auto* found = resp->mutable_found();
   found->Reserve(n);
   int num_found = 0;
@@ -121,10 +123,15 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
     found->Add(f);
     if (!f) continue;
     row.arena()->Reset();
-    Status s = DecodeStoredRow(g->key_slices[i], g->reads.value(i), proj->needs_key, &row);
+    Status s = ts->DecodeStoredRow(g->key_slices[i], g->reads.value(i), proj->needs_key, &row);
     if (!s.ok()) {
       g->reads.Clear();
       resp->clear_found();
+      if (s.IsIllegalState() && attempt < 2 && tablet_schema() != ts) {
+        // A row written under a schema change applied since this Get took its schema:
+        // again with the new one.
+        return GetLocked(req, resp, rows, indirect, memory_only, attempt + 1);
+      }
       SetError(TabletServerErrorPB::UNKNOWN_ERROR,
                s.CloneAndPrepend("tablet " + tablet_id() + ": stored row"), resp->mutable_error());
       LOG(ERROR) << resp->error().status().message();
@@ -139,7 +146,10 @@ bool Tablet::GetLocked(const GetRequestPB& req, GetResponsePB* resp, std::string
   // Echoed only for a projection the caller named: for every column (the client's
   // usual Get) the caller has the schema already, and copying, sending and parsing
   // it cost more than a memtable lookup.
-  if (req.projected_columns_size() > 0) *resp->mutable_projection() = proj->schema_pb;
+  // So is a caller's whose schema is another version than the tablet's.
+  if (req.projected_columns_size() > 0 || req.schema_version() != schema.version()) {
+    *resp->mutable_projection() = proj->schema_pb;
+  }
   if (tablet_metrics_) tablet_metrics_->get_requests->Increment();
   if (tablet_metrics_) tablet_metrics_->get_keys->Increment(n);
   if (metrics_) {

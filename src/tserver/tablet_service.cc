@@ -398,6 +398,29 @@ void TabletAdminServiceImpl::ChangeConfig(const ChangeConfigRequestPB* req,
       });
 }
 
+void TabletAdminServiceImpl::AlterSchema(const AlterSchemaRequestPB* req,
+                                         AlterSchemaResponsePB* resp, rpc::RpcContext* ctx) {
+  if (WrongServer(req->dest_uuid(), resp->mutable_error())) {
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  resp->clear_error();
+  std::shared_ptr<Tablet> tablet = tablets_->Lookup(req->tablet_id());
+  if (!tablet) {
+    NoSuchTablet(req->tablet_id(), resp);
+    LogRejected(ctx, req->tablet_id(), resp->error(), metrics_);
+    return ctx->RespondSuccess();
+  }
+  Tablet* t = tablet.get();
+  t->AlterSchemaAsync(*req, resp,
+                      [tablet = std::move(tablet), req, resp, ctx, metrics = metrics_] {
+                        if (resp->has_error()) {
+                          LogRejected(ctx, req->tablet_id(), resp->error(), metrics);
+                        }
+                        ctx->RespondSuccess();
+                      });
+}
+
 void TabletAdminServiceImpl::LeaderStepDown(const LeaderStepDownRequestPB* req,
                                             LeaderStepDownResponsePB* resp, rpc::RpcContext* ctx) {
   auto reject = [&](TabletServerErrorPB::Code code, const Status& s) {

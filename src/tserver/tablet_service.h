@@ -93,6 +93,10 @@ class TabletAdminServiceImpl : public TabletServerAdminServiceIf {
   // the request's timeout, capped at 60 s) and its rows are read.
   void ChecksumTablet(const ChecksumTabletRequestPB* req, ChecksumTabletResponsePB* resp,
                       rpc::RpcContext* ctx) override;
+  // Answered from the group's worker thread once the schema change is applied on this
+  // leader (or at once when refused or already applied).
+  void AlterSchema(const AlterSchemaRequestPB* req, AlterSchemaResponsePB* resp,
+                   rpc::RpcContext* ctx) override;
 
  private:
   // True, with `err` set, when `dest` names another server than this one.

@@ -627,6 +627,12 @@ Status TabletStore::PutTabletsMetadata(const std::vector<const TabletMetadataPB*
   return FromRocks(db_->Write(wo, &batch), "writing tablet metadata");
 }
 
+void TabletStore::PutTabletMetadata(StoreWriteBatch* batch, const TabletMetadataPB& meta) {
+  rocksdb::Status s =
+      batch->rep_->Put(meta_cf_, kTabletMetaPrefix + meta.tablet_id(), meta.SerializeAsString());
+  DCHECK(s.ok()) << s.ToString();
+}
+
 Status TabletStore::DropTablet(uint64_t seq, const std::string& tablet_id) {
   return DropTablets({{seq, tablet_id}});
 }

@@ -234,6 +234,9 @@ class TabletStore {
   Status PutTabletMetadata(const TabletMetadataPB& meta);
   // The same for several tablets, in one synced batch.
   Status PutTabletsMetadata(const std::vector<const TabletMetadataPB*>& metas);
+  // Adds the metadata write to `batch` (a schema change, applied with its applied
+  // state; the consensus log makes it durable).
+  void PutTabletMetadata(StoreWriteBatch* batch, const TabletMetadataPB& meta);
   // Drops the request records (DeleteRange) and the rows family of tablet `seq`,
   // then the metadata of `tablet_id`. Write a tombstone first so a crash in between
   // is finished later; finishing it again is harmless.

@@ -101,9 +101,13 @@ struct WriteScratch {
   Arena arena;  // values of duplicated keys, which later operations may read
   RowLockSet locks;
   StoreMultiGet reads;
+  // The tablet's schema the write started with.
+  std::shared_ptr<const TabletSchema> ts;
   // A stored row being merged with an update: made on the write's first merge, with
-  // that tablet's schema, and dropped with the write (Reset).
+  // the write's schema, and dropped with the write.
   std::unique_ptr<Row> merge;
+  // A stored row was newer than `ts`.
+  bool schema_raced = false;
 
   WriteCounts counts;
   // What AdmitWrite charged the write, released when it ends.
@@ -122,6 +126,7 @@ struct WriteScratch {
     changes.clear();
     num_changes = 0;
     merge.reset();
+    schema_raced = false;
     counts = WriteCounts();
   }
 };
@@ -164,15 +169,17 @@ void Tablet::WriteAsync(const WriteRequestPB& req, WriteResponsePB* resp,
     if (CheckRunning(resp->mutable_error())) {
       resp->clear_error();
       if (tablet_metrics_) tablet_metrics_->write_requests->Increment();
-      if (Status s = CheckClientSchema(req.schema()); !s.ok()) {
-        SetError(TabletServerErrorPB::MISMATCHED_SCHEMA, s, resp->mutable_error());
+      std::shared_ptr<const TabletSchema> ts = tablet_schema();
+      TabletServerErrorPB::Code code;
+      if (Status s = CheckClientSchema(*ts, req.schema(), &code); !s.ok()) {
+        SetError(code, s, resp->mutable_error());
       } else if (TabletServerErrorPB err; !replica_->CheckLeader(&err)) {
         *resp->mutable_error() = std::move(err);
       } else if (const int64_t bytes = int64_t(req.row_operations().rows().size() +
                                                req.row_operations().indirect_data().size());
                  AdmitWrite(bytes, resp)) {
         ThreadScratch()->admitted_bytes = bytes;
-        WriteLocked(req, request_id, trace, resp, &done);
+        WriteLocked(req, std::move(ts), request_id, trace, resp, &done);
         if (done) EndWrite(bytes);  // not proposed
       }
     }
@@ -190,11 +197,14 @@ int64_t Tablet::write_bytes_in_flight() const {
   return write_bytes_in_flight_;
 }
 
-void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* request_id,
-                         WriteTrace* trace, WriteResponsePB* resp, std::function<void()>* done) {
+void Tablet::WriteLocked(const WriteRequestPB& req, std::shared_ptr<const TabletSchema> ts,
+                         const rpc::RequestIdPB* request_id, WriteTrace* trace,
+                         WriteResponsePB* resp, std::function<void()>* done) {
   WriteScratch* w = ThreadScratch();
   w->Reset();
-  if (Status s = DecodeRowOperations(req.row_operations(), schema_, RowBlockKind::kWrites, &w->ops);
+  w->ts = std::move(ts);
+  if (Status s = DecodeRowOperations(req.row_operations(), w->ts->schema, RowBlockKind::kWrites,
+                                     &w->ops);
       !s.ok()) {
     SetError(TabletServerErrorPB::INVALID_ROW_BLOCK, s, resp->mutable_error());
     return;
@@ -203,6 +213,8 @@ void Tablet::WriteLocked(const WriteRequestPB& req, const rpc::RequestIdPB* requ
   GroupByKey(w);
   const Status s = LockReadApplyCommit(w, request_id, trace, resp, done);
   w->reads.Clear();
+  w->merge.reset();
+  w->ts.reset();
   if (!*done) return;  // proposed: FinishReplicated finishes it
   FinishWrite(s, w->counts, resp);
 }
@@ -249,7 +261,7 @@ void Tablet::BuildStorageKeys(WriteScratch* w) const {
       continue;
     }
     AppendTabletPrefix(row_prefix(), &w->keys);
-    EncodeKey(schema_, ops[i].row.cells(), &w->keys);
+    EncodeKey(w->ts->schema, ops[i].row.cells(), &w->keys);
     w->key_end[i] = static_cast<uint32_t>(w->keys.size());
     w->order.push_back(static_cast<uint32_t>(i));
   }
@@ -314,6 +326,16 @@ Status Tablet::LockReadApplyCommit(WriteScratch* w, const rpc::RequestIdPB* requ
   }
   RETURN_NOT_OK(ReadExistingRows(w));
   ApplyInBlockOrder(w, resp);
+  if (w->schema_raced) {
+    resp->Clear();
+    w->counts = WriteCounts();
+    SetError(TabletServerErrorPB::TABLET_HAS_A_NEWER_SCHEMA,
+             Status::InvalidArgument("tablet " + tablet_id() +
+                                         "'s schema changed while the write ran: nothing written",
+                                     "refresh the table's schema and retry"),
+             resp->mutable_error());
+    return Status::OK();
+  }
   // The response is final: it travels with the rows, to be stored as the request's
   // record when the request has an id.
   resp->set_rows_applied(w->counts.applied());
@@ -471,10 +493,16 @@ Status Tablet::PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot*
                       WriteScratch* w) {
   w->value.clear();
   if (merge_existing) {
-    if (!w->merge) w->merge = std::make_unique<Row>(&schema_);
+    const Schema& schema = w->ts->schema;
+    if (!w->merge) w->merge = std::make_unique<Row>(&schema);
     Row* merge = w->merge.get();
-    RETURN_NOT_OK_PREPEND(DecodeRowValue(slot->value, merge), "stored row");
-    for (int c = schema_.num_key_columns(); c < schema_.num_columns(); c++) {
+    if (Status s = w->ts->DecodeValue(slot->value, merge); !s.ok()) {
+      // A row stored under a newer schema than this write's (a change applied since
+      // it began): the whole write is refused (LockReadApplyCommit).
+      if (s.IsIllegalState()) w->schema_raced = true;
+      return s.CloneAndPrepend("stored row");
+    }
+    for (int c = schema.num_key_columns(); c < schema.num_columns(); c++) {
       if (op.row.IsSet(c)) merge->SetUnchecked(c, op.row.cell(c));
     }
     RETURN_NOT_OK(EncodeRowValue(merge->view(), &w->value));
@@ -489,6 +517,7 @@ Status Tablet::PutRow(const DecodedRowOp& op, bool merge_existing, WriteKeySlot*
 }
 
 Status Tablet::ApplyWrite(const DecodedWriteCommand& cmd, Slice applied_state) {
+  if (cmd.is_schema_change) return ApplySchemaChange(cmd, applied_state);
   thread_local StoreWriteBatch batch;
   batch.Clear();
   std::string key, largest;

@@ -21,8 +21,10 @@ namespace {
 
 // The tablet's partition as typed key ranges: "HASH(k) bucket 1 of 4, k >= 100 AND k < 200".
 std::string PartitionText(const Tablet& t) {
-  return t.partition_schema().PartitionToString(Partition::FromPB(t.metadata().partition()),
-                                                t.schema());
+  const std::shared_ptr<const TabletSchema> ts = t.tablet_schema();
+  if (!ts) return "";  // a failed or tombstoned tablet
+  return t.partition_schema().PartitionToString(Partition::FromPB(ts->meta.partition()),
+                                                ts->schema);
 }
 
 // The /tablets cells of a tablet's own counters.

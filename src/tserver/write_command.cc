@@ -9,6 +9,7 @@ namespace nyala::tserver {
 
 namespace {
 constexpr uint64_t kCommandVersion = 1;
+constexpr uint64_t kSchemaChangeVersion = 2;
 constexpr uint8_t kPut = 0, kDelete = 1;
 }  // namespace
 
@@ -33,12 +34,33 @@ std::string EncodeWriteCommand(uint32_t num_changes, const std::string& changes,
   return out;
 }
 
+std::string EncodeSchemaChangeCommand(const AlterSchemaRequestPB& change) {
+  std::string out;
+  PutVarint64(&out, kSchemaChangeVersion);
+  AlterSchemaRequestPB pb = change;
+  pb.clear_dest_uuid();
+  PutLengthPrefixed(&out, pb.SerializeAsString());
+  return out;
+}
+
 Status DecodeWriteCommand(Slice in, DecodedWriteCommand* out) {
   auto bad = [](const char* what) {
     return Status::Corruption("replicated write command", what);
   };
   uint64_t version = 0, n = 0;
   if (!GetVarint64(&in, &version)) return bad("truncated version");
+  out->is_schema_change = version == kSchemaChangeVersion;
+  if (out->is_schema_change) {
+    Slice pb;
+    out->changes.clear();
+    out->has_request = false;
+    if (!GetLengthPrefixed(&in, &pb)) return bad("truncated schema change");
+    if (!out->schema_change.ParseFromArray(pb.data(), int(pb.size()))) {
+      return bad("unparseable schema change");
+    }
+    if (in.size() != 0) return bad("trailing bytes");
+    return Status::OK();
+  }
   if (version != kCommandVersion) return bad("unknown format version");
   if (!GetVarint64(&in, &n) || n > in.size()) return bad("bad number of row changes");
   out->changes.clear();

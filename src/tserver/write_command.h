@@ -11,6 +11,11 @@
 //   byte    1 if the request has an id, then length-prefixed RequestIdPB and
 //           length-prefixed WriteResponsePB; else 0
 //
+// A schema change (the tablet's new schema and table name) is a command of its own:
+//
+//   varint  format version (2)
+//   length-prefixed AlterSchemaRequestPB (without dest_uuid)
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -22,6 +27,7 @@
 #include "nyala/slice.h"
 #include "rpc/rpc_header.pb.h"
 #include "tserver/tserver.pb.h"
+#include "tserver/tserver_admin.pb.h"
 
 namespace nyala::tserver {
 
@@ -32,7 +38,13 @@ void EncodeRowChange(Slice key, const Slice* value, std::string* dst);
 std::string EncodeWriteCommand(uint32_t num_changes, const std::string& changes,
                                const rpc::RequestIdPB* request_id, const WriteResponsePB& resp);
 
+// The command of a schema change.
+std::string EncodeSchemaChangeCommand(const AlterSchemaRequestPB& change);
+
 struct DecodedWriteCommand {
+  // A schema change: `schema_change` holds it, and there are no row changes.
+  bool is_schema_change = false;
+  AlterSchemaRequestPB schema_change;
   struct Change {
     Slice key;
     Slice value;
