@@ -92,6 +92,8 @@ class FakeMasterService : public master::MasterServiceIf {
   NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
   NYALA_FAKE_UNIMPLEMENTED(master, ListTablets)
   NYALA_FAKE_UNIMPLEMENTED(master, GetTableStatistics)
+  NYALA_FAKE_UNIMPLEMENTED(master, AlterTable)
+  NYALA_FAKE_UNIMPLEMENTED(master, IsAlterTableDone)
 
   std::atomic<int> locations_calls{0};
   std::atomic<uint32_t> ttl_ms{300000};

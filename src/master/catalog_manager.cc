@@ -156,6 +156,7 @@ void CatalogManager::BackgroundPass() {
   WARN_NOT_OK(ReplaceTimedOutTablets(now), "replacing timed-out tablets");
   std::set<TabletRpcTasks::Key> needed;  // every task still wanted, due or not
   ReplaceFailedReplicas(now, &needed);
+  DriveAlters(now, &needed);
   SendPendingRpcs(now, std::move(needed));
 }
 

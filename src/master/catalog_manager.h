@@ -141,6 +141,15 @@ class CatalogManager {
       EXCLUDES(state_mu_);
   void DeleteTable(const DeleteTableRequestPB& req, DeleteTableResponsePB* resp)
       EXCLUDES(write_mu_, state_mu_);
+  // Writes the alteration (alter_table.h) to the sys catalog and applies it in memory:
+  // the new schema, name and comment; new tablets for ranges added, placed as
+  // CreateTable places them; the tablets of ranges dropped deleted. The background
+  // thread then sends the new schema to every tablet's leader (AlterSchema) until each
+  // has it (catalog_manager_alter.cc).
+  void AlterTable(const AlterTableRequestPB& req, AlterTableResponsePB* resp)
+      EXCLUDES(write_mu_, state_mu_);
+  void IsAlterTableDone(const IsAlterTableDoneRequestPB& req, IsAlterTableDoneResponsePB* resp)
+      EXCLUDES(state_mu_);
   void ListTables(const ListTablesRequestPB& req, ListTablesResponsePB* resp) EXCLUDES(state_mu_);
   void GetTableSchema(const GetTableSchemaRequestPB& req, GetTableSchemaResponsePB* resp)
       EXCLUDES(state_mu_);
@@ -223,6 +232,9 @@ class CatalogManager {
     // Each replica's last reported size (ReportedTabletStatsPB), by uuid; kept while
     // the replica reports the tablet RUNNING. Changes no answer of GetTableLocations.
     std::map<std::string, ReportedTabletStatsPB> replica_stats;
+    // The newest schema version the tablet is known to have applied (a replica's
+    // report, or its leader's answer to AlterSchema); in memory only.
+    uint32_t schema_version = 0;
 
     // --- Configuration changes (catalog_manager_replicas.cc), in memory only ---
     // The change the master asked the leader for, until the leader's report shows it,
@@ -319,6 +331,21 @@ class CatalogManager {
   Status ValidateCreateTable(const CreateTableRequestPB& req, Schema* schema,
                              PartitionSchema* partition_schema, std::vector<Partition>* partitions,
                              int* num_replicas, MasterErrorPB::Code* code) const;
+
+  // --- catalog_manager_alter.cc ---
+  // The background pass's part: asks each running tablet behind its table's schema
+  // version, through its leader, to apply it; adds the tasks it wants to `needed`.
+  void DriveAlters(MonoTime now, std::set<TabletRpcTasks::Key>* needed) EXCLUDES(state_mu_);
+  // Tablets of `table` running with its schema version (the alteration is done when
+  // that is all of them).
+  int TabletsAlteredLocked(const TableInfo& table) const REQUIRES_SHARED(state_mu_);
+  // New tablets for `partitions` of `table`, placed as CreateTable places them, ready to
+  // be written to the sys catalog (their ids are unique against the catalog and
+  // `taken`).
+  Result<std::vector<std::shared_ptr<TabletInfo>>> NewTabletsLocked(
+      const std::string& table_id, int num_replicas, const std::vector<Partition>& partitions,
+      ServerLoads* loads, ServerLoads* leaders, std::set<uint64_t>* taken) REQUIRES(write_mu_)
+      REQUIRES_SHARED(state_mu_);
 
   // --- catalog_manager_tablets.cc ---
   // CREATING tablets among `tablet_ids` that have a leader become RUNNING; tables

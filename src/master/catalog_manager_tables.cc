@@ -8,6 +8,7 @@
 #include "common/flag_tags.h"
 #include "common/result.h"
 #include "common/row_operations.h"
+#include "master/alter_table.h"
 #include "master/catalog_manager.h"
 #include "nyala/schema.h"
 #include "server/fs_manager.h"
@@ -30,24 +31,6 @@ DECLARE_int32(tablet_creation_timeout_ms);
 namespace nyala::master {
 
 namespace {
-
-constexpr size_t kMaxTableNameBytes = 256;
-
-Status ValidateTableName(const std::string& name) {
-  if (name.empty()) return Status::InvalidArgument("table name must not be empty");
-  if (name.size() > kMaxTableNameBytes) {
-    return Status::InvalidArgument("table name is longer than 256 bytes",
-                                   std::to_string(name.size()) + " bytes");
-  }
-  for (size_t i = 0; i < name.size(); i++) {
-    const unsigned char c = name[i];
-    if (c < 0x20 || c == 0x7f) {
-      return Status::InvalidArgument("table name holds a control character at byte " +
-                                     std::to_string(i));
-    }
-  }
-  return Status::OK();
-}
 
 // Checks that name Schema::FromPB would otherwise report less specifically.
 Status PrecheckSchema(const SchemaPB& pb) {
@@ -345,6 +328,9 @@ void CatalogManager::GetTableSchema(const GetTableSchemaRequestPB& req,
   resp->set_table_id(table->id);
   resp->set_table_name(table->pb.name());
   resp->set_create_table_done(table->pb.state() == TABLE_RUNNING);
+  resp->set_alter_in_progress(table->pb.state() == TABLE_RUNNING &&
+                              TabletsAlteredLocked(*table) < int(table->tablets_by_start.size()));
+  resp->set_comment(table->pb.comment());
 }
 
 }  // namespace nyala::master

@@ -204,6 +204,11 @@ void CatalogManager::ApplyTaskResults() {
       continue;
     }
     // A configuration change's outcome, failed or not, settles the tablet's pending change.
+    if (!r.status.ok() && r.key.kind == TabletRpcTasks::Kind::kAlterSchema) {
+      LOG(WARNING) << "tablet " << r.key.tablet_id << ": schema change on its leader "
+                   << r.key.ts_uuid << " failed (asked again later): " << r.status.ToString();
+      continue;
+    }
     if (!r.status.ok() && r.key.kind != TabletRpcTasks::Kind::kChangeConfig) {
       VLOG(1) << (r.key.kind == TabletRpcTasks::Kind::kCreate ? "CreateTablet " : "DeleteTablet ")
               << r.key.tablet_id << " on " << r.key.ts_uuid << " failed: " << r.status.ToString();
@@ -227,6 +232,10 @@ void CatalogManager::ApplyTaskResults() {
     auto it = tablets_.find(r.key.tablet_id);
     if (it == tablets_.end()) continue;
     TabletInfo& t = *it->second;
+    if (r.key.kind == TabletRpcTasks::Kind::kAlterSchema) {
+      t.schema_version = std::max(t.schema_version, r.schema_version);
+      continue;
+    }
     if (r.key.kind == TabletRpcTasks::Kind::kCreate) {
       ConfirmReplicaLocked(&t, r.key.ts_uuid);
       continue;
@@ -456,6 +465,8 @@ void CatalogManager::ProcessTabletReport(const std::string& uuid, const TabletRe
       }
       TabletInfo& t = *it->second;
       if (rt.state() == TABLET_RUNNING) {
+        // A replica applies only committed entries: the tablet has that version.
+        t.schema_version = std::max(t.schema_version, rt.schema_version());
         ConfirmReplicaLocked(&t, uuid);
         SetReplicaStateLocked(&t, uuid, &rt.consensus());
         if (rt.has_stats()) t.replica_stats[uuid] = rt.stats();

@@ -31,6 +31,18 @@ void MasterServiceImpl::IsCreateTableDone(const IsCreateTableDoneRequestPB* req,
   ctx->RespondSuccess();
 }
 
+void MasterServiceImpl::AlterTable(const AlterTableRequestPB* req, AlterTableResponsePB* resp,
+                                   RpcContext* ctx) {
+  master_->catalog_manager()->AlterTable(*req, resp);
+  ctx->RespondSuccess();
+}
+
+void MasterServiceImpl::IsAlterTableDone(const IsAlterTableDoneRequestPB* req,
+                                         IsAlterTableDoneResponsePB* resp, RpcContext* ctx) {
+  master_->catalog_manager()->IsAlterTableDone(*req, resp);
+  ctx->RespondSuccess();
+}
+
 void MasterServiceImpl::DeleteTable(const DeleteTableRequestPB* req, DeleteTableResponsePB* resp,
                                     RpcContext* ctx) {
   master_->catalog_manager()->DeleteTable(*req, resp);

@@ -23,6 +23,10 @@ class MasterServiceImpl : public MasterServiceIf {
                    rpc::RpcContext* ctx) override;
   void CreateTable(const CreateTableRequestPB* req, CreateTableResponsePB* resp,
                    rpc::RpcContext* ctx) override;
+  void AlterTable(const AlterTableRequestPB* req, AlterTableResponsePB* resp,
+                  rpc::RpcContext* ctx) override;
+  void IsAlterTableDone(const IsAlterTableDoneRequestPB* req, IsAlterTableDoneResponsePB* resp,
+                        rpc::RpcContext* ctx) override;
   void IsCreateTableDone(const IsCreateTableDoneRequestPB* req, IsCreateTableDoneResponsePB* resp,
                          rpc::RpcContext* ctx) override;
   void DeleteTable(const DeleteTableRequestPB* req, DeleteTableResponsePB* resp,

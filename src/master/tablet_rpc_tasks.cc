@@ -58,7 +58,8 @@ bool TabletRpcTasks::Start(const Key& key, MonoTime now) {
 }
 
 void TabletRpcTasks::Finish(const Key& key, Status s,
-                            std::optional<tserver::TabletServerErrorPB::Code> ts_error) {
+                            std::optional<tserver::TabletServerErrorPB::Code> ts_error,
+                            uint32_t schema_version) {
   {
     MutexLock l(mu_);
     auto it = tasks_.find(key);
@@ -73,7 +74,7 @@ void TabletRpcTasks::Finish(const Key& key, Status s,
                                                   MonoDelta::FromSeconds(5));
       }
     }
-    results_.push_back(Result{key, std::move(s), ts_error});
+    results_.push_back(Result{key, std::move(s), ts_error, schema_version});
   }
   Wake();
 }
@@ -146,6 +147,27 @@ void TabletRpcTasks::SendStepDown(const std::string& address, tserver::LeaderSte
   SendToLeader<tserver::LeaderStepDownRequestPB, tserver::LeaderStepDownResponsePB>(
       Kind::kStepDown, address, std::move(req), now,
       &tserver::TabletServerAdminServiceProxy::LeaderStepDownAsync);
+}
+
+void TabletRpcTasks::SendAlterSchema(const std::string& address,
+                                     tserver::AlterSchemaRequestPB req, MonoTime now) {
+  Key key{Kind::kAlterSchema, req.dest_uuid(), req.tablet_id()};
+  if (!Start(key, now)) return;
+  auto addr = rpc::ResolveAddress(address);
+  if (!addr.ok()) return Finish(key, addr.status());
+  using C = Call<tserver::AlterSchemaRequestPB, tserver::AlterSchemaResponsePB>;
+  auto call = std::make_shared<C>();
+  call->req = std::move(req);
+  call->rpc.set_timeout(MonoDelta::FromMilliseconds(FLAGS_master_tablet_rpc_timeout_ms));
+  tserver::TabletServerAdminServiceProxy proxy(messenger_, *addr);
+  auto self = shared_from_this();
+  proxy.AlterSchemaAsync(call->req, &call->resp, &call->rpc, [self, call, key] {
+    const TabletServerErrorPB* err = call->resp.has_error() ? &call->resp.error() : nullptr;
+    std::optional<TabletServerErrorPB::Code> code;
+    if (call->rpc.status().ok() && err != nullptr) code = err->code();
+    self->Finish(key, CallOutcome(call->rpc, err, /*not_found_is_ok=*/false), code,
+                 call->resp.schema_version());
+  });
 }
 
 std::vector<TabletRpcTasks::Result> TabletRpcTasks::TakeResults() {

@@ -29,7 +29,7 @@ namespace nyala::master {
 
 class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
  public:
-  enum class Kind { kCreate, kDelete, kChangeConfig, kStepDown };
+  enum class Kind { kCreate, kDelete, kChangeConfig, kStepDown, kAlterSchema };
   struct Key {
     Kind kind;
     std::string ts_uuid;
@@ -41,6 +41,8 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
     Status status;
     // The tablet server's error code when it answered with one (e.g. NOT_THE_LEADER).
     std::optional<tserver::TabletServerErrorPB::Code> ts_error;
+    // AlterSchema: the schema version the tablet's leader answered it has.
+    uint32_t schema_version = 0;
   };
 
   explicit TabletRpcTasks(std::shared_ptr<rpc::Messenger> messenger)
@@ -60,6 +62,9 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
   // A leadership transfer, to the tablet's leader `req.dest_uuid()`.
   void SendStepDown(const std::string& address, tserver::LeaderStepDownRequestPB req, MonoTime now)
       EXCLUDES(mu_);
+  // A schema change, to the tablet's leader `req.dest_uuid()`.
+  void SendAlterSchema(const std::string& address, tserver::AlterSchemaRequestPB req,
+                       MonoTime now) EXCLUDES(mu_);
   // Forgets tasks whose key fails `keep` (e.g. of tablets now running or gone).
   template <typename Pred>
   void Retain(Pred keep) EXCLUDES(mu_) {
@@ -94,8 +99,8 @@ class TabletRpcTasks : public std::enable_shared_from_this<TabletRpcTasks> {
   // Marks `key` in flight if due; false if it is not.
   bool Start(const Key& key, MonoTime now) EXCLUDES(mu_);
   void Finish(const Key& key, Status s,
-              std::optional<tserver::TabletServerErrorPB::Code> ts_error = std::nullopt)
-      EXCLUDES(mu_);
+              std::optional<tserver::TabletServerErrorPB::Code> ts_error = std::nullopt,
+              uint32_t schema_version = 0) EXCLUDES(mu_);
 
   const std::shared_ptr<rpc::Messenger> messenger_;
   mutable Mutex mu_;

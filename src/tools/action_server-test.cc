@@ -71,6 +71,8 @@ class FakeMaster : public master::MasterServiceIf {
   NYALA_FAKE_UNIMPLEMENTED(master, DeleteTable)
   NYALA_FAKE_UNIMPLEMENTED(master, ListTables)
   NYALA_FAKE_UNIMPLEMENTED(master, GetTableSchema)
+  NYALA_FAKE_UNIMPLEMENTED(master, AlterTable)
+  NYALA_FAKE_UNIMPLEMENTED(master, IsAlterTableDone)
   NYALA_FAKE_UNIMPLEMENTED(master, GetTableLocations)
   NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
   NYALA_FAKE_UNIMPLEMENTED(master, ListTablets)

@@ -33,7 +33,8 @@ Status ReplicaStarter::Start(Tablet* tablet, bool campaign, std::function<void()
   consensus::GroupOptions o;
   o.group_id = consensus::GroupIdFromTabletId(id);
   o.name = "tablet " + id;
-  for (const RaftPeerPB& p : tablet->metadata().peers()) {
+  const TabletMetadataPB meta = tablet->metadata();
+  for (const RaftPeerPB& p : meta.peers()) {
     o.voters.push_back(consensus::PeerIdFromUuid(p.permanent_uuid()));
     peers_->AddPeer(p.permanent_uuid(), p.host(), p.port());
   }

@@ -125,7 +125,9 @@ Tablet::Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServ
       tablet_metrics_(metrics ? std::make_unique<TabletMetrics>(
                                     metrics->registry, meta_.tablet_id(), meta_.table_name())
                               : nullptr),
-      replica_(std::make_unique<TabletReplica>(meta_.tablet_id(), this, metrics)) {}
+      replica_(std::make_unique<TabletReplica>(meta_.tablet_id(), this, metrics)) {
+  schema_version_.store(meta_.schema().version());
+}
 
 Tablet::~Tablet() = default;
 

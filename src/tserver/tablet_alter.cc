@@ -110,8 +110,11 @@ Status Tablet::ApplySchemaChange(const DecodedWriteCommand& cmd, Slice applied_s
             << (*next)->schema.version()
             << (change.new_table_name().empty() ? "" : ", table " + meta.table_name());
   schema_version_.store((*next)->schema.version(), std::memory_order_release);
-  MutexLock l(schema_mu_);
-  schema_ = std::move(next).value();
+  {
+    MutexLock l(schema_mu_);
+    schema_ = std::move(next).value();
+  }
+  replica_->NotifyReportable();  // the master learns the version from the report
   return Status::OK();
 }
 

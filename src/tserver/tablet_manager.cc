@@ -449,9 +449,13 @@ size_t TabletManager::NumTablets() const {
 
 void TabletManager::CompareWithExisting(const Tablet& existing, PendingCreate* p) {
   const CreateTabletRequestPB& req = *p->req;
-  const TabletMetadataPB& m = existing.metadata();
-  if (m.table_id() == req.table_id() && m.table_name() == req.table_name() &&
-      MessageDifferencer::Equals(m.schema(), req.schema()) &&
+  const TabletMetadataPB m = existing.metadata();
+  // The same tablet with another schema version (its table was altered since one of
+  // the two was made) is the same tablet: the alteration reaches it through its log.
+  const bool same_version = m.schema().version() == req.schema().version();
+  if (m.table_id() == req.table_id() &&
+      (!same_version || (m.table_name() == req.table_name() &&
+                         MessageDifferencer::Equals(m.schema(), req.schema()))) &&
       MessageDifferencer::Equals(m.partition_schema(), req.partition_schema()) &&
       MessageDifferencer::Equals(m.partition(), req.partition())) {
     p->status = Status::OK();
@@ -702,7 +706,7 @@ void FillReported(const Tablet& t, master::ReportedTabletPB* pb) {
   pb->set_tablet_id(t.tablet_id());
   pb->set_state(ReportedState(t));
   pb->set_table_id(t.metadata().table_id());
-  pb->set_schema_version(t.metadata().schema().version());
+  pb->set_schema_version(t.schema_version());
   if (t.state() == TabletState::kFailed) StatusToPB(t.failure(), pb->mutable_error());
   Tablet::Stats stats;
   if (t.state() == TabletState::kRunning && t.ReportedStats(&stats)) {

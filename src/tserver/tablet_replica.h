@@ -185,6 +185,12 @@ class TabletReplica : public consensus::StateMachine {
     reported_durable_.store(i, std::memory_order_relaxed);
   }
 
+  // The tablet's state changed in a way its next tablet report must carry (a schema
+  // change applied): the consensus_changed hook. The group's worker thread only.
+  void NotifyReportable() {
+    if (hooks_.consensus_changed) hooks_.consensus_changed();
+  }
+
   // consensus::StateMachine (the group's worker thread).
   void Apply(const consensus::EntryPB& entry) override;
   void FlushRequested() override;

@@ -61,6 +61,8 @@ class FakeMaster : public master::MasterServiceIf {
   NYALA_FAKE_UNIMPLEMENTED(master, GetMasterRegistration)
   NYALA_FAKE_UNIMPLEMENTED(master, ListTablets)
   NYALA_FAKE_UNIMPLEMENTED(master, GetTableStatistics)
+  NYALA_FAKE_UNIMPLEMENTED(master, AlterTable)
+  NYALA_FAKE_UNIMPLEMENTED(master, IsAlterTableDone)
 
   std::vector<master::TSHeartbeatRequestPB> beats() {
     MutexLock l(mu_);
