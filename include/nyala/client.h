@@ -220,6 +220,61 @@ class TableCreator {
   MonoDelta timeout_;
 };
 
+/// Alters a table: its columns, name, comment and range partitions, as one change
+/// applied whole or not at all, online (no rewrite of stored rows; every replica of
+/// every tablet switches at one point of its log). Get one from
+/// Client::NewTableAlterer(). The primary key and column types cannot change; an added
+/// column must be nullable or have a default, which the rows already stored read as
+/// its value. Sessions, Tables and Scanners opened before keep working: writes built
+/// against the old schema are translated to the new one by column id (a write that
+/// sets a dropped column fails for that row), reads name columns as they are now.
+class TableAlterer {
+ public:
+  ~TableAlterer();
+
+  TableAlterer& RenameTo(std::string new_name);
+  TableAlterer& SetComment(std::string comment);
+  /// A non-key column, nullable or with a default (`default_value` absent: none).
+  TableAlterer& AddColumn(std::string name, DataType type, bool nullable,
+                          Value default_value = Value(), std::string comment = "");
+  TableAlterer& DropColumn(std::string name);
+  TableAlterer& RenameColumn(std::string name, std::string new_name);
+  /// Rows written from now on that do not set the column get `value`.
+  TableAlterer& SetColumnDefault(std::string name, Value value);
+  TableAlterer& RemoveColumnDefault(std::string name);
+  TableAlterer& SetColumnComment(std::string name, std::string comment);
+  /// The range [lower, upper) with its hash buckets: rows of the table (its key
+  /// columns are read; a row with no range column set is unbounded).
+  TableAlterer& AddRangePartition(const Row& lower, const Row& upper);
+  /// An existing range exactly; its tablets and their rows are deleted.
+  TableAlterer& DropRangePartition(const Row& lower, const Row& upper);
+  /// Wait until every tablet has the change (default true).
+  TableAlterer& wait(bool wait);
+  /// Overall deadline of Alter(): default the client's admin timeout.
+  TableAlterer& timeout(MonoDelta timeout);
+
+  /// Sends AlterTable and, with wait(true), polls IsAlterTableDone until done. The
+  /// master's error when it refuses (NotFound for an unknown table or column,
+  /// AlreadyPresent for a name taken, InvalidArgument naming the step and why);
+  /// TimedOut when the tablets did not all take it in time (the change is made and
+  /// keeps being carried to them).
+  Status Alter();
+
+ private:
+  friend class Client;
+  struct Step;
+  TableAlterer(std::shared_ptr<Client> client, std::string name);
+
+  std::shared_ptr<Client> client_;
+  std::string name_;
+  std::string new_name_;
+  std::optional<std::string> comment_;
+  std::vector<std::unique_ptr<Step>> steps_;
+  bool wait_ = true;
+  MonoDelta timeout_;
+  Status error_;  // the first bad argument, reported by Alter()
+};
+
 /// One write to one row: its type and a Row of the table's schema. Set columns by
 /// name or index; a wrong type, an unknown column or NULL in a NOT NULL column is an
 /// error from Set itself. Strings are copied into the operation.
@@ -586,6 +641,11 @@ class Client : public std::enable_shared_from_this<Client> {
   std::unique_ptr<TableCreator> NewTableCreator();
   /// NotFound when there is no such table.
   Result<bool> IsCreateTableInProgress(const std::string& name);
+  /// An alteration of table `name` (see TableAlterer).
+  std::unique_ptr<TableAlterer> NewTableAlterer(const std::string& name);
+  /// Whether an alteration of the table is still being carried to its tablets (or a
+  /// range partition it added is still starting). NotFound when there is no such table.
+  Result<bool> IsAlterTableInProgress(const std::string& name);
   Status DeleteTable(const std::string& name);
   /// Names of the tables whose name contains `filter` (all when empty), sorted.
   Result<std::vector<std::string>> ListTables(const std::string& filter = "");

@@ -3,12 +3,16 @@
 // destroyed with the Client, after every Session, Table and Scanner of it (they
 // hold the Client).
 //
-// Thread-safety: the members are thread-safe objects set once at construction.
+// Thread-safety: the members are thread-safe objects set once at construction; the
+// schema cache has a lock of its own.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "common/mutex.h"
 
 #include "client/get_coalescer.h"
 #include "client/master_client.h"
@@ -44,6 +48,16 @@ class ClientData {
   // (RemoteTablet::ClosestReplica): random per client, so clients spread.
   size_t replica_pick() const { return replica_pick_; }
 
+  // The newest schema this client has seen of table `table_id` after a tablet refused
+  // a write built against an older one (null when none): later writes built against
+  // an older Table are translated to it before they are sent.
+  std::shared_ptr<const Schema> NewestSchema(const std::string& table_id) const
+      EXCLUDES(schemas_mu_);
+  // Keeps `schema` unless a newer one is kept; returns the newest kept.
+  std::shared_ptr<const Schema> NoteSchema(const std::string& table_id,
+                                           std::shared_ptr<const Schema> schema)
+      EXCLUDES(schemas_mu_);
+
  private:
   const std::shared_ptr<rpc::Messenger> messenger_;
   const MonoDelta rpc_timeout_;
@@ -55,6 +69,8 @@ class ClientData {
   MetaCache meta_cache_;
   RequestIdAllocator request_ids_;
   GetCoalescer get_coalescer_;
+  mutable Mutex schemas_mu_;
+  std::map<std::string, std::shared_ptr<const Schema>> schemas_ GUARDED_BY(schemas_mu_);
 };
 
 }  // namespace nyala::client::internal

@@ -44,6 +44,20 @@ ClientData::~ClientData() {
   messenger_->Shutdown();
 }
 
+std::shared_ptr<const Schema> ClientData::NewestSchema(const std::string& table_id) const {
+  MutexLock l(schemas_mu_);
+  auto it = schemas_.find(table_id);
+  return it == schemas_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const Schema> ClientData::NoteSchema(const std::string& table_id,
+                                                     std::shared_ptr<const Schema> schema) {
+  MutexLock l(schemas_mu_);
+  std::shared_ptr<const Schema>& kept = schemas_[table_id];
+  if (!kept || kept->version() < schema->version()) kept = std::move(schema);
+  return kept;
+}
+
 }  // namespace internal
 
 // ---- ClientBuilder ------------------------------------------------------------------

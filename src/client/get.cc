@@ -170,8 +170,10 @@ void GetCall::Lead(ClientData* data, const std::string& table_id, const TabletPt
       for (size_t i = 0; i < batch.size(); i++) {
         if (resp.found(int(i))) shared->row_of[i] = rows++;
       }
+      // A projection in the answer: the tablet has another schema version, and its
+      // columns may not be the Table's (Run asks again, naming them).
       shared->ok =
-          rows == resp.data().num_rows() &&
+          rows == resp.data().num_rows() && !resp.has_projection() &&
           (rows == 0 || DecodeRowBlock(call->rpc, resp.data(), proj, call, &shared->batch).ok());
     }
   }
@@ -217,6 +219,10 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
     RETURN_NOT_OK(table.partition_schema().EncodePartitionKey(keys[i], &pkeys[i]));
   }
 
+  // The columns named on the wire: none for every column, until a tablet answers with
+  // a projection of its own (its schema is another version than the Table's): then
+  // the Table's columns, by name.
+  std::vector<std::string> wire_projection = projection;
   GetResult result;
   const MonoTime deadline = MonoTime::Now() + data->rpc_timeout();
   const bool leader_only = selection == ReplicaSelection::kLeaderOnly;
@@ -260,7 +266,7 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
         g = std::make_shared<Group>();
         g->tablet = tablet;
         g->req.set_tablet_id(tablet->tablet_id);
-        for (const std::string& n : projection) g->req.add_projected_columns(n);
+        for (const std::string& n : wire_projection) g->req.add_projected_columns(n);
         g->req.set_schema_version(schema.version());
         if (!leader_only) g->req.set_replica_selection(tserver::ANY_REPLICA);
       }
@@ -311,6 +317,14 @@ Result<GetResult> GetCall::Run(const Table& table, const std::vector<Row>& keys,
         }
         last_error = v.status;
         leader_search |= v.next_replica;
+        pending.insert(pending.end(), g->key_indexes.begin(), g->key_indexes.end());
+        continue;
+      }
+      if (g->req.projected_columns_size() == 0 && g->resp.has_projection()) {
+        if (wire_projection.empty()) {
+          for (const ColumnSchema& c : proj_schema->columns()) wire_projection.push_back(c.name());
+        }
+        last_error = Status::IllegalState("tablet " + id + " has another schema version");
         pending.insert(pending.end(), g->key_indexes.begin(), g->key_indexes.end());
         continue;
       }

@@ -151,6 +151,7 @@ bool MetaCache::AnswerFromCacheLocked(const TableEntries& entries, Slice key, Lo
       return true;
     }
     if (mode == LookupMode::kExact) {
+      if (now >= e.gap_trusted_until) break;  // ask the master again
       *out = NoCoveringTablet();
       return true;
     }
@@ -235,7 +236,9 @@ void MetaCache::SendMasterLookup(const std::string& table_id, std::string ask, M
 void MetaCache::OnLocations(const std::string& table_id, const std::string& key,
                             const master::GetTableLocationsResponsePB& resp) {
   const int64_t ttl_ms = resp.ttl_millis() > 0 ? resp.ttl_millis() : kDefaultTtlMs;
-  const MonoTime expiry = MonoTime::Now() + MonoDelta::FromMilliseconds(ttl_ms);
+  const MonoTime now = MonoTime::Now();
+  const MonoTime expiry = now + MonoDelta::FromMilliseconds(ttl_ms);
+  const MonoTime gap_trust = now + MonoDelta::FromMilliseconds(kGapTrustMs);
   MutexLock l(mu_);
   TableEntries& entries = tables_[table_id];
   std::string covered_to = key;  // everything in [key, covered_to) is described
@@ -245,7 +248,7 @@ void MetaCache::OnLocations(const std::string& table_id, const std::string& key,
     tablet->partition = Partition::FromPB(loc.partition());
     const std::string& start = tablet->partition.partition_key_start;
     if (Slice(covered_to).compare(Slice(start)) < 0) {
-      InsertLocked(&entries, covered_to, Entry{start, nullptr, expiry});  // a gap
+      InsertLocked(&entries, covered_to, Entry{start, nullptr, expiry, gap_trust});  // a gap
     }
     std::vector<std::shared_ptr<RemoteTabletServer>> followers;
     auto add = [&](const master::TSInfoPB& ts, master::ReplicaRolePB role) REQUIRES(mu_) {
@@ -262,14 +265,14 @@ void MetaCache::OnLocations(const std::string& table_id, const std::string& key,
     for (const auto& r : loc.replicas()) add(r.ts_info(), r.role());
     for (auto& f : followers) tablet->replicas.push_back(std::move(f));
     std::string end = tablet->partition.partition_key_end;
-    InsertLocked(&entries, start, Entry{end, std::move(tablet), expiry});
+    InsertLocked(&entries, start, Entry{end, std::move(tablet), expiry, MonoTime()});
     covered_to = end;
     if (end.empty()) break;
   }
   // A short answer reached the end of the table: nothing lies past the last tablet.
   const bool complete = resp.tablet_locations_size() < kPrefetch;
   if (complete && (resp.tablet_locations_size() == 0 || !covered_to.empty())) {
-    InsertLocked(&entries, covered_to, Entry{"", nullptr, expiry});
+    InsertLocked(&entries, covered_to, Entry{"", nullptr, expiry, gap_trust});
   }
 }
 

@@ -1,7 +1,9 @@
 // MetaCache: where each tablet of each table lives, as the master last said.
 //
 // Per table, entries ordered by partition-key start, each covering [start, end) and
-// holding the tablet there (with its replicas) or nothing (a range no tablet covers).
+// holding the tablet there (with its replicas) or nothing (a range no tablet covers;
+// trusted for exact lookups for kGapTrustMs only, so that a key in a range partition
+// added since reaches the master, which knows it).
 // Entries expire after the master's ttl_millis and are dropped by InvalidateTablet
 // (TABLET_NOT_FOUND, an unreachable server). A miss asks the master for the tablet
 // holding the key and the following ones (kPrefetch locations); a lookup that
@@ -128,6 +130,8 @@ class MetaCache {
  public:
   // Locations asked for on a miss: the tablet of the key and those after it.
   static constexpr int kPrefetch = 10;
+  // How long a gap (no tablet covers a range) answers exact lookups from the cache.
+  static constexpr int64_t kGapTrustMs = 100;
   // Used when the master sends no ttl_millis.
   static constexpr int64_t kDefaultTtlMs = 300000;
 
@@ -155,6 +159,10 @@ class MetaCache {
     std::string end;   // "" = unbounded
     TabletPtr tablet;  // nullptr: no tablet covers [start, end)
     MonoTime expiry;
+    // A gap answers an exact lookup ("no tablet covers the key") only until then, a
+    // short while after the master said so: a range partition added since is found
+    // by the next lookup of a key in it, not after the TTL.
+    MonoTime gap_trusted_until;
   };
   using TableEntries = std::map<std::string, Entry, std::less<>>;
   struct Waiter {

@@ -194,7 +194,30 @@ Status Scanner::Data::ScanCall(ScanBatch* batch) {
       cd_->meta_cache()->InvalidateTablet(table_->id(), current_->tablet_id);
       auto t = cd_->meta_cache()->LookupTabletSync(
           table_->id(), current_->partition.partition_key_start, deadline, LookupMode::kExact);
-      if (t.ok() && (*t)->tablet_id == current_->tablet_id) current_ = *t;
+      if (!t.ok() && internal::IsNoCoveringTablet(t.status())) {
+        // The tablet's range partition was dropped: its rows are gone, and the scan
+        // goes on with the next tablet.
+        LOG(INFO) << where << ": its range partition was dropped; skipping it";
+        current_ = nullptr;
+        scanner_id_.clear();
+        internal::ScanBatchData::MakeEmpty(proj_schema_, batch);
+        return Status::OK();
+      }
+      if (!t.ok() && t.status().IsNotFound()) {
+        return Status::NotFound("table " + table_->name() + " was deleted during the scan",
+                                t.status().ToString());
+      }
+      if (t.ok()) {
+        if ((*t)->tablet_id != current_->tablet_id) {
+          // Another tablet holds the partition now: a new scan there, from the key
+          // after the last row returned.
+          scanner_id_.clear();
+          call_seq_id_ = 0;
+          current_ = *t;
+          return ScanCall(batch);
+        }
+        current_ = *t;
+      }
     }
     if (new_scan && selection_ != ReplicaSelection::kLeaderOnly) replicas_failed_++;
     if (!rpc::BackoffBeforeRetry(attempt, deadline,

@@ -89,6 +89,8 @@ inline TabletRpcVerdict ClassifyTabletRpc(const rpc::RpcController& rpc,
     case tserver::TabletServerErrorPB::TABLET_FAILED:
     case tserver::TabletServerErrorPB::THROTTLED:
     case tserver::TabletServerErrorPB::NOT_THE_LEADER:
+    // An alteration the tablet has not applied yet (the client's schema is newer).
+    case tserver::TabletServerErrorPB::TABLET_SCHEMA_BEHIND:
       return {TabletRpcAction::kRetry, es};
     // A closest-replica read at a replica too far behind: another replica answers.
     case tserver::TabletServerErrorPB::REPLICA_TOO_STALE:

@@ -18,9 +18,94 @@ WriteRpc::WriteRpc(Batcher* batcher, TabletBuffer* buffer)
   table_id_ = table.id();
   num_rows_ = buffer->encoder.num_rows();
   req_.set_tablet_id(tablet_->tablet_id);
+  schema_ = std::shared_ptr<const Schema>(buffer->table, &table.schema());
   table.schema().ToPB(req_.mutable_schema());
   buffer->encoder.Finish(req_.mutable_row_operations());
   seq_no_ = batcher_->client_->request_ids()->NewSeqNo();
+  if (auto newer = batcher_->client_->NewestSchema(table_id_);
+      newer && newer->version() > schema_->version()) {
+    // Nothing is sent yet: a failure here is the first attempt's.
+    translation_status_ = TranslateTo(std::move(newer));
+  }
+}
+
+Status WriteRpc::TranslateTo(std::shared_ptr<const Schema> schema) {
+  if (schema->version() <= schema_->version()) return Status::OK();
+  DecodedRowOps rows;
+  RETURN_NOT_OK_PREPEND(DecodeRowOperations(req_.row_operations(), *schema_, RowBlockKind::kWrites,
+                                            &rows),
+                        "re-reading a write block for a schema change");
+  const Schema& to = *schema;
+  // Where each column of the block's schema went, by id.
+  std::vector<int> target(schema_->num_columns(), -1);
+  for (int c = 0; c < schema_->num_columns(); c++) {
+    target[c] = to.FindColumnById(schema_->column(c).id());
+  }
+  RowOperationsEncoder enc(&to);
+  std::vector<int> index;
+  Row row(&to);
+  for (size_t i = 0; i < rows.size(); i++) {
+    const int orig = original_index_.empty() ? int(i) : original_index_[i];
+    row.Clear();
+    Status failed;
+    for (int c = 0; c < schema_->num_columns() && failed.ok(); c++) {
+      if (!rows[i].row.IsSet(c)) continue;
+      if (target[c] < 0) {
+        failed = Status::InvalidArgument(
+            "column '" + schema_->column(c).name() + "' was dropped from table " +
+                buffer_->table->name() + " (schema version " + std::to_string(to.version()) + ")",
+            "write without it");
+        break;
+      }
+      failed = row.Set(target[c], rows[i].row.cell(c));
+    }
+    if (failed.ok()) failed = enc.Add(rows[i].type, row.view());
+    if (!failed.ok()) {
+      translation_errors_.emplace_back(orig, std::move(failed));
+      continue;
+    }
+    index.push_back(orig);
+  }
+  if (!original_block_) {
+    original_block_ = std::make_unique<RowOperationsPB>(req_.row_operations());
+  }
+  enc.Finish(req_.mutable_row_operations());
+  to.ToPB(req_.mutable_schema());
+  original_index_ = std::move(index);
+  VLOG(1) << "write to tablet " << tablet_->tablet_id << ": block translated from schema version "
+          << schema_->version() << " to " << to.version();
+  schema_ = std::move(schema);
+  return Status::OK();
+}
+
+void WriteRpc::RefreshSchema() {
+  ClientData* client = batcher_->client_;
+  if (++schema_refreshes_ > 5) {
+    return FailAll(Status::IllegalState("write to tablet " + tablet_->tablet_id +
+                                        ": the table's schema kept changing"));
+  }
+  auto req = std::make_shared<master::GetTableSchemaRequestPB>();
+  req->mutable_table()->set_table_id(table_id_);
+  auto resp = std::make_shared<master::GetTableSchemaResponsePB>();
+  client->master()->AsyncCall(
+      &master::MasterServiceProxy::GetTableSchemaAsync,
+      std::shared_ptr<const master::GetTableSchemaRequestPB>(req), resp, batcher_->deadline_,
+      [this, resp](const Status& s) {
+        if (!s.ok()) return FailAll(s.CloneAndPrepend("fetching the table's new schema"));
+        Result<Schema> fresh = Schema::FromPB(resp->schema());
+        if (!fresh.ok()) return FailAll(fresh.status());
+        std::shared_ptr<const Schema> newest = batcher_->client_->NoteSchema(
+            table_id_, std::make_shared<const Schema>(std::move(fresh).value()));
+        if (newest->version() <= schema_->version()) {
+          // The master has not recorded what the tablet has: ask again shortly.
+          return Retry(Status::IllegalState("the master's schema of the table is not newer"),
+                       false);
+        }
+        if (Status t = TranslateTo(std::move(newest)); !t.ok()) return FailAll(t);
+        if (original_index_.empty()) return Done();  // every row failed the translation
+        attempt_++;
+        Send();
+      });
 }
 
 WriteRpc::~WriteRpc() = default;
@@ -29,6 +114,8 @@ const Table& WriteRpc::table() const { return *buffer_->table; }
 
 void WriteRpc::Send() {
   ClientData* client = batcher_->client_;
+  if (!translation_status_.ok()) return FailAll(translation_status_);
+  if (original_block_ && original_index_.empty()) return Done();  // no row left to send
   const MonoDelta left = batcher_->deadline_ - MonoTime::Now();
   if (left <= MonoDelta()) {
     FailAll(Status::TimedOut("write to tablet " + tablet_->tablet_id +
@@ -58,17 +145,25 @@ void WriteRpc::Send() {
 }
 
 void WriteRpc::OnResponse() {
+  if (rpc_.status().ok() && resp_.has_error() &&
+      resp_.error().code() == tserver::TabletServerErrorPB::TABLET_HAS_A_NEWER_SCHEMA) {
+    VLOG(1) << "write to tablet " << tablet_->tablet_id << ": "
+            << TabletServerErrorToStatus(resp_.error()).ToString();
+    return RefreshSchema();
+  }
   TabletRpcVerdict v = ClassifyReplicaRpc(*tablet_, server_.get(), rpc_,
                                           resp_.has_error() ? &resp_.error() : nullptr);
   switch (v.action) {
     case TabletRpcAction::kSuccess:
       for (const auto& e : resp_.per_row_errors()) {
-        if (e.row_index() < 0 || e.row_index() >= num_rows_) {
+        const int sent = original_block_ ? int(original_index_.size()) : num_rows_;
+        if (e.row_index() < 0 || e.row_index() >= sent) {
           LOG(WARNING) << "tablet " << tablet_->tablet_id << " reported an error for row "
-                       << e.row_index() << " of " << num_rows_;
+                       << e.row_index() << " of " << sent;
           continue;
         }
-        row_errors_.emplace_back(e.row_index(), StatusFromPB(e.error()));
+        const int row = original_block_ ? original_index_[e.row_index()] : e.row_index();
+        row_errors_.emplace_back(row, StatusFromPB(e.error()));
       }
       return Done();
     case TabletRpcAction::kFail:
@@ -113,6 +208,12 @@ void WriteRpc::Relookup() {
   client->meta_cache()->LookupTablet(
       table_id_, tablet_->partition.partition_key_start, batcher_->deadline_, LookupMode::kExact,
       [this](Result<TabletPtr> r) {
+        if (!r.ok() && IsNoCoveringTablet(r.status())) {
+          // Nothing was applied: the tablet's range partition was dropped.
+          return FailAll(Status::NotFound(
+              "tablet " + tablet_->tablet_id + " is gone and no tablet covers its rows' "
+              "partition keys now: its range partition was dropped"));
+        }
         if (!r.ok()) return Retry(r.status(), true);
         if ((*r)->tablet_id != tablet_->tablet_id) {
           // Nothing was applied (the old tablet is gone); the rows belong elsewhere now.
@@ -127,10 +228,13 @@ void WriteRpc::Relookup() {
 void WriteRpc::FailAll(const Status& s) {
   failed_all_ = s.ok() ? Status::RuntimeError("write failed") : s;
   row_errors_.clear();
+  translation_errors_.clear();
   Done();
 }
 
 void WriteRpc::Done() {
+  for (auto& e : translation_errors_) row_errors_.push_back(std::move(e));
+  translation_errors_.clear();
   batcher_->client_->request_ids()->Complete(seq_no_);
   batcher_->RpcFinished();  // may free the batcher and this object: nothing after
 }

@@ -23,6 +23,7 @@ class AlterTableTest : public ::testing::Test {
                              1)
                   .value();
     schema_.ToPB(table_.mutable_schema());
+    key_schema_ = Schema::Create({C("k", DataType::kInt64)}, 1).value();
     table_.set_name("t");
     ps_ = PartitionSchema::Create(schema_, {}, {"k"}).value();
     ps_.ToPB(table_.mutable_partition_schema());
@@ -42,8 +43,8 @@ class AlterTableTest : public ::testing::Test {
   AlterTableStepPB RangeStep(AlterTableStepPB::Type type, int64_t lo, int64_t hi) {
     AlterTableStepPB s;
     s.set_type(type);
-    RowOperationsEncoder enc(&schema_);
-    Row l(&schema_), u(&schema_);
+    RowOperationsEncoder enc(&key_schema_);
+    Row l(&key_schema_), u(&key_schema_);
     EXPECT_OK(l.Set(0, Cell::Int64(lo)));
     EXPECT_OK(u.Set(0, Cell::Int64(hi)));
     EXPECT_OK(enc.Add(RowOpType::kRangeLowerBound, l.view()));
@@ -56,6 +57,7 @@ class AlterTableTest : public ::testing::Test {
   }
 
   Schema schema_;
+  Schema key_schema_;  // what range bounds are rows of
   PartitionSchema ps_;
   SysTableEntryPB table_;
   std::vector<std::pair<std::string, std::string>> ranges_;

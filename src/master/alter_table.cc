@@ -55,10 +55,14 @@ Result<std::pair<std::string, std::string>> RangeOf(const AlterTableStepPB& step
     return Status::InvalidArgument(
         "the table has no range partitioning: its partitions cannot be added or dropped");
   }
+  // The bounds are rows of the key columns alone, which no alteration changes.
+  std::vector<ColumnSchema> key_cols(schema.columns().begin(),
+                                     schema.columns().begin() + schema.num_key_columns());
+  ASSIGN_OR_RETURN(Schema key_schema, Schema::Create(std::move(key_cols), schema.num_key_columns()));
   DecodedRowOps rows;
-  RETURN_NOT_OK_PREPEND(DecodeRowOperations(step.range_bounds(), schema,
+  RETURN_NOT_OK_PREPEND(DecodeRowOperations(step.range_bounds(), key_schema,
                                             RowBlockKind::kPartitionRows, &rows),
-                        "range bounds");
+                        "range bounds (rows of the key columns)");
   if (rows.size() != 2 || rows[0].type != RowOpType::kRangeLowerBound ||
       rows[1].type != RowOpType::kRangeUpperBound) {
     return Status::InvalidArgument(
@@ -66,7 +70,8 @@ Result<std::pair<std::string, std::string>> RangeOf(const AlterTableStepPB& step
   }
   for (size_t i = 0; i < rows.size(); i++) RETURN_NOT_OK_PREPEND(rows[i].error, "range bound");
   // One range with no hash dimension gives its bounds as its partition.
-  ASSIGN_OR_RETURN(PartitionSchema range_only, PartitionSchema::Create(schema, {}, ps.range_columns()));
+  ASSIGN_OR_RETURN(PartitionSchema range_only,
+                   PartitionSchema::Create(key_schema, {}, ps.range_columns()));
   ASSIGN_OR_RETURN(std::vector<Partition> one, range_only.CreatePartitions(rows));
   if (one.size() != 1) return Status::InvalidArgument("range bounds: not one range");
   return std::make_pair(one[0].range_key_start, one[0].range_key_end);
