@@ -421,8 +421,7 @@ desc_json=$("$NYALA" table describe "$M" vparts --format=json 2>&1)
 check "describe --format=json gives range_partition as a spec's splits and bounds" same \
   '{"bounds":[{"lower":[-100],"upper":[0]},{"lower":[50],"upper":[]}],"columns":["k"],"splits":[[100]]}' \
   "$(jq -cS '.range_partition' <<<"$desc_json")"
-check "... the ranges as text" same '["k >= -100 AND k < 0","k >= 50 AND k < 100","k >= 100"]' "$(jq -c '.ranges' <<<"$desc_json")"
-check "... and every tablet's partition" same 6 "$(jq '[.tablets[].partition | select(startswith("HASH(k) bucket"))] | length' <<<"$desc_json")"
+check "describe lists the ranges as text" contains "$desc" $'Ranges:\n  k >= -100 AND k < 0\n  k >= 50 AND k < 100\n  k >= 100'
 VWEB=$((BASE + 1000))
 page=$(http_get "$VWEB" /tables)
 check "/tables shows partitions as typed key ranges" contains "$page" "HASH(k) bucket 0 of 2, k &gt;= -100 AND k &lt; 0"
@@ -550,8 +549,8 @@ check "copy into a new table passes its row-count check" contains "$out" "row co
 check "... vcopy counts as many rows as vsrc" same "$VSRC_COUNT" "$(count_of vcopy)"
 check "... with the same rows" same "$(sorted_scan vsrc)" "$(sorted_scan vcopy)"
 check "... the same partitioning and replication" \
-  same "$("$NYALA" table describe "$M" vsrc --format=json | jq -c '[.partitioning, .num_replicas]')" \
-  "$("$NYALA" table describe "$M" vcopy --format=json | jq -c '[.partitioning, .num_replicas]')"
+  same "$("$NYALA" table describe "$M" vsrc --format=json | jq -c 'del(.name)')" \
+  "$("$NYALA" table describe "$M" vcopy --format=json | jq -c 'del(.name)')"
 check "... and as many tablets, with the same partitions" \
   same "$("$NYALA" tablet list "$M" --table vsrc --format=json | jq -c '[.[].partition] | sort')" \
   "$("$NYALA" tablet list "$M" --table vcopy --format=json | jq -c '[.[].partition] | sort')"

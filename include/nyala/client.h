@@ -193,6 +193,8 @@ class TableCreator {
   TableCreator& add_range_partition(const Row& lower, const Row& upper);
   /// Replicas per tablet (0 = the master's default).
   TableCreator& num_replicas(int n);
+  /// A free-text description of the table.
+  TableCreator& comment(std::string comment);
   /// Wait until every tablet runs (default true).
   TableCreator& wait(bool wait);
   /// Overall deadline of Create(): default the client's admin timeout.
@@ -216,6 +218,7 @@ class TableCreator {
   std::vector<Row> splits_;
   std::vector<std::pair<Row, Row>> bounds_;
   int num_replicas_ = 0;
+  std::string comment_;
   bool wait_ = true;
   MonoDelta timeout_;
 };
@@ -401,6 +404,8 @@ class Table : public std::enable_shared_from_this<Table> {
   const Schema& schema() const { return schema_; }
   const PartitionSchema& partition_schema() const { return partition_schema_; }
   int num_replicas() const { return num_replicas_; }
+  /// The table's comment ("" when none), as the master had it when the table was opened.
+  const std::string& comment() const { return comment_; }
   const std::shared_ptr<Client>& client() const { return client_; }
 
   std::unique_ptr<WriteOperation> NewInsert() const { return NewOp(RowOpType::kInsert); }
@@ -452,6 +457,7 @@ class Table : public std::enable_shared_from_this<Table> {
   const Schema schema_;
   const PartitionSchema partition_schema_;
   const int num_replicas_;
+  std::string comment_;  // set by Client::OpenTable
   // The schema of rows read with every column (Get's default projection), made once.
   std::shared_ptr<const Schema> full_projection_;
   friend class internal::GetCall;

@@ -186,8 +186,10 @@ Result<std::shared_ptr<Table>> Client::OpenTable(const std::string& name) {
   ASSIGN_OR_RETURN(Schema schema, Schema::FromPB(resp.schema()));
   ASSIGN_OR_RETURN(PartitionSchema ps, PartitionSchema::FromPB(resp.partition_schema(), schema));
   const std::string& table_name = resp.table_name().empty() ? name : resp.table_name();
-  return std::shared_ptr<Table>(new Table(shared_from_this(), table_name, resp.table_id(),
-                                          std::move(schema), std::move(ps), resp.num_replicas()));
+  std::shared_ptr<Table> t(new Table(shared_from_this(), table_name, resp.table_id(),
+                                     std::move(schema), std::move(ps), resp.num_replicas()));
+  t->comment_ = resp.comment();
+  return t;
 }
 
 Result<std::vector<TabletServerInfo>> Client::ListTabletServers() {

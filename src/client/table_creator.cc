@@ -70,6 +70,10 @@ TableCreator& TableCreator::num_replicas(int n) {
   num_replicas_ = n;
   return *this;
 }
+TableCreator& TableCreator::comment(std::string comment) {
+  comment_ = std::move(comment);
+  return *this;
+}
 TableCreator& TableCreator::wait(bool wait) {
   wait_ = wait;
   return *this;
@@ -97,6 +101,7 @@ Status TableCreator::Create() {
   schema_->ToPB(req.mutable_schema());
   ps.ToPB(req.mutable_partition_schema());
   req.set_num_replicas(num_replicas_);
+  req.set_comment(comment_);
   RowOperationsEncoder enc(schema_.get());
   for (const Row& r : splits_) RETURN_NOT_OK(enc.Add(RowOpType::kSplitRow, r));
   for (const auto& [lo, hi] : bounds_) {

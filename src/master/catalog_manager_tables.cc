@@ -174,6 +174,8 @@ void CatalogManager::CreateTable(const CreateTableRequestPB& req, CreateTableRes
   schema.ToPB(table->pb.mutable_schema());
   partition_schema.ToPB(table->pb.mutable_partition_schema());
   table->pb.set_num_replicas(num_replicas);
+  table->pb.set_comment(req.comment());
+  table->pb.set_next_column_id(schema.num_columns());  // ids 0..n-1 are taken
   table->pb.set_state(TABLE_CREATING);
   table->pb.set_create_time_micros(GetWallTimeMicros());
   SysCatalogBatch batch;

@@ -70,22 +70,27 @@ Status DescribeTable(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto tablets, client->ListTabletsOfTable(table->name()));
   const Schema& schema = table->schema();
   const PartitionSchema& ps = table->partition_schema();
-  TableOutput out({"column", "type", "key", "nullable", "default"});
-  for (int i = 0; i < schema.num_columns(); i++) {
-    const ColumnSchema& c = schema.column(i);
-    std::string def = c.default_value().has_value() ? CellToText(c.default_value().cell(), ts) : "";
-    out.AddRow({c.name(), DataTypeName(c.type()), schema.is_key_column(i) ? "yes" : "no",
-                c.is_nullable() ? "yes" : "no", def},
-               {c.name(), DataTypeName(c.type()), schema.is_key_column(i), c.is_nullable(),
-                c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts) : json()});
-  }
   if (format == OutputFormat::kJson) {
     printf("%s\n", DumpJson(DescribeTableJson(*table, tablets, ts)).c_str());
     return Status::OK();
   }
+  TableOutput out({"column", "type", "key", "nullable", "default", "comment"});
+  for (int i = 0; i < schema.num_columns(); i++) {
+    const ColumnSchema& c = schema.column(i);
+    std::string def = c.default_value().has_value() ? CellToText(c.default_value().cell(), ts) : "";
+    out.AddRow({c.name(), DataTypeName(c.type()), schema.is_key_column(i) ? "yes" : "no",
+                c.is_nullable() ? "yes" : "no", def, c.comment()},
+               {c.name(), DataTypeName(c.type()), schema.is_key_column(i), c.is_nullable(),
+                c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts) : json(),
+                c.comment()});
+  }
+  ASSIGN_OR_RETURN(bool altering, client->IsAlterTableInProgress(table->name()));
   const RangeLayout ranges = RangesOf(tablets);
-  printf("Table %s (id %s), %d replica(s)\nPartitioning: %s\n", table->name().c_str(),
-         table->id().c_str(), table->num_replicas(), ps.ToString().c_str());
+  printf("Table %s (id %s), %d replica(s), schema version %u%s\nPartitioning: %s\n",
+         table->name().c_str(), table->id().c_str(), table->num_replicas(), schema.version(),
+         altering ? " (an alteration is still being carried to its tablets)" : "",
+         ps.ToString().c_str());
+  if (!table->comment().empty()) printf("Comment: %s\n", table->comment().c_str());
   if (!ps.range_columns().empty()) {
     auto joined = [&](const std::vector<std::pair<std::string, std::string>>& rs) {
       std::string s;

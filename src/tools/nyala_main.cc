@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   nyala::tools::RegisterFlagActions();
   nyala::tools::RegisterTableStatisticsActions();
   nyala::tools::RegisterTableCopyActions();
+  nyala::tools::RegisterTableAlterActions();
   nyala::tools::RegisterPerfTableScanActions();
   nyala::tools::RegisterReplicaActions();
 

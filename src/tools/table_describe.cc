@@ -33,56 +33,44 @@ json DescribeTableJson(const client::Table& table, const std::vector<client::Tab
   json columns = json::array();
   for (int i = 0; i < schema.num_columns(); i++) {
     const ColumnSchema& c = schema.column(i);
-    columns.push_back(
-        {{"column", c.name()},
-         {"type", DataTypeName(c.type())},
-         {"key", schema.is_key_column(i)},
-         {"nullable", c.is_nullable()},
-         {"default",
-          c.default_value().has_value() ? CellToJson(c.default_value().cell(), ts) : json()}});
+    json col = {{"name", c.name()},
+                {"type", DataTypeName(c.type())},
+                {"key", schema.is_key_column(i)},
+                {"nullable", c.is_nullable()}};
+    if (c.has_default()) col["default"] = CellToJson(c.default_value().cell(), ts);
+    if (!c.comment().empty()) col["comment"] = c.comment();
+    columns.push_back(std::move(col));
   }
-  const RangeLayout ranges = RangesOf(tablets);
-  // A range key as the spec's array of values ([] = unbounded).
-  auto values = [&](const std::string& key) {
-    json arr = json::array();
-    if (key.empty()) return arr;
-    Arena arena;
-    std::vector<Cell> cells;
-    if (!ps.DecodeRangeKey(Slice(key), schema, &arena, &cells).ok()) return json(nullptr);
-    for (const Cell& c : cells) arr.push_back(CellToJson(c, ts));
-    return arr;
-  };
-  json hash = json::array();
-  for (const HashDimension& d : ps.hash_dimensions()) {
-    hash.push_back({{"columns", d.columns}, {"buckets", d.num_buckets}, {"seed", d.seed}});
+  json j = {{"name", table.name()}, {"columns", columns}};
+  if (!ps.hash_dimensions().empty()) {
+    json hash = json::array();
+    for (const HashDimension& d : ps.hash_dimensions()) {
+      hash.push_back({{"columns", d.columns}, {"buckets", d.num_buckets}, {"seed", d.seed}});
+    }
+    j["hash_partitions"] = std::move(hash);
   }
-  // hash_partitions and range_partition in the form of a table spec; the ranges
-  // (bounds cut at the split points) and each tablet's partition as text.
-  json range = {
-      {"columns", ps.range_columns()}, {"splits", json::array()}, {"bounds", json::array()}};
-  json range_texts = json::array();
-  for (const auto& s : ranges.splits) range["splits"].push_back(values(s));
-  for (const auto& [lower, upper] : ranges.bounds) {
-    range["bounds"].push_back({{"lower", values(lower)}, {"upper", values(upper)}});
+  if (!ps.range_columns().empty()) {
+    const RangeLayout ranges = RangesOf(tablets);
+    // A range key as the spec's array of values ([] = unbounded).
+    auto values = [&](const std::string& key) {
+      json arr = json::array();
+      if (key.empty()) return arr;
+      Arena arena;
+      std::vector<Cell> cells;
+      if (!ps.DecodeRangeKey(Slice(key), schema, &arena, &cells).ok()) return json(nullptr);
+      for (const Cell& c : cells) arr.push_back(CellToJson(c, ts));
+      return arr;
+    };
+    json range = {
+        {"columns", ps.range_columns()}, {"splits", json::array()}, {"bounds", json::array()}};
+    for (const auto& s : ranges.splits) range["splits"].push_back(values(s));
+    for (const auto& [lower, upper] : ranges.bounds) {
+      range["bounds"].push_back({{"lower", values(lower)}, {"upper", values(upper)}});
+    }
+    j["range_partition"] = std::move(range);
   }
-  for (const auto& [lower, upper] : ranges.ranges) {
-    range_texts.push_back(ps.RangeToString(lower, upper, schema));
-  }
-  json tablets_json = json::array();
-  for (const auto& t : tablets) {
-    tablets_json.push_back({{"tablet_id", t.tablet_id},
-                            {"hash_buckets", t.partition.hash_buckets},
-                            {"partition", ps.PartitionToString(t.partition, schema)}});
-  }
-  json j = {{"name", table.name()},
-            {"id", table.id()},
-            {"num_replicas", table.num_replicas()},
-            {"partitioning", ps.ToString()},
-            {"hash_partitions", hash},
-            {"range_partition", range},
-            {"ranges", range_texts},
-            {"tablets", tablets_json},
-            {"columns", columns}};
+  j["num_replicas"] = table.num_replicas();
+  if (!table.comment().empty()) j["comment"] = table.comment();
   return j;
 }
 

@@ -1,8 +1,11 @@
-// A table's description as JSON: what `nyala table describe --format=json` prints and
-// the Python client's describe_table() returns. Its fields: name, id, num_replicas,
-// partitioning (text), hash_partitions and range_partition (in the form of a table
-// spec, see table_spec.h), ranges (text, in order), tablets (id, hash buckets and
-// partition as text) and columns (column, type, key, nullable, default).
+// A table's definition as JSON, exactly in the form `nyala table create` takes (a
+// table spec, table_spec.h): what `nyala table describe --format=json` prints and the
+// Python client's describe_table() returns, so that creating a table from it makes one
+// of the same definition. Its fields: name, columns (name, type, key, nullable, and
+// default and comment when set), hash_partitions and range_partition (when the table
+// has them; the ranges as bounds cut at split points), num_replicas, and comment when
+// set. What is not part of a definition (the id, the schema version, the tablets) is
+// in the text form of describe.
 //
 // Thread-compatible functions of their arguments.
 #pragma once
@@ -28,8 +31,8 @@ struct RangeLayout {
 };
 RangeLayout RangesOf(const std::vector<client::TabletInfo>& tablets);
 
-// `tablets`: the table's, in partition-key order (Client::ListTabletsOfTable).
-// Timestamps (defaults, range bounds) in format `ts`.
+// `tablets`: the table's, in partition-key order (Client::ListTabletsOfTable), which
+// give its ranges. Timestamps (defaults, range bounds) in format `ts`.
 nlohmann::json DescribeTableJson(const client::Table& table,
                                  const std::vector<client::TabletInfo>& tablets,
                                  TimestampFormat ts);

@@ -37,6 +37,7 @@ Fields (any other field is an error, named by its path, e.g. columns[2].type):
     nullable       true if the column may hold NULL (default false).
     default        the value a row gets when a write leaves the column out (non-key
                    columns only; see Values below).
+    comment        a free-text description of the column (default none).
   hash_partitions  hash dimensions (default: none), an array of objects:
     columns        the key columns hashed together (required); a column is in at
                    most one dimension.
@@ -55,6 +56,7 @@ Fields (any other field is an error, named by its path, e.g. columns[2].type):
                    missing bound is unbounded. Every split point must lie inside a
                    bound. A write to a key outside every bound fails (no tablet
                    covers it).
+  comment          a free-text description of the table (default none).
   num_replicas     replicas of each tablet: odd, 1 to --max_num_replicas (7);
                    default --default_num_replicas (3), both flags of the master. A
                    table needs that many live tablet servers.
@@ -66,7 +68,7 @@ offset like +01:00); FLOAT and DOUBLE a JSON number, or a string holding one or
 "NaN", "Infinity", "-Infinity"; STRING a JSON string; BINARY a JSON string of its
 bytes in standard base64 with = padding ("AP8=" is 0x00 0xff); null only as the
 default of a nullable column. 'nyala table describe --format=json' prints a table's
-hash_partitions and range_partition in this form.
+definition as such a spec, which creates a table like it.
 
 The table gets one tablet per range and combination of hash buckets (one bucket of
 every dimension), at most 100000 in all.)";
@@ -104,7 +106,8 @@ Status CheckKeys(const json& obj, const std::string& path,
   return Status::OK();
 }
 
-// Fills the range columns of `row` from `values` (an array, in range-column order).
+}  // namespace
+
 Status FillRangeRow(const Schema& schema, const std::vector<std::string>& range_cols,
                     const json& values, const std::string& path, Row* row) {
   if (!values.is_array()) return FieldError(path, "expected an array of range-column values");
@@ -124,12 +127,11 @@ Status FillRangeRow(const Schema& schema, const std::vector<std::string>& range_
   return Status::OK();
 }
 
-}  // namespace
-
 Result<TableSpec> ParseTableSpec(const json& j) {
   if (!j.is_object()) return Status::InvalidArgument("the table spec must be a JSON object");
   RETURN_NOT_OK(
-      CheckKeys(j, "", {"name", "columns", "hash_partitions", "range_partition", "num_replicas"}));
+      CheckKeys(j, "", {"name", "columns", "hash_partitions", "range_partition", "num_replicas",
+                      "comment"}));
   TableSpec spec;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty()) {
     return FieldError("name", "expected a non-empty table name");
@@ -145,7 +147,10 @@ Result<TableSpec> ParseTableSpec(const json& j) {
     const json& c = j["columns"][i];
     const std::string path = "columns[" + std::to_string(i) + "]";
     if (!c.is_object()) return FieldError(path, "expected an object");
-    RETURN_NOT_OK(CheckKeys(c, path, {"name", "type", "key", "nullable", "default"}));
+    RETURN_NOT_OK(CheckKeys(c, path, {"name", "type", "key", "nullable", "default", "comment"}));
+    if (c.contains("comment") && !c["comment"].is_string()) {
+      return FieldError(path + ".comment", "expected a string");
+    }
     if (!c.contains("name") || !c["name"].is_string()) {
       return FieldError(path + ".name", "expected a column name");
     }
@@ -174,6 +179,7 @@ Result<TableSpec> ParseTableSpec(const json& j) {
     else
       seen_value = true;
     cols.emplace_back(c["name"].get<std::string>(), *type, nullable, def);
+    cols.back().set_comment(c.value("comment", std::string()));
   }
   if (num_keys == 0) return FieldError("columns", "at least one column needs \"key\": true");
   auto schema = Schema::Create(std::move(cols), num_keys, 0);
@@ -220,6 +226,10 @@ Result<TableSpec> ParseTableSpec(const json& j) {
                                  b[i].value("upper", json::array()));
       }
     }
+  }
+  if (j.contains("comment")) {
+    if (!j["comment"].is_string()) return FieldError("comment", "expected a string");
+    spec.comment = j["comment"].get<std::string>();
   }
   if (j.contains("num_replicas")) {
     if (!j["num_replicas"].is_number_integer() || j["num_replicas"].get<int>() < 1) {
@@ -268,6 +278,7 @@ Status ApplyTableSpec(const TableSpec& spec, client::TableCreator* creator) {
     creator->add_range_partition(lower, upper);
   }
   if (spec.num_replicas > 0) creator->num_replicas(spec.num_replicas);
+  creator->comment(spec.comment);
   return Status::OK();
 }
 

@@ -26,6 +26,7 @@ struct TableSpec {
   std::vector<nlohmann::json> splits;                             // arrays of range-column values
   std::vector<std::pair<nlohmann::json, nlohmann::json>> bounds;  // lower, upper ([] = unbounded)
   int num_replicas = 0;
+  std::string comment;
 };
 
 Result<TableSpec> ParseTableSpec(const nlohmann::json& j);
@@ -33,7 +34,13 @@ Result<TableSpec> ParseTableSpec(const nlohmann::json& j);
 // The whole spec for people: an example, every field with its default, the value forms.
 extern const char kTableSpecHelp[];
 
-// Configures `creator` from `spec` (name, schema, partitioning, replicas).
+// Fills the range columns of `row` (a row of `schema`) from `values`, a JSON array
+// of their values in range-column order ([] = unbounded: nothing set). Errors name
+// `path`.
+Status FillRangeRow(const Schema& schema, const std::vector<std::string>& range_cols,
+                    const nlohmann::json& values, const std::string& path, Row* row);
+
+// Configures `creator` from `spec` (name, schema, partitioning, replicas, comment).
 Status ApplyTableSpec(const TableSpec& spec, client::TableCreator* creator);
 
 }  // namespace nyala::tools

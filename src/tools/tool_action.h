@@ -42,6 +42,10 @@ void RegisterFlagActions();
 void RegisterTableStatisticsActions();
 // nyala perf table_scan (action_perf_table_scan.cc).
 void RegisterPerfTableScanActions();
+// nyala table add_column, drop_column, rename_column, rename_table, column_set_default,
+// column_remove_default, column_set_comment, set_comment, add_range_partition,
+// drop_range_partition, alter (action_table_alter.cc).
+void RegisterTableAlterActions();
 // nyala table copy (action_table_copy.cc).
 void RegisterTableCopyActions();
 // nyala tablet change_config, table set_replication_factor, tserver decommission,
