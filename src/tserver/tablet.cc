@@ -117,6 +117,34 @@ Status TabletSchema::DecodeStoredRow(Slice storage_key, Slice value, bool decode
   return DecodeValue(value, row);
 }
 
+bool TabletSchema::RewriteToCurrent(Slice value, std::string* out) const {
+  const uint32_t v = schema.version();
+  if (!value.empty() && v < 128 && static_cast<uint8_t>(value[0]) == v) return false;
+  Result<uint32_t> stored = RowValueSchemaVersion(value);
+  if (!stored.ok() || *stored >= v) return false;
+  auto it = older.find(*stored);
+  if (it == older.end()) return false;
+  Row row(&schema);
+  if (!it->second.Decode(value, &row).ok()) return false;
+  out->clear();
+  return EncodeRowValue(row.view(), out).ok();
+}
+
+void TabletSchemaRewriter::Advance(std::shared_ptr<const TabletSchema> next) {
+  MutexLock l(mu_);
+  retired_.push_back(current_);
+  current_ = std::move(next);
+}
+
+RowValueRewriter::Fn TabletSchemaRewriter::ForCompaction() const {
+  MutexLock l(mu_);
+  std::erase_if(retired_, [](const std::weak_ptr<const TabletSchema>& w) { return w.expired(); });
+  if (!retired_.empty() || current_->older.empty()) return nullptr;
+  return [cur = current_](Slice value, std::string* out) {
+    return cur->RewriteToCurrent(value, out);
+  };
+}
+
 Tablet::Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServerMetrics* metrics)
     : meta_(std::move(meta)),
       store_(store),
@@ -129,7 +157,9 @@ Tablet::Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServ
   schema_version_.store(meta_.schema().version());
 }
 
-Tablet::~Tablet() = default;
+Tablet::~Tablet() {
+  if (rewriter_ && rows_) store_->SetRowValueRewriter(*rows_, nullptr);
+}
 
 Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore* store,
                                              RowLocks* locks, TServerMetrics* metrics) {
@@ -151,6 +181,8 @@ Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore*
   ASSIGN_OR_RETURN(t->partition_schema_,
                    PartitionSchema::FromPB(t->meta_.partition_schema(), ts->schema));
   t->schema_version_.store(ts->schema.version());
+  t->rewriter_ = std::make_shared<TabletSchemaRewriter>(ts);
+  store->SetRowValueRewriter(*t->rows_, t->rewriter_);
   MutexLock l(t->schema_mu_);
   t->schema_ = std::move(ts);
   return t;

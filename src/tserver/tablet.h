@@ -90,6 +90,7 @@
 #include "tserver/tablet_metadata.pb.h"
 #include "tserver/tserver_admin.pb.h"
 #include "tserver/tablet_replica.h"
+#include "tserver/tablet_store.h"
 #include "tserver/tserver.pb.h"
 
 namespace nyala {
@@ -151,6 +152,29 @@ struct TabletSchema {
   // Decodes a stored row into `row` (a row of `schema`): the key columns from the
   // storage key when `decode_key`, the rest from `value`.
   Status DecodeStoredRow(Slice storage_key, Slice value, bool decode_key, Row* row) const;
+  // A stored row value of an earlier version re-encoded under this one (the values of
+  // dropped columns gone): true with `*out` set; false (nothing to do, or a value that
+  // does not decode, left as it is) otherwise.
+  bool RewriteToCurrent(Slice value, std::string* out) const;
+};
+
+// Rewrites values of earlier schema versions to the current one in the tablet's rows
+// family's compactions, but only while no reader (a write, get, scan or checksum)
+// holds an earlier TabletSchema: such a reader, which may read through a snapshot the
+// compaction rewrites under it, must never meet a value newer than its schema.
+// Thread-safe.
+class TabletSchemaRewriter : public RowValueRewriter {
+ public:
+  explicit TabletSchemaRewriter(std::shared_ptr<const TabletSchema> current)
+      : current_(std::move(current)) {}
+  // The tablet's schema changed to `next`.
+  void Advance(std::shared_ptr<const TabletSchema> next) EXCLUDES(mu_);
+  Fn ForCompaction() const override EXCLUDES(mu_);
+
+ private:
+  mutable Mutex mu_;
+  std::shared_ptr<const TabletSchema> current_ GUARDED_BY(mu_);
+  mutable std::vector<std::weak_ptr<const TabletSchema>> retired_ GUARDED_BY(mu_);
 };
 
 // Fills `pb` with `code` and `status` (master's SetError has the same shape).
@@ -347,6 +371,10 @@ class Tablet final : public ReplicaStorage {
   mutable Mutex schema_mu_;
   std::shared_ptr<const TabletSchema> schema_ GUARDED_BY(schema_mu_);
   std::atomic<uint32_t> schema_version_{0};
+  // Registered with the store for the rows family (null in a failed tablet): rewrites
+  // row values of earlier versions in compactions, once no reader holds an earlier
+  // TabletSchema.
+  std::shared_ptr<TabletSchemaRewriter> rewriter_;
   // Set once, before state_ becomes kFailed (at creation, or by Fail() on the group's
   // worker thread); read only after state() returned kFailed.
   Status failure_;

@@ -110,6 +110,7 @@ Status Tablet::ApplySchemaChange(const DecodedWriteCommand& cmd, Slice applied_s
             << (*next)->schema.version()
             << (change.new_table_name().empty() ? "" : ", table " + meta.table_name());
   schema_version_.store((*next)->schema.version(), std::memory_order_release);
+  if (rewriter_) rewriter_->Advance(*next);
   {
     MutexLock l(schema_mu_);
     schema_ = std::move(next).value();

@@ -37,6 +37,7 @@ void TabletManager::Checksum(const std::string& tablet_id, uint64_t at_index, Mo
   struct Point {
     bool at = false;
     std::unique_ptr<StoreSnapshot> snapshot;
+    std::shared_ptr<const TabletSchema> schema;
     uint64_t index = 0;
   };
   auto point = std::make_shared<Point>();
@@ -44,9 +45,10 @@ void TabletManager::Checksum(const std::string& tablet_id, uint64_t at_index, Mo
   std::future<void> done = taken->get_future();
   TabletStore* store = t->store();
   TabletReplica* replica = &t->replica();
-  const bool posted = replica->RunAtIndex(at_index, [point, taken, store, replica](bool at) {
+  const bool posted = replica->RunAtIndex(at_index, [point, taken, store, replica, t](bool at) {
     point->at = at;
     if (at) {
+      point->schema = t->tablet_schema();
       point->snapshot = store->GetSnapshot();
       point->index = replica->applied_index();
     }
@@ -73,10 +75,15 @@ void TabletManager::Checksum(const std::string& tablet_id, uint64_t at_index, Mo
   uint64_t sum = 0;
   int64_t rows = 0;
   std::unique_ptr<StoreIterator> it = t->NewIterator(point->snapshot.get(), KeyRange());
+  std::string rewritten;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     Slice key = it->key();
     key.remove_prefix(kTabletPrefixSize);  // the prefix is the store's, not the row's
-    sum += RowHash(key, it->value());
+    // A value of an earlier schema version hashes as it reads now: compactions rewrite
+    // such values on each replica at its own pace.
+    Slice value = it->value();
+    if (point->schema && point->schema->RewriteToCurrent(value, &rewritten)) value = rewritten;
+    sum += RowHash(key, value);
     rows++;
   }
   if (Status s = it->status(); !s.ok()) {

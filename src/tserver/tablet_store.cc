@@ -4,6 +4,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <rocksdb/cache.h>
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -165,8 +166,68 @@ namespace {
 // at most budget / write_buffer families (16 at the defaults) is unchanged. A hot
 // tablet among idle ones still fills memtables of --rocksdb_write_buffer_mb, with a
 // bloom filter that has fewer bits per key than with few tablets.
-rocksdb::ColumnFamilyOptions RowsCfOptions(size_t families) {
+// Rewrites a rows family's values through the function its RowValueRewriter gave for
+// this compaction.
+class RowsCompactionFilter : public rocksdb::CompactionFilter {
+ public:
+  explicit RowsCompactionFilter(RowValueRewriter::Fn fn) : fn_(std::move(fn)) {}
+  bool Filter(int, const rocksdb::Slice&, const rocksdb::Slice& value, std::string* new_value,
+              bool* value_changed) const override {
+    *value_changed = fn_(Slice(value.data(), value.size()), new_value);
+    return false;  // never removes a row
+  }
+  const char* Name() const override { return "nyala.RowsCompactionFilter"; }
+
+ private:
+  const RowValueRewriter::Fn fn_;
+};
+
+}  // namespace
+
+// The store's compaction filters: one per compaction of a rows family that has a
+// RowValueRewriter willing to rewrite this time, none otherwise (RocksDB then reads
+// the values through no filter at all).
+class RowsCompactionFilterFactory : public rocksdb::CompactionFilterFactory {
+ public:
+  void Set(uint32_t cf_id, std::shared_ptr<const RowValueRewriter> r) {
+    MutexLock l(mu_);
+    if (r) {
+      rewriters_[cf_id] = std::move(r);
+    } else {
+      rewriters_.erase(cf_id);
+    }
+  }
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context& context) override {
+    std::shared_ptr<const RowValueRewriter> r;
+    {
+      MutexLock l(mu_);
+      auto it = rewriters_.find(context.column_family_id);
+      if (it == rewriters_.end()) return nullptr;
+      r = it->second;
+    }
+    RowValueRewriter::Fn fn = r->ForCompaction();
+    if (!fn) return nullptr;
+    return std::make_unique<RowsCompactionFilter>(std::move(fn));
+  }
+  const char* Name() const override { return "nyala.RowsCompactionFilterFactory"; }
+
+ private:
+  Mutex mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<const RowValueRewriter>> rewriters_ GUARDED_BY(mu_);
+};
+
+void TabletStore::SetRowValueRewriter(const TabletRows& rows,
+                                      std::shared_ptr<const RowValueRewriter> rewriter) {
+  filters_->Set(rows.cf_->GetID(), std::move(rewriter));
+}
+
+namespace {
+
+rocksdb::ColumnFamilyOptions RowsCfOptions(
+    size_t families, const std::shared_ptr<rocksdb::CompactionFilterFactory>& filters) {
   rocksdb::ColumnFamilyOptions o;
+  o.compaction_filter_factory = filters;
   o.write_buffer_size = static_cast<size_t>(FLAGS_rocksdb_write_buffer_mb) << 20;
   o.max_write_buffer_number = FLAGS_rocksdb_max_write_buffers;
   const size_t share = RowsMemtableShareBytes(families);
@@ -347,7 +408,9 @@ Status StoreIterator::status() const { return FromRocks(it_->status(), "iterator
 // ---- TabletStore ------------------------------------------------------------------
 
 TabletStore::TabletStore(std::string path, MetricRegistry* metrics)
-    : path_(std::move(path)), metrics_(metrics) {}
+    : path_(std::move(path)),
+      metrics_(metrics),
+      filters_(std::make_shared<RowsCompactionFilterFactory>()) {}
 
 Result<std::unique_ptr<TabletStore>> TabletStore::Open(const std::string& path,
                                                        MetricRegistry* metrics) {
@@ -379,7 +442,7 @@ Status TabletStore::OpenDb() {
   if (rocksdb::DB::ListColumnFamilies(opts, path_, &names).ok()) {
     size_t families = 0;
     for (const std::string& name : names) families += name.rfind(kRowsCfPrefix, 0) == 0;
-    const rocksdb::ColumnFamilyOptions rows_options = RowsCfOptions(families);
+    const rocksdb::ColumnFamilyOptions rows_options = RowsCfOptions(families, filters_);
     for (const std::string& name : names) {
       if (name.rfind(kRowsCfPrefix, 0) == 0) cfs.emplace_back(name, rows_options);
     }
@@ -565,7 +628,7 @@ Status TabletStore::MakeSpareFamilies() {
     names.push_back(kRowsCfPrefix + std::to_string(seq));
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::Status s = db_->CreateColumnFamilies(RowsCfOptions(families), names, &handles);
+  rocksdb::Status s = db_->CreateColumnFamilies(RowsCfOptions(families, filters_), names, &handles);
   // On an error, the families made before it are kept (the call returns them).
   for (size_t i = 0; i < handles.size(); i++) {
     spares_[first + i] =
@@ -692,6 +755,13 @@ Status TabletStore::FlushRows(const TabletRows& rows) {
   return FromRocks(db_->Flush(fo, rows.cf_), "flushing a tablet's rows");
 }
 
+Status TabletStore::CompactRows(const TabletRows& rows) {
+  RETURN_NOT_OK(FlushRows(rows));
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  return FromRocks(db_->CompactRange(co, rows.cf_, nullptr, nullptr), "compacting a tablet's rows");
+}
+
 Status TabletStore::ExportRows(const TabletRows& rows, const std::string& dir,
                                TabletCopySuperblockPB* out) {
   rocksdb::Checkpoint* raw = nullptr;
@@ -804,7 +874,7 @@ Status TabletStore::ImportTablet(TabletMetadataPB* meta, const std::string& dir,
     io.move_files = true;
     rocksdb::ColumnFamilyHandle* handle = nullptr;
     RETURN_NOT_OK(FromRocks(
-        db_->CreateColumnFamilyWithImport(RowsCfOptions(families),
+        db_->CreateColumnFamilyWithImport(RowsCfOptions(families, filters_),
                                           kRowsCfPrefix + std::to_string(seq), io, files, &handle),
         "importing a tablet copy's rows"));
     rows = std::shared_ptr<TabletRows>(new TabletRows(db_.get(), handle, seq));

@@ -209,6 +209,22 @@ class StoreIterator {
   std::unique_ptr<rocksdb::Iterator> it_;
 };
 
+// Rewrites the stored row values of one rows family as RocksDB compacts it (a
+// compaction filter: never in the write path), e.g. to drop the values of columns a
+// schema change dropped. ForCompaction is called on RocksDB's background threads, and
+// the function it returns on the compaction's thread: both thread-safe.
+class RowValueRewriter {
+ public:
+  // Sets `*out` and returns true when `value` is to be stored as `*out` instead.
+  using Fn = std::function<bool(Slice value, std::string* out)>;
+  virtual ~RowValueRewriter() = default;
+  // At the start of a compaction: how to rewrite the family's values this time (null:
+  // leave them all as they are).
+  virtual Fn ForCompaction() const = 0;
+};
+
+class RowsCompactionFilterFactory;
+
 class TabletStore {
  public:
   // Opens (creating if needed) the database at `path`. Registers RocksDB gauges
@@ -255,6 +271,9 @@ class TabletStore {
   // Writes `rows`' memtable to SST files and waits (ahead of an export, so that the
   // export's own flush is short).
   Status FlushRows(const TabletRows& rows);
+  // Flushes `rows` and compacts all of its files, waiting (its compaction filter
+  // rewrites every value it would).
+  Status CompactRows(const TabletRows& rows);
   // Exports `rows` into the new directory `dir` (RocksDB's
   // Checkpoint::ExportColumnFamily: a flush, then hard links to the family's SST files)
   // and describes its files in `out` (sst_files, comparator). Holds exactly the rows
@@ -282,6 +301,10 @@ class TabletStore {
   // The rows family of tablet `seq`; null when the store has none (the tablet was
   // dropped, or its metadata outlived the family: damage).
   std::shared_ptr<TabletRows> Rows(uint64_t seq) const;
+  // Compactions of `rows` rewrite its values through `rewriter` from now on (null: not
+  // at all). The store keeps it until replaced or the family is dropped.
+  void SetRowValueRewriter(const TabletRows& rows,
+                           std::shared_ptr<const RowValueRewriter> rewriter);
   // Applies `batch` atomically through the WAL (fsync with --fsync_writes).
   Status Write(StoreWriteBatch* batch);
   // Looks up `keys[0, n)` in `rows`; `snapshot` may be null (latest). `sorted` when
@@ -349,6 +372,8 @@ class TabletStore {
 
   const std::string path_;
   MetricRegistry* const metrics_;
+  // Before db_: the rows families' options hold it.
+  const std::shared_ptr<RowsCompactionFilterFactory> filters_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;
