@@ -26,6 +26,9 @@ DEFINE_validator(server_test_runtime_knob,
                  [](const char*, int32_t v) { return v >= 1 && v <= 100; });
 TAG_FLAG(server_test_runtime_knob, runtime);
 DEFINE_int32(server_test_startup_knob, 1, "For tests: a flag GenericService must refuse to change");
+DEFINE_int32(server_test_unsafe_knob, 0, "For tests: a flag tagged unsafe");
+TAG_FLAG(server_test_unsafe_knob, unsafe);
+DECLARE_bool(unlock_unsafe_flags);
 
 namespace nyala::server {
 namespace {
@@ -233,6 +236,33 @@ TEST_F(ServerTest, GenericServiceSetsRuntimeFlagsOnly) {
   EXPECT_GT(all.flags_size(), gresp.flags_size());
   FLAGS_server_test_runtime_knob = 1;
   server.Shutdown();
+}
+
+// An unsafe flag set away from its default stops a daemon unless --unlock_unsafe_flags
+// is given; the same value as the default does not count.
+TEST_F(ServerTest, UnsafeFlagsNeedUnlocking) {
+  ASSERT_OK(CheckUnsafeFlags());
+  EXPECT_TRUE(UnsafeFlagsSet().empty());
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_unsafe_knob", "0"));
+  EXPECT_OK(CheckUnsafeFlags());  // the default value, set explicitly, does not count
+
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_unsafe_knob", "5"));
+  EXPECT_EQ(UnsafeFlagsSet(), std::vector<std::string>{"--server_test_unsafe_knob=5"});
+  Status s = CheckUnsafeFlags();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("--server_test_unsafe_knob=5"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("--unlock_unsafe_flags"), std::string::npos) << s.ToString();
+  // Flags without the tag never count.
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_startup_knob", "9"));
+  EXPECT_EQ(UnsafeFlagsSet().size(), 1u);
+
+  FLAGS_unlock_unsafe_flags = true;
+  EXPECT_OK(CheckUnsafeFlags());
+  FLAGS_unlock_unsafe_flags = false;
+  FLAGS_server_test_unsafe_knob = 0;
+  FLAGS_server_test_startup_knob = 1;
+  EXPECT_OK(CheckUnsafeFlags());
 }
 
 }  // namespace

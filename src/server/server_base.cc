@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/flag_tags.h"
 #include "server/generic_service.h"
 
 DEFINE_string(rpc_bind_addresses, "0.0.0.0",
@@ -34,6 +35,10 @@ DEFINE_string(server_dump_info_path, "",
               "time.");
 DEFINE_string(webserver_interface, "",
               "Address the web UI binds; empty: the host of the first RPC bind address.");
+DEFINE_bool(unlock_unsafe_flags, false,
+            "Lets the daemon start with flags tagged unsafe (test-only fault injection and "
+            "measuring flags, which break a guarantee Nyala otherwise gives) set away from "
+            "their defaults; without it the daemon refuses to start and names them.");
 
 namespace nyala::server {
 
@@ -302,12 +307,15 @@ std::string FlagGroup(const std::string& file) {
 }
 
 // --help / --helpfull: the usage, then every flag by group and name, with its
-// description and default.
+// description and default; flags tagged hidden are left out.
 void PrintHelp(const char* usage) {
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   std::map<std::string, std::vector<const gflags::CommandLineFlagInfo*>> groups;
-  for (const auto& f : flags) groups[FlagGroup(f.filename)].push_back(&f);
+  for (const auto& f : flags) {
+    if (FlagHasTag(f.name, flag_tags::hidden)) continue;
+    groups[FlagGroup(f.filename)].push_back(&f);
+  }
   printf("%s\n", usage);
   for (auto& [group, list] : groups) {
     std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->name < b->name; });
@@ -320,6 +328,29 @@ void PrintHelp(const char* usage) {
 }
 
 }  // namespace
+
+std::vector<std::string> UnsafeFlagsSet() {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);  // sorted by name
+  std::vector<std::string> set;
+  for (const auto& f : flags) {
+    if (FlagHasTag(f.name, flag_tags::unsafe) && f.current_value != f.default_value) {
+      set.push_back("--" + f.name + "=" + f.current_value);
+    }
+  }
+  return set;
+}
+
+Status CheckUnsafeFlags() {
+  const std::vector<std::string> set = UnsafeFlagsSet();
+  if (set.empty() || FLAGS_unlock_unsafe_flags) return Status::OK();
+  std::string list;
+  for (const auto& f : set) list += (list.empty() ? "" : ", ") + f;
+  return Status::InvalidArgument(
+      "unsafe flag(s) set: " + list +
+      ". They are for tests and break a guarantee Nyala otherwise gives; add "
+      "--unlock_unsafe_flags to start anyway");
+}
 
 void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
   gflags::SetUsageMessage(usage);
@@ -339,9 +370,16 @@ void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
   }
   gflags::ParseCommandLineFlags(argc, argv, true);
   if (FLAGS_log_dir.empty()) FLAGS_logtostderr = true;
+  if (Status s = CheckUnsafeFlags(); !s.ok()) {
+    fprintf(stderr, "error: %s\n", s.message().c_str());
+    exit(1);
+  }
   google::InitGoogleLogging((*argv)[0]);
   // A crash (SIGSEGV, SIGABRT, ...) prints the signal and a stack trace before dying.
   google::InstallFailureSignalHandler();
+  for (const auto& f : UnsafeFlagsSet()) {
+    LOG(WARNING) << "unsafe flag " << f << " set (allowed by --unlock_unsafe_flags)";
+  }
 }
 
 }  // namespace nyala::server

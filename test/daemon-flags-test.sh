@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The daemons' command-line flags, without starting a server: every run stops at
+# start-up (an empty --fs_data_dirs makes a good parse end in "--fs_data_dirs is
+# required"), so nothing listens and nothing is left running.
+#
+# Unsafe flags: a flag tagged unsafe set away from its default stops nyala-tserver (the
+# daemon that links them; nyala-master runs the same check), naming the flag and
+# --unlock_unsafe_flags, from the command line or a flagfile; with
+# --unlock_unsafe_flags the daemon goes on; such flags (tagged hidden) are not in
+# --help.
+#
+#   test/daemon-flags-test.sh <bin dir>
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$(cd "${1:-$ROOT/build/bin}" && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/nyala-daemon-flags-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+check() {  # check <description> <command...>: the command must succeed
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; else fail "$what"; fi
+}
+contains() { grep -qF -- "$2" <<<"$1"; }
+lacks() { ! grep -qF -- "$2" <<<"$1"; }
+
+# run <daemon> <flags...>: the daemon's output (stdout and stderr) and, last, "exit=N".
+run() {
+  local daemon=$1 st=0 out
+  shift
+  out=$(cd "$WORK" && timeout 30 "$BIN/$daemon" "$@" 2>&1) || st=$?
+  printf '%s\nexit=%s\n' "$out" "$st"
+}
+
+# ==== Unsafe flags ====
+out=$(run nyala-tserver --get_inject_latency_ms=5 --fs_data_dirs=)
+check "tserver: an unsafe flag is refused, naming it" contains "$out" "--get_inject_latency_ms=5"
+check "... and --unlock_unsafe_flags" contains "$out" "--unlock_unsafe_flags"
+check "... with exit code 1" contains "$out" "exit=1"
+check "... before anything else is checked" lacks "$out" "--fs_data_dirs is required"
+out=$(run nyala-tserver --unlock_unsafe_flags --get_inject_latency_ms=5 --fs_data_dirs=)
+check "tserver: --unlock_unsafe_flags lets it through" contains "$out" "--fs_data_dirs is required"
+check "... and it is logged" contains "$out" "unsafe flag --get_inject_latency_ms=5 set"
+out=$(run nyala-tserver --get_inject_latency_ms=0 --fs_data_dirs=)
+check "tserver: an unsafe flag at its default is no reason to refuse" \
+  contains "$out" "--fs_data_dirs is required"
+out=$(run nyala-tserver --unsafe_apply_without_rocksdb_wal --fault_injection_no_catch_up_from_log \
+  --fs_data_dirs=)
+check "tserver: every unsafe flag set is named" \
+  contains "$out" "--fault_injection_no_catch_up_from_log=true, --unsafe_apply_without_rocksdb_wal=true"
+out=$(run nyala-tserver --fault_injection_log_sync_delay_ms=20 --fs_data_dirs=)
+check "tserver: the message says what is wrong" contains "$out" \
+  "error: unsafe flag(s) set: --fault_injection_log_sync_delay_ms=20"
+printf -- '--fault_injection_consensus_drop_peers=abc\n' >"$WORK/unsafe.gflags"
+out=$(run nyala-tserver --flagfile="$WORK/unsafe.gflags" --fs_data_dirs=)
+check "tserver: an unsafe flag from a flagfile is refused" \
+  contains "$out" "--fault_injection_consensus_drop_peers=abc"
+out=$(run nyala-tserver --flagfile="$WORK/unsafe.gflags" --unlock_unsafe_flags --fs_data_dirs=)
+check "... and let through with --unlock_unsafe_flags" contains "$out" "--fs_data_dirs is required"
+
+for daemon in nyala-master nyala-tserver; do
+  help=$(run "$daemon" --help)
+  check "$daemon --help exits 0" contains "$help" "exit=0"
+  check "$daemon --help lists --unlock_unsafe_flags" contains "$help" "--unlock_unsafe_flags"
+done
+help=$(run nyala-tserver --help)
+for hidden in fault_injection_log_sync_delay_ms fault_injection_consensus_drop_peers \
+  fault_injection_no_catch_up_from_log get_inject_latency_ms unsafe_apply_without_rocksdb_wal \
+  fault_injection_tablet_copy_fail_fetch_one_in fault_injection_tablet_copy_corrupt_fetch_one_in; do
+  check "nyala-tserver --help leaves out --$hidden" lacks "$help" "--$hidden"
+done
+check "... which --helpxml still lists" contains "$(run nyala-tserver --helpxml)" \
+  "<name>get_inject_latency_ms</name>"
+
+if [[ "$failures" -ne 0 ]]; then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo "PASS"
