@@ -512,6 +512,18 @@ TS0="127.0.0.1:$((BASE + 10))"
 out=$("$NYALA" tserver get_flags "$TS0" --flags=heartbeat_interval_ms --format=json 2>&1) || fail "get_flags: $out"
 check "tserver get_flags shows --heartbeat_interval_ms as started (300)" \
   same "300 false" "$(jq -r '.[] | select(.flag == "heartbeat_interval_ms") | "\(.value) \(.is_default)"' <<<"$out" 2>/dev/null)"
+# Without --flags or --all_flags: the flags whose values differ from their defaults,
+# not every flag that conf/tserver.gflags names at its default.
+out=$("$NYALA" tserver get_flags "$TS0" --format=json 2>&1) || fail "get_flags: $out"
+check "tserver get_flags lists --heartbeat_interval_ms (300, not the default)" \
+  same 300 "$(jq -r '.[] | select(.flag == "heartbeat_interval_ms") | .value' <<<"$out" 2>/dev/null)"
+check "... but not --rocksdb_block_size_bytes, which the flagfile sets to its default" \
+  same "" "$(jq -r '.[] | select(.flag == "rocksdb_block_size_bytes") | .value' <<<"$out" 2>/dev/null)"
+check "... and only flags away from their defaults" \
+  same "" "$(jq -r '.[] | select(.is_default) | .flag' <<<"$out" 2>/dev/null)"
+out=$("$NYALA" tserver get_flags "$TS0" --all_flags --format=json 2>&1) || fail "get_flags --all_flags: $out"
+check "get_flags --all_flags lists --rocksdb_block_size_bytes at its default" \
+  same "8192 true" "$(jq -r '.[] | select(.flag == "rocksdb_block_size_bytes") | "\(.value) \(.is_default)"' <<<"$out" 2>/dev/null)"
 out=$("$NYALA" tserver get_flags "$TS0" --all_flags --tags=runtime --format=csv 2>&1) || fail "get_flags --tags: $out"
 check "get_flags --tags=runtime lists scanner_ttl_ms and not rocksdb_block_size_bytes" \
   bash -c 'grep -q "^scanner_ttl_ms," <<<"$0" && ! grep -q "^rocksdb_block_size_bytes," <<<"$0"' "$out"

@@ -222,12 +222,26 @@ TEST_F(ServerTest, GenericServiceSetsRuntimeFlagsOnly) {
     EXPECT_EQ(f.tags(0), "runtime");
   }
   EXPECT_TRUE(found);
+  // A flag set to its default value (as a flagfile listing every flag does) is not
+  // listed, and says it is at its default when asked for.
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_startup_knob", "1"));
+  gflags::CommandLineFlagInfo info;
+  ASSERT_TRUE(gflags::GetCommandLineFlagInfo("server_test_startup_knob", &info));
+  ASSERT_FALSE(info.is_default);  // what gflags says: set on the command line
+  gresp.Clear();
+  grpc.Reset();
+  ASSERT_OK(proxy.GetFlags(greq, &gresp, &grpc));
+  for (const auto& f : gresp.flags()) EXPECT_NE(f.name(), "server_test_startup_knob");
   greq.add_flags("server_test_startup_knob");
   gresp.Clear();
   grpc.Reset();
   ASSERT_OK(proxy.GetFlags(greq, &gresp, &grpc));
   found = false;
-  for (const auto& f : gresp.flags()) found |= f.name() == "server_test_startup_knob";
+  for (const auto& f : gresp.flags()) {
+    if (f.name() != "server_test_startup_knob") continue;
+    found = true;
+    EXPECT_TRUE(f.is_default_value());
+  }
   EXPECT_TRUE(found);
   greq.set_all_flags(true);
   GetFlagsResponsePB all;

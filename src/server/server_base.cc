@@ -202,7 +202,8 @@ void ServerBase::RegisterDefaultPages() {
     b += "<h2>Flags</h2><table><tr><th>Flag</th><th>Value</th><th>Default</th><th>Description</"
          "th></tr>";
     for (const auto& f : flags) {
-      b += std::string("<tr") + (f.is_default ? "" : " style=\"background:#fff8dc\"") + "><td>" +
+      const bool is_default = f.current_value == f.default_value;
+      b += std::string("<tr") + (is_default ? "" : " style=\"background:#fff8dc\"") + "><td>" +
            EscapeHtml(f.name) + "</td><td>" + EscapeHtml(f.current_value) + "</td><td>" +
            EscapeHtml(f.default_value) + "</td><td>" + EscapeHtml(f.description) + "</td></tr>";
     }
