@@ -9,6 +9,10 @@
 # --unlock_unsafe_flags the daemon goes on; such flags (tagged hidden) are not in
 # --help.
 #
+# --help lists the daemon's own flags first (nyala-master's "master" group,
+# nyala-tserver's "tserver"), glog's and gflags' last, and marks runtime flags;
+# --helpshort lists the daemon's own flags and the shared daemon flags only.
+#
 #   test/daemon-flags-test.sh <bin dir>
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +27,11 @@ check() {  # check <description> <command...>: the command must succeed
 }
 contains() { grep -qF -- "$2" <<<"$1"; }
 lacks() { ! grep -qF -- "$2" <<<"$1"; }
+same() {  # same <expected> <actual>: equal, or both printed
+  [ "$1" = "$2" ] && return 0
+  printf 'expected: %s\n     got: %s\n' "$1" "$2" >&2
+  return 1
+}
 
 # run <daemon> <flags...>: the daemon's output (stdout and stderr) and, last, "exit=N".
 run() {
@@ -71,6 +80,28 @@ for hidden in fault_injection_log_sync_delay_ms fault_injection_consensus_drop_p
 done
 check "... which --helpxml still lists" contains "$(run nyala-tserver --helpxml)" \
   "<name>get_inject_latency_ms</name>"
+
+# ==== --help and --helpshort ====
+for d in master:nyala-master tserver:nyala-tserver; do
+  group=${d%%:*} daemon=${d#*:}
+  help=$(run "$daemon" --help)
+  check "$daemon --help lists its own flags first" \
+    same "Flags of $group:" "$(grep -m1 '^Flags of' <<<"$help")"
+  check "... glog's and gflags' last" \
+    same "Flags of logging: Flags of command-line parsing:" \
+    "$(grep '^Flags of' <<<"$help" | tail -2 | tr '\n' ' ' | sed 's/ $//')"
+  short=$(run "$daemon" --helpshort)
+  check "$daemon --helpshort exits 0" contains "$short" "exit=0"
+  check "... with the usage" contains "$short" "Usage: $daemon"
+  check "... the daemon's own flags and the shared ones" \
+    same "Flags of $group: Flags of server:" "$(grep '^Flags of' <<<"$short" | tr '\n' ' ' | sed 's/ $//')"
+  check "... such as --fs_data_dirs" contains "$short" "--fs_data_dirs"
+  check "... and not glog's" lacks "$short" "--logtostderr"
+done
+help=$(run nyala-tserver --help)
+check "a runtime flag is marked [runtime] in --help" \
+  contains "$(grep -- '--heartbeat_interval_ms (' <<<"$help")" "[runtime]"
+check "... a start-up flag is not" lacks "$(grep -- '--rocksdb_block_size_bytes (' <<<"$help")" "[runtime]"
 
 if [[ "$failures" -ne 0 ]]; then
   echo "$failures failure(s)" >&2

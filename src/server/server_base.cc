@@ -307,9 +307,23 @@ std::string FlagGroup(const std::string& file) {
   return rest.substr(0, slash);
 }
 
+// The group of the daemon's own flags, from the program's name: "master" for
+// nyala-master, "tserver" for nyala-tserver.
+std::string OwnFlagGroup(const char* argv0) {
+  std::string name = argv0;
+  if (const size_t slash = name.rfind('/'); slash != std::string::npos) {
+    name = name.substr(slash + 1);
+  }
+  if (name.rfind("nyala-", 0) == 0) name = name.substr(6);
+  return name;
+}
+
 // --help / --helpfull: the usage, then every flag by group and name, with its
-// description and default; flags tagged hidden are left out.
-void PrintHelp(const char* usage) {
+// description and default; flags tagged hidden are left out. The daemon's own group
+// comes first, then the shared daemon flags ("server"), the other modules, and last
+// glog's and gflags' own. With `short_help` (--helpshort), only the first two groups.
+// A flag tagged runtime is marked " [runtime]" (set_flag can change it).
+void PrintHelp(const char* usage, const std::string& own_group, bool short_help) {
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   std::map<std::string, std::vector<const gflags::CommandLineFlagInfo*>> groups;
@@ -317,15 +331,33 @@ void PrintHelp(const char* usage) {
     if (FlagHasTag(f.name, flag_tags::hidden)) continue;
     groups[FlagGroup(f.filename)].push_back(&f);
   }
+  auto rank = [&](const std::string& group) {
+    if (group == own_group) return 0;
+    if (group == "server") return 1;
+    if (group == "logging") return 3;
+    if (group == "command-line parsing") return 4;
+    return 2;
+  };
+  std::vector<std::string> order;
+  for (const auto& [group, list] : groups) order.push_back(group);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   printf("%s\n", usage);
-  for (auto& [group, list] : groups) {
+  for (const std::string& group : order) {
+    if (short_help && rank(group) > 1) continue;
+    auto& list = groups[group];
     std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->name < b->name; });
     printf("\nFlags of %s:\n", group.c_str());
     for (const auto* f : list) {
-      printf("  --%s (%s, default: %s)\n      %s\n", f->name.c_str(), f->type.c_str(),
-             f->default_value.empty() ? "\"\"" : f->default_value.c_str(), f->description.c_str());
+      printf("  --%s (%s, default: %s)%s\n      %s\n", f->name.c_str(), f->type.c_str(),
+             f->default_value.empty() ? "\"\"" : f->default_value.c_str(),
+             FlagHasTag(f->name, flag_tags::runtime) ? " [runtime]" : "",
+             f->description.c_str());
     }
   }
+  printf(short_help ? "\nThe main flags only; --help lists every flag.\n"
+                    : "\n[runtime]: can be changed while the daemon runs "
+                      "(nyala <master|tserver> set_flag).\n");
 }
 
 }  // namespace
@@ -361,11 +393,17 @@ void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
     if (a.rfind("--flagfile=", 0) == 0) CheckFlagfile(a.substr(11), 0);
     if (a.rfind("-flagfile=", 0) == 0) CheckFlagfile(a.substr(10), 0);
   }
-  // gflags' own --help lists flags under their source files' paths: print ours.
+  // gflags' own --help lists flags under their source files' paths, and its
+  // --helpshort those of a source file named after the program (none here): print ours.
+  const std::string own_group = OwnFlagGroup((*argv)[0]);
   for (int i = 1; i < *argc; i++) {
     const std::string a = (*argv)[i];
     if (a == "--help" || a == "-help" || a == "--helpfull" || a == "-helpfull") {
-      PrintHelp(usage);
+      PrintHelp(usage, own_group, /*short_help=*/false);
+      exit(0);
+    }
+    if (a == "--helpshort" || a == "-helpshort") {
+      PrintHelp(usage, own_group, /*short_help=*/true);
       exit(0);
     }
   }
