@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The daemons' command-line flags, without starting a server: every run stops at
-# start-up (an empty --fs_data_dirs makes a good parse end in "--fs_data_dirs is
-# required"), so nothing listens and nothing is left running.
+# The daemons' command-line flags (and the CLI's --version), without starting a
+# server: every daemon run stops at start-up (an empty --fs_data_dirs makes a good
+# parse end in "--fs_data_dirs is required"), so nothing listens and nothing is left
+# running.
 #
 # Unsafe flags: a flag tagged unsafe set away from its default stops nyala-tserver (the
 # daemon that links them; nyala-master runs the same check), naming the flag and
@@ -12,6 +13,8 @@
 # --help lists the daemon's own flags first (nyala-master's "master" group,
 # nyala-tserver's "tserver"), glog's and gflags' last, and marks runtime flags;
 # --helpshort lists the daemon's own flags and the shared daemon flags only.
+#
+# --version of nyala, nyala-master and nyala-tserver prints the project's version.
 #
 #   test/daemon-flags-test.sh <bin dir>
 set -euo pipefail
@@ -102,6 +105,16 @@ help=$(run nyala-tserver --help)
 check "a runtime flag is marked [runtime] in --help" \
   contains "$(grep -- '--heartbeat_interval_ms (' <<<"$help")" "[runtime]"
 check "... a start-up flag is not" lacks "$(grep -- '--rocksdb_block_size_bytes (' <<<"$help")" "[runtime]"
+
+# ==== --version: the version of project() in CMakeLists.txt, exit code 0 ====
+version=$(sed -nE 's/^project\(nyala VERSION ([0-9.]+) .*/\1/p' "$ROOT/CMakeLists.txt")
+check "CMakeLists.txt gives a version ($version)" test -n "$version"
+for prog in nyala nyala-master nyala-tserver; do
+  out=$(run "$prog" --version)
+  check "$prog --version prints '$prog version $version' and exits 0" \
+    same "$prog version $version"$'\n'"exit=0" "$out"
+done
+check "nyala -version too" same "nyala version $version"$'\n'"exit=0" "$(run nyala -version)"
 
 if [[ "$failures" -ne 0 ]]; then
   echo "$failures failure(s)" >&2

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/flag_tags.h"
+#include "common/version.h"
 #include "server/generic_service.h"
 
 DEFINE_string(rpc_bind_addresses, "0.0.0.0",
@@ -42,7 +43,7 @@ DEFINE_bool(unlock_unsafe_flags, false,
 
 namespace nyala::server {
 
-const char* const kNyalaVersion = "0.1.0";
+const char* const kNyalaVersion = NYALA_VERSION_STRING;
 
 ServerBaseOptions ServerBaseOptions::FromFlags(const std::string& kind, uint16_t default_rpc_port) {
   ServerBaseOptions o;
@@ -307,13 +308,17 @@ std::string FlagGroup(const std::string& file) {
   return rest.substr(0, slash);
 }
 
+// The program's name without its directory: "nyala-master".
+std::string ProgramName(const char* argv0) {
+  const std::string path = argv0;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 // The group of the daemon's own flags, from the program's name: "master" for
 // nyala-master, "tserver" for nyala-tserver.
 std::string OwnFlagGroup(const char* argv0) {
-  std::string name = argv0;
-  if (const size_t slash = name.rfind('/'); slash != std::string::npos) {
-    name = name.substr(slash + 1);
-  }
+  std::string name = ProgramName(argv0);
   if (name.rfind("nyala-", 0) == 0) name = name.substr(6);
   return name;
 }
@@ -404,6 +409,11 @@ void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
     }
     if (a == "--helpshort" || a == "-helpshort") {
       PrintHelp(usage, own_group, /*short_help=*/true);
+      exit(0);
+    }
+    // gflags' --version would add "Debug build" lines in some builds; one line here.
+    if (a == "--version" || a == "-version") {
+      printf("%s version %s\n", ProgramName((*argv)[0]).c_str(), kNyalaVersion);
       exit(0);
     }
   }

@@ -114,6 +114,7 @@ std::vector<std::string> UnsafeFlagsSet();
 // given; else InvalidArgument naming each such flag and --unlock_unsafe_flags.
 Status CheckUnsafeFlags();
 
+// The project's version (project() in the top-level CMakeLists.txt), e.g. "0.1.0".
 extern const char* const kNyalaVersion;
 
 }  // namespace nyala::server

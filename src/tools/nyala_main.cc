@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "common/version.h"
 #include "tools/command_line.h"
 #include "tools/tool_action.h"
 
@@ -29,7 +30,7 @@ void PrintTopHelp() {
     printf("  %-9s %s\n", noun.c_str(), v.c_str());
   }
   printf(
-      "\nFlags may come anywhere. A word that starts with '-' is a value (a key such as -5\n"
+      "\n--version prints the version.\nFlags may come anywhere. A word that starts with '-' is a value (a key such as -5\n"
       "or -dash, a table name) unless it names a flag; every word after '--' is a value.\n"
       "\nRun 'nyala <noun> --help' or 'nyala <noun> <verb> --help' for more.\n");
 }
@@ -79,6 +80,12 @@ int main(int argc, char** argv) {
   if (!cl.ok()) {
     fprintf(stderr, "error: %s\n", cl.status().message().c_str());
     return 2;
+  }
+  for (const std::string& f : cl->flags) {
+    if (f == "--version" || f == "--version=true") {
+      printf("nyala version %s\n", NYALA_VERSION_STRING);
+      return 0;
+    }
   }
   std::vector<std::string>& words = cl->positional;
   bool help = cl->help;
