@@ -313,7 +313,8 @@ check "scan of -neg with a negative number in the predicate" \
   same "-5,-dash,a;-7,-format,d;" "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')"
 check "describe -neg" bash -c '"$0" table describe "$1" -neg >/dev/null' "$NYALA" "$M"
 out=$("$NYALA" table get "$M" -neg -5 -dash --formt=csv 2>&1) && fail "a mistyped --flag was accepted"
-check "a mistyped --flag is an error naming it" contains "$out" "unknown flag --formt"
+check "a mistyped --flag is an error naming it, and the flag meant" contains "$out" \
+  "unknown flag --formt; did you mean --format?"
 check "table delete -neg" "$NYALA" table delete "$M" -- -neg
 
 # ---- Values people can read, and JSON that loses nothing ----

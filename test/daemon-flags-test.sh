@@ -14,7 +14,9 @@
 # nyala-tserver's "tserver"), glog's and gflags' last, and marks runtime flags;
 # --helpshort lists the daemon's own flags and the shared daemon flags only.
 #
-# --version of nyala, nyala-master and nyala-tserver prints the project's version.
+# A mistyped flag, on the command line or in a flagfile, is named with the closest
+# known flag. --version of nyala, nyala-master and nyala-tserver prints the project's
+# version.
 #
 #   test/daemon-flags-test.sh <bin dir>
 set -euo pipefail
@@ -105,6 +107,23 @@ help=$(run nyala-tserver --help)
 check "a runtime flag is marked [runtime] in --help" \
   contains "$(grep -- '--heartbeat_interval_ms (' <<<"$help")" "[runtime]"
 check "... a start-up flag is not" lacks "$(grep -- '--rocksdb_block_size_bytes (' <<<"$help")" "[runtime]"
+
+# ==== A mistyped flag: named, with the closest known flag ====
+out=$(run nyala-tserver --fs_data_dir=/x)
+check "tserver: an unknown flag is named with the one meant" contains "$out" \
+  "error: unknown flag --fs_data_dir; did you mean --fs_data_dirs?"
+check "... exit code 1" contains "$out" "exit=1"
+out=$(run nyala-master --rpc_bind_addresses 127.0.0.1:0 --webserver_prot=0 --fs_data_dirs=)
+check "master: the same after a flag whose value is the next word" contains "$out" \
+  "unknown flag --webserver_prot; did you mean --webserver_port?"
+out=$(run nyala-master --nologtostderr --fs_data_dirs=)
+check "master: --noflag of a boolean is known" contains "$out" "--fs_data_dirs is required"
+out=$(run nyala-master --zzzzqqqq=1 --fs_data_dirs=)
+check "master: no guess when nothing is close" same "error: unknown flag --zzzzqqqq; see --help for the flags this program takes"$'\n'"exit=1" "$out"
+printf -- '--webserver_port=0\n--heartbeat_interval=300\n' >"$WORK/typo.gflags"
+out=$(run nyala-tserver --flagfile="$WORK/typo.gflags" --fs_data_dirs=)
+check "tserver: a mistyped flag in a flagfile is named with its line and the one meant" \
+  contains "$out" "unknown flag --heartbeat_interval in flagfile $WORK/typo.gflags (line 2); did you mean --heartbeat_interval_ms?"
 
 # ==== --version: the version of project() in CMakeLists.txt, exit code 0 ====
 version=$(sed -nE 's/^project\(nyala VERSION ([0-9.]+) .*/\1/p' "$ROOT/CMakeLists.txt")

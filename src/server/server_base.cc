@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/flag_tags.h"
+#include "common/flag_util.h"
 #include "common/version.h"
 #include "server/generic_service.h"
 
@@ -259,6 +260,12 @@ int WaitForTerminationSignal() {
 }
 
 namespace {
+// The end of an unknown-flag error: the flag meant (`guess`, if any), and --help.
+std::string SeeHelp(const std::string& guess) {
+  if (guess.empty()) return "see --help for the flags this program takes";
+  return "did you mean --" + guess + "? See --help for the flags this program takes";
+}
+
 // Returns the flag names set in `path` (a gflags flagfile), following nested flagfiles.
 void CheckFlagfile(const std::string& path, int depth) {
   std::ifstream in(path);
@@ -286,12 +293,42 @@ void CheckFlagfile(const std::string& path, int depth) {
     std::string bare = name.rfind("no", 0) == 0 ? name.substr(2) : name;
     if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info) &&
         !gflags::GetCommandLineFlagInfo(bare.c_str(), &info)) {
-      fprintf(stderr,
-              "error: unknown flag --%s in flagfile %s (line %d); see --help for the "
-              "flags this program takes\n",
-              name.c_str(), path.c_str(), lineno);
+      const std::string guess = ClosestGflag(name);
+      fprintf(stderr, "error: unknown flag --%s in flagfile %s (line %d); %s\n", name.c_str(),
+              path.c_str(), lineno, SeeHelp(guess).c_str());
       exit(1);
     }
+  }
+}
+
+// Exits with "unknown flag --x; did you mean --y?" for the first word of the command
+// line that names no flag, as gflags would without the suggestion. Words after "--"
+// and a non-boolean flag's value given as the next word are skipped. Left to gflags
+// when --undefok is used.
+void CheckCommandLineFlagNames(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a.rfind("--undefok", 0) == 0 || a.rfind("-undefok", 0) == 0) return;
+  }
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') continue;
+    const std::string body = a.substr(a[1] == '-' ? 2 : 1);
+    const size_t eq = body.find('=');
+    const std::string name = body.substr(0, eq);
+    gflags::CommandLineFlagInfo info;
+    if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      if (info.type != "bool" && eq == std::string::npos) i++;  // `--flag value`
+      continue;
+    }
+    if (name.rfind("no", 0) == 0 && gflags::GetCommandLineFlagInfo(name.c_str() + 2, &info) &&
+        info.type == "bool") {
+      continue;
+    }
+    const std::string guess = ClosestGflag(name);
+    fprintf(stderr, "error: unknown flag --%s; %s\n", name.c_str(), SeeHelp(guess).c_str());
+    exit(1);
   }
 }
 
@@ -417,6 +454,7 @@ void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
       exit(0);
     }
   }
+  CheckCommandLineFlagNames(*argc, *argv);
   gflags::ParseCommandLineFlags(argc, argv, true);
   if (FLAGS_log_dir.empty()) FLAGS_logtostderr = true;
   if (Status s = CheckUnsafeFlags(); !s.ok()) {

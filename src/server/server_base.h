@@ -100,8 +100,9 @@ void BlockTerminationSignals();
 // Waits for SIGTERM or SIGINT (blocked by BlockTerminationSignals); returns its number.
 int WaitForTerminationSignal();
 
-// Parses the command line like gflags, but first checks every --flagfile for flags
-// this program does not know, and exits with a message naming the flag and the file.
+// Parses the command line like gflags, but first checks the command line and every
+// --flagfile for flags this program does not know, and exits with a message naming
+// the flag (and the file), with the closest known flag when one is close.
 // Then refuses unsafe flags (CheckUnsafeFlags) the same way, and logs a warning for
 // each one --unlock_unsafe_flags let through. Also sets up glog (logs to stderr
 // unless --log_dir is given).

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "common/flag_util.h"
 #include "common/version.h"
 #include "tools/command_line.h"
 #include "tools/tool_action.h"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or
   // -dash, table names) stay positional, and `--` keeps the order (command_line.h).
   std::vector<std::string> all(argv + 1, argv + argc);
-  auto cl = nyala::tools::SplitCommandLine(all, nyala::tools::LookUpGflag);
+  auto cl = nyala::tools::SplitCommandLine(all, nyala::tools::LookUpGflag, nyala::ClosestGflag);
   if (!cl.ok()) {
     fprintf(stderr, "error: %s\n", cl.status().message().c_str());
     return 2;

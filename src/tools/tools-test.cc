@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "common/flag_util.h"
 #include "common/test_util.h"
 #include "tools/cluster_admin.h"
 #include "tools/command_line.h"
@@ -616,10 +617,37 @@ TEST(CommandLineTest, UnknownDoubleDashFlagIsAnError) {
   auto cl = SplitCommandLine({"table", "scan", "M", "t", "--formt=csv"}, FakeFlags);
   ASSERT_FALSE(cl.ok());
   EXPECT_TRUE(cl.status().IsInvalidArgument());
-  EXPECT_NE(cl.status().message().find("unknown flag --formt;"), std::string::npos)
+  EXPECT_NE(cl.status().message().find("unknown flag --formt "), std::string::npos)
       << cl.status().ToString();
   EXPECT_NE(cl.status().message().find("-- --formt=csv"), std::string::npos)
       << cl.status().ToString();
+  EXPECT_EQ(cl.status().message().find("did you mean"), std::string::npos)
+      << cl.status().ToString();
+}
+
+// With a suggester, the error names the closest known flag, and only when one is close.
+TEST(CommandLineTest, UnknownFlagSuggestsTheClosest) {
+  auto suggest = [](const std::string& name) {
+    return ClosestName(name, {"format", "timeout_ms", "verbose"});
+  };
+  auto cl = SplitCommandLine({"table", "scan", "M", "t", "--frmat=json"}, FakeFlags, suggest);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("unknown flag --frmat; did you mean --format?"),
+            std::string::npos)
+      << cl.status().ToString();
+  cl = SplitCommandLine({"--timeout=5", "table"}, FakeFlags, suggest);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("unknown flag --timeout; did you mean --timeout_ms?"),
+            std::string::npos)
+      << cl.status().ToString();
+  cl = SplitCommandLine({"table", "--colour"}, FakeFlags, suggest);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_EQ(cl.status().message().find("did you mean"), std::string::npos)
+      << cl.status().ToString();
+  // Known flags and single-dash values are untouched.
+  cl = SplitCommandLine({"table", "-frmat", "--format=csv"}, FakeFlags, suggest);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional, (std::vector<std::string>{"table", "-frmat"}));
 }
 
 TEST(CommandLineTest, LooksUpTheGflagsRegistry) {
