@@ -231,7 +231,9 @@ check "count finds the 4 good rows" test "$("$NYALA" table count "$M" people)" =
 # Row errors are reported at their own input lines, and at no other; the summary counts
 # what the table holds. Keys 0, 2, ..., 18 exist; in a CSV of keys 0-19 (key k at line
 # k+2, after the header) the ten duplicates are at lines 2, 4, ..., 20.
-written_of() { sed -nE 's/^([0-9]+) rows written .*/\1/p' <<<"$1"; }
+# The summary of insert/upsert/delete_rows says "1 row", "1 bad input line" in the
+# singular: the patterns take both forms.
+written_of() { sed -nE 's/^([0-9]+) rows? written .*/\1/p' <<<"$1"; }
 count_of() { "$NYALA" table count "$M" "$1" 2>&1; }
 check "table create dups" "$NYALA" table create "$M" '{"name": "dups",
   "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}],
@@ -257,14 +259,14 @@ out=$("$NYALA" table insert "$M" dups --file="$WORK/nokey.csv" 2>&1) && fail "an
 check "a CSV without the key column: 0 rows written, 1 bad input line" \
   contains "$out" "0 rows written in"
 check "... its line is named" contains "$out" "line 2: "
-check "... and counted as a bad input line" contains "$out" "; 1 bad input lines, 0 rows rejected"
+check "... and counted as a bad input line (singular)" contains "$out" "; 1 bad input line, 0 rows rejected"
 check "dups still counts 20 rows" same 20 "$(count_of dups)"
 # Bad lines, duplicates and new rows mixed: the summary is the count's change.
 printf 'k,v\n100,a\nnotanumber,b\n5,dup\n101,c\n,nokey\n102,d\n' >"$WORK/mixed.csv"
 out=$("$NYALA" table insert "$M" dups --file="$WORK/mixed.csv" 2>&1) && fail "a mixed insert exited 0"
 check "a mixed insert: bad lines 3 and 6, the duplicate at line 4" \
   same "3 4 6 " "$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ')"
-summary=$(sed -nE 's/^([0-9]+) rows written .*; ([0-9]+) bad input lines, ([0-9]+) rows rejected$/\1 \2 \3/p' <<<"$out" || true)
+summary=$(sed -nE 's/^([0-9]+) rows? written .*; ([0-9]+) bad input lines?, ([0-9]+) rows? rejected$/\1 \2 \3/p' <<<"$out" || true)
 check "... summary: 3 written, 2 bad input lines, 1 rejected" same "3 2 1" "$summary"
 check "... and dups counts 20 + 3 rows" same 23 "$(count_of dups)"
 # delete_rows and upsert count the same way.
@@ -390,7 +392,9 @@ out=$("$NYALA" table insert "$M" vals --file="$WORK/vals-range.csv" 2>&1) && fai
 check "FLOAT 1e40 is a bad input line, out of range" contains "$out" "line 2: column 'f': '1e40' is not a valid FLOAT (out of range"
 check "INT8 300 is a bad input line, out of range" contains "$out" "line 4: column 'i8': '300' is not a valid INT8 (out of range"
 check "... Infinity is written: 1 row written, 2 bad input lines" same "1 2" \
-  "$(sed -nE 's/^([0-9]+) rows written .*; ([0-9]+) bad input lines.*/\1 \2/p' <<<"$out")"
+  "$(sed -nE 's/^([0-9]+) rows? written .*; ([0-9]+) bad input lines?.*/\1 \2/p' <<<"$out")"
+check "... the summary says '1 row written' (singular) and '2 bad input lines'" \
+  bash -c 'grep -qE "^1 row written in .*; 2 bad input lines, 0 rows rejected$" <<<"$0"' "$out"
 check "... and 1e40 was not stored as inf" same "21" \
   "$("$NYALA" table scan "$M" vals --format=csv --columns=k --predicates='[">=", "k", 20]' | tail -n +2 | tr '\n' ' ' | xargs)"
 printf '{"k": 23, "f": 1e40}\n' >"$WORK/vals-range.jsonl"
@@ -645,10 +649,10 @@ check "tablet server 0 runs again" test -s "$DATA/tserver-0.info"
 load_status=0
 wait "$load_pid" || load_status=$?
 out=$(cat "$WORK/load.out")
-echo "load (exit $load_status): $(grep 'rows written' <<<"$out")"
+echo "load (exit $load_status): $(grep -E 'rows? written' <<<"$out")"
 written=$(written_of "$out")
-timed_out=$(sed -nE 's/.*, ([0-9]+) rows timed out .*/\1/p' <<<"$out")
-rejected=$(sed -nE 's/.*bad input lines, ([0-9]+) rows rejected.*/\1/p' <<<"$out")
+timed_out=$(sed -nE 's/.*, ([0-9]+) rows? timed out .*/\1/p' <<<"$out")
+rejected=$(sed -nE 's/.*bad input lines?, ([0-9]+) rows? rejected.*/\1/p' <<<"$out")
 loaded=$(count_of load || true)
 check "the killed load's summary accounts for every row" \
   same "$LOAD_ROWS" "$((${written:-0} + ${rejected:-0} + ${timed_out:-0}))"

@@ -106,8 +106,8 @@ Status LoadGen(const std::vector<std::string>& args) {
   if (auto_table && !FLAGS_keep_auto_table) RETURN_NOT_OK(client->DeleteTable(table_name));
   for (const auto& s : thread_status) RETURN_NOT_OK(s);
   if (written.load() != rows) {
-    return Status::Incomplete(std::to_string(rows - written.load()) + " of " +
-                              std::to_string(rows) + " rows not written or not acknowledged");
+    return Status::Incomplete(std::to_string(rows - written.load()) + " of " + Rows(rows) +
+                              " not written or not acknowledged");
   }
   return Status::OK();
 }

@@ -23,6 +23,12 @@ void TableOutput::AddRow(std::vector<std::string> text) {
   AddRow(std::move(text), std::move(values));
 }
 
+std::string Count(int64_t n, const std::string& singular, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 || n == -1 ? singular : plural);
+}
+
+std::string Rows(int64_t n) { return Count(n, "row", "rows"); }
+
 std::string CsvQuote(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos && !s.empty() && s.front() != ' ' &&
       s.back() != ' ') {

@@ -68,6 +68,12 @@ class StreamingOutput {
   int64_t num_rows_ = 0;
 };
 
+// `n` and a noun for it: "1 row", "0 rows", "2 rows" (`singular` for 1 and -1, else
+// `plural`).
+std::string Count(int64_t n, const std::string& singular, const std::string& plural);
+// Count(n, "row", "rows").
+std::string Rows(int64_t n);
+
 // RFC 4180 quoting when needed.
 std::string CsvQuote(const std::string& s);
 // JSON text that never throws on invalid UTF-8 (bad bytes become U+FFFD).

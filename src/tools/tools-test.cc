@@ -470,6 +470,16 @@ TEST(RowInputTest, JsonArray) {
   fclose(f);
 }
 
+TEST(OutputTest, CountsInTheSingularForOne) {
+  EXPECT_EQ(Rows(1), "1 row");
+  EXPECT_EQ(Rows(0), "0 rows");
+  EXPECT_EQ(Rows(2), "2 rows");
+  EXPECT_EQ(Rows(-1), "-1 row");
+  EXPECT_EQ(Rows(120000), "120000 rows");
+  EXPECT_EQ(Count(1, "bad input line", "bad input lines"), "1 bad input line");
+  EXPECT_EQ(Count(3, "bad input line", "bad input lines"), "3 bad input lines");
+}
+
 TEST(OutputTest, Formats) {
   TableOutput out({"id", "name"});
   out.AddRow({"1", "a,b"}, {1, "a,b"});
