@@ -376,6 +376,39 @@ TEST(RowInputTest, CsvWithErrorsByLine) {
   fclose(f);
 }
 
+// An empty unquoted CSV field is NULL for every type: a NOT NULL column (STRING too)
+// makes the line bad; a quoted "" is the empty string.
+TEST(RowInputTest, CsvEmptyFieldIsNull) {
+  auto schema =
+      Schema::Create({ColumnSchema("k", DataType::kInt64), ColumnSchema("s", DataType::kString),
+                      ColumnSchema("ns", DataType::kString, true),
+                      ColumnSchema("n", DataType::kInt32, true)},
+                     1, 0);
+  ASSERT_OK(schema.status());
+  std::string text = "k,s,ns,n\n1,,a,1\n2,\"\",,\n3,x,\"\",\n,y,b,2\n";
+  FILE* f = fmemopen(text.data(), text.size(), "r");
+  RowReader reader(f, RowReader::Format::kCsv, &*schema);
+  Row row(&*schema);
+  Status s = reader.Next(&row);  // line 2: s (NOT NULL STRING) empty and unquoted
+  ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("line 2: column 's' is NOT NULL"), std::string::npos)
+      << s.ToString();
+  ASSERT_OK(reader.Next(&row));  // line 3: "" is the empty string; empty fields are NULL
+  EXPECT_EQ(row.view().cell(0).int_value(), 2);
+  EXPECT_FALSE(row.view().cell(1).is_null());
+  EXPECT_EQ(row.view().cell(1).slice_value().ToString(), "");
+  EXPECT_TRUE(row.view().cell(2).is_null());
+  EXPECT_TRUE(row.view().cell(3).is_null());
+  ASSERT_OK(reader.Next(&row));  // line 4: a nullable STRING quoted "" is not NULL
+  EXPECT_FALSE(row.view().cell(2).is_null());
+  EXPECT_EQ(row.view().cell(2).slice_value().ToString(), "");
+  s = reader.Next(&row);  // line 5: the key empty
+  EXPECT_NE(s.message().find("line 5: column 'k' is NOT NULL"), std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE(reader.Next(&row).IsEndOfFile());
+  fclose(f);
+}
+
 TEST(RowInputTest, JsonLines) {
   auto schema = Schema::Create(
       {ColumnSchema("k", DataType::kInt64), ColumnSchema("n", DataType::kInt32, true)}, 1, 0);
