@@ -287,6 +287,13 @@ json_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=json)
 check "scan as a table shows di and eve" bash -c "grep -q ' di ' <<<'$table_out' && grep -q ' eve ' <<<'$table_out'"
 check "scan as CSV has a header and 2 rows" test "$(sort <<<"$csv_out" | tr '\n' ';')" = "150,eve,22;4,di,45;id,name,age;"
 check "scan as JSON has the 2 rows" bash -c "grep -q '\"name\":\"di\"' <<<'$json_out' && grep -q '\"id\":150' <<<'$json_out' && ! grep -q '\"ann\"' <<<'$json_out'"
+# JSON objects keep the columns' order, the table's or the projection's, not sorted.
+check "scan as JSON keeps the table's column order (id, name, age)" same "id,name,age" \
+  "$(jq -r '.[0] | keys_unsorted | join(",")' <<<"$json_out" 2>/dev/null)"
+check "... and a projection's (age, id)" same "age,id" \
+  "$("$NYALA" table scan "$M" people --columns=age,id --format=json | jq -r '.[0] | keys_unsorted | join(",")' 2>/dev/null)"
+check "... and so does get" same "name,id" \
+  "$("$NYALA" table get "$M" people 150 --columns=name,id --format=json | jq -r '.[0] | keys_unsorted | join(",")' 2>/dev/null)"
 out=$("$NYALA" table scan "$M" people --predicates='["AND", ["IN", "id", [1, 2]], ["NULL", "age"]]' --format=csv)
 check "IN and NULL predicates" test "$(tail -n +2 <<<"$out")" = '2,"bo, jr",'
 out=$("$NYALA" table get "$M" people 150 1 --format=csv)

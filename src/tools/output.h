@@ -1,5 +1,6 @@
 // Tabular output of the CLI in three formats: aligned columns for people
-// ("table"), CSV, and JSON (an array of objects) for scripts. TableOutput collects
+// ("table"), CSV, and JSON (an array of objects, each with its members in the order of
+// the columns, not sorted by name) for scripts. TableOutput collects
 // the rows, then prints them (column widths from every row); StreamingOutput prints
 // them batch by batch as they come, for results of any size.
 #pragma once

@@ -527,6 +527,32 @@ TEST(OutputTest, Formats) {
   EXPECT_FALSE(ParseOutputFormat("xml").ok());
 }
 
+// JSON objects keep the columns' order (a table's or a projection's), not the names'
+// alphabetical order, in both outputs; special characters in names are escaped.
+TEST(OutputTest, JsonKeepsTheColumnOrder) {
+  const std::vector<std::string> columns = {"zeta", "alpha", "mid \"q\""};
+  TableOutput out(columns);
+  out.AddRow({"1", "x", "NULL"}, {1, "x", nullptr});
+  out.AddRow({"2", "y", "3.5"}, {2, "y", 3.5});
+  const std::string expected =
+      "[{\"zeta\":1,\"alpha\":\"x\",\"mid \\\"q\\\"\":null},"
+      "{\"zeta\":2,\"alpha\":\"y\",\"mid \\\"q\\\"\":3.5}]\n";
+  EXPECT_EQ(out.Render(OutputFormat::kJson), expected);
+  EXPECT_EQ(TableOutput({"b", "a"}).Render(OutputFormat::kJson), "[]\n");
+
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* mem = open_memstream(&buf, &len);
+  StreamingOutput stream(columns, OutputFormat::kJson, mem);
+  stream.AddRow({"1", "x", "NULL"}, {1, "x", nullptr});
+  stream.EndBatch();
+  stream.AddRow({"2", "y", "3.5"}, {2, "y", 3.5});
+  stream.Finish();
+  fclose(mem);
+  EXPECT_EQ(std::string(buf, len), expected);
+  free(buf);
+}
+
 // StreamingOutput writes each batch at EndBatch, before the next one exists; the
 // whole output is TableOutput's for the same rows (the table format too, when no later
 // value is wider than the first batch's), also when there are no rows at all.
