@@ -614,6 +614,31 @@ check "... the sum of its 4 tablets' rows, with bytes and rates as numbers" \
 out=$("$NYALA" perf table_scan "$M" vsrc --predicates="$P" 2>&1) || fail "perf table_scan --predicates: $out"
 check "perf table_scan --predicates reports the matching rows in its total" \
   contains "$out" "Total: $("$NYALA" table count "$M" vsrc --predicates="$P") rows,"
+# perf loadgen into an existing table: a run without --key_offset starts one past the
+# table's largest key, so a second run writes all its rows too; --key_offset=0 writes
+# the first run's keys again (all rejected), --key_offset=5000 keys from 5000.
+check "table create lg, with loadgen's columns" "$NYALA" table create "$M" '{"name": "lg",
+  "num_replicas": 1, "hash_partitions": [{"columns": ["key"], "buckets": 2}],
+  "columns": [{"name": "key", "type": "INT64", "key": true}, {"name": "a", "type": "INT32"},
+              {"name": "b", "type": "STRING"}, {"name": "c", "type": "STRING"},
+              {"name": "d", "type": "INT32"}]}'
+for run in 1 2; do
+  out=$("$NYALA" perf loadgen "$M" --table_name=lg --num_threads=2 --num_rows_per_thread=300 2>&1) ||
+    fail "loadgen run $run into lg: $out"
+  check "loadgen run $run into lg writes its 600 rows" contains "$out" "rows written: 600"
+  check "... from key $(((run - 1) * 600)), after the largest key" contains "$out" \
+    "Writing keys from $(((run - 1) * 600)), after the largest key in lg"
+done
+check "lg holds the 1200 rows of both runs" same 1200 "$("$NYALA" table count "$M" lg 2>&1)"
+out=$("$NYALA" perf loadgen "$M" --table_name=lg --num_threads=1 --num_rows_per_thread=100 \
+  --key_offset=0 2>&1) && fail "loadgen --key_offset=0 into lg (keys that exist) exited 0"
+check "loadgen --key_offset=0 writes keys 0-99 again: all 100 rejected" contains "$out" "rejected    : 100"
+out=$("$NYALA" perf loadgen "$M" --table_name=lg --num_threads=1 --num_rows_per_thread=100 \
+  --key_offset=5000 2>&1) || fail "loadgen --key_offset=5000: $out"
+check "loadgen --key_offset=5000 writes keys 5000-5099" same 100 \
+  "$("$NYALA" table count "$M" lg --predicates='["AND", [">=", "key", 5000], ["<", "key", 5100]]' 2>&1)"
+check "table delete lg" "$NYALA" table delete "$M" lg
+
 # The tables of one replica go: the checks below kill tablet servers and expect every
 # tablet to keep a majority.
 for t in vsrc vcopy vpred vexist vbad; do
