@@ -39,9 +39,9 @@ on_rates=() off_rates=() on_cpu=() off_cpu=() r_rate=() r_cpu=()
 for ((i = 1; i <= ROUNDS; i++)); do
   if ((i % 2)); then
     read -r a_rate a_cpu < <(run "")
-    read -r b_rate b_cpu < <(run "--unsafe_apply_without_rocksdb_wal")
+    read -r b_rate b_cpu < <(run "--unlock_unsafe_flags --unsafe_apply_without_rocksdb_wal")
   else
-    read -r b_rate b_cpu < <(run "--unsafe_apply_without_rocksdb_wal")
+    read -r b_rate b_cpu < <(run "--unlock_unsafe_flags --unsafe_apply_without_rocksdb_wal")
     read -r a_rate a_cpu < <(run "")
   fi
   on_rates+=("$a_rate") off_rates+=("$b_rate") on_cpu+=("$a_cpu") off_cpu+=("$b_cpu")

@@ -231,7 +231,9 @@ check "count finds the 4 good rows" test "$("$NYALA" table count "$M" people)" =
 # Row errors are reported at their own input lines, and at no other; the summary counts
 # what the table holds. Keys 0, 2, ..., 18 exist; in a CSV of keys 0-19 (key k at line
 # k+2, after the header) the ten duplicates are at lines 2, 4, ..., 20.
-written_of() { sed -nE 's/^([0-9]+) rows written .*/\1/p' <<<"$1"; }
+# The summary of insert/upsert/delete_rows says "1 row", "1 bad input line" in the
+# singular: the patterns take both forms.
+written_of() { sed -nE 's/^([0-9]+) rows? written .*/\1/p' <<<"$1"; }
 count_of() { "$NYALA" table count "$M" "$1" 2>&1; }
 check "table create dups" "$NYALA" table create "$M" '{"name": "dups",
   "columns": [{"name": "k", "type": "INT64", "key": true}, {"name": "v", "type": "STRING", "nullable": true}],
@@ -257,14 +259,14 @@ out=$("$NYALA" table insert "$M" dups --file="$WORK/nokey.csv" 2>&1) && fail "an
 check "a CSV without the key column: 0 rows written, 1 bad input line" \
   contains "$out" "0 rows written in"
 check "... its line is named" contains "$out" "line 2: "
-check "... and counted as a bad input line" contains "$out" "; 1 bad input lines, 0 rows rejected"
+check "... and counted as a bad input line (singular)" contains "$out" "; 1 bad input line, 0 rows rejected"
 check "dups still counts 20 rows" same 20 "$(count_of dups)"
 # Bad lines, duplicates and new rows mixed: the summary is the count's change.
 printf 'k,v\n100,a\nnotanumber,b\n5,dup\n101,c\n,nokey\n102,d\n' >"$WORK/mixed.csv"
 out=$("$NYALA" table insert "$M" dups --file="$WORK/mixed.csv" 2>&1) && fail "a mixed insert exited 0"
 check "a mixed insert: bad lines 3 and 6, the duplicate at line 4" \
   same "3 4 6 " "$(grep -oE '^line [0-9]+: ' <<<"$out" | awk '{print $2}' | tr -d : | sort -n | tr '\n' ' ')"
-summary=$(sed -nE 's/^([0-9]+) rows written .*; ([0-9]+) bad input lines, ([0-9]+) rows rejected$/\1 \2 \3/p' <<<"$out" || true)
+summary=$(sed -nE 's/^([0-9]+) rows? written .*; ([0-9]+) bad input lines?, ([0-9]+) rows? rejected$/\1 \2 \3/p' <<<"$out" || true)
 check "... summary: 3 written, 2 bad input lines, 1 rejected" same "3 2 1" "$summary"
 check "... and dups counts 20 + 3 rows" same 23 "$(count_of dups)"
 # delete_rows and upsert count the same way.
@@ -285,6 +287,13 @@ json_out=$("$NYALA" table scan "$M" people --predicates="$preds" --format=json)
 check "scan as a table shows di and eve" bash -c "grep -q ' di ' <<<'$table_out' && grep -q ' eve ' <<<'$table_out'"
 check "scan as CSV has a header and 2 rows" test "$(sort <<<"$csv_out" | tr '\n' ';')" = "150,eve,22;4,di,45;id,name,age;"
 check "scan as JSON has the 2 rows" bash -c "grep -q '\"name\":\"di\"' <<<'$json_out' && grep -q '\"id\":150' <<<'$json_out' && ! grep -q '\"ann\"' <<<'$json_out'"
+# JSON objects keep the columns' order, the table's or the projection's, not sorted.
+check "scan as JSON keeps the table's column order (id, name, age)" same "id,name,age" \
+  "$(jq -r '.[0] | keys_unsorted | join(",")' <<<"$json_out" 2>/dev/null)"
+check "... and a projection's (age, id)" same "age,id" \
+  "$("$NYALA" table scan "$M" people --columns=age,id --format=json | jq -r '.[0] | keys_unsorted | join(",")' 2>/dev/null)"
+check "... and so does get" same "name,id" \
+  "$("$NYALA" table get "$M" people 150 --columns=name,id --format=json | jq -r '.[0] | keys_unsorted | join(",")' 2>/dev/null)"
 out=$("$NYALA" table scan "$M" people --predicates='["AND", ["IN", "id", [1, 2]], ["NULL", "age"]]' --format=csv)
 check "IN and NULL predicates" test "$(tail -n +2 <<<"$out")" = '2,"bo, jr",'
 out=$("$NYALA" table get "$M" people 150 1 --format=csv)
@@ -313,7 +322,8 @@ check "scan of -neg with a negative number in the predicate" \
   same "-5,-dash,a;-7,-format,d;" "$(tail -n +2 <<<"$out" | sort | tr '\n' ';')"
 check "describe -neg" bash -c '"$0" table describe "$1" -neg >/dev/null' "$NYALA" "$M"
 out=$("$NYALA" table get "$M" -neg -5 -dash --formt=csv 2>&1) && fail "a mistyped --flag was accepted"
-check "a mistyped --flag is an error naming it" contains "$out" "unknown flag --formt"
+check "a mistyped --flag is an error naming it, and the flag meant" contains "$out" \
+  "unknown flag --formt; did you mean --format?"
 check "table delete -neg" "$NYALA" table delete "$M" -- -neg
 
 # ---- Values people can read, and JSON that loses nothing ----
@@ -389,7 +399,9 @@ out=$("$NYALA" table insert "$M" vals --file="$WORK/vals-range.csv" 2>&1) && fai
 check "FLOAT 1e40 is a bad input line, out of range" contains "$out" "line 2: column 'f': '1e40' is not a valid FLOAT (out of range"
 check "INT8 300 is a bad input line, out of range" contains "$out" "line 4: column 'i8': '300' is not a valid INT8 (out of range"
 check "... Infinity is written: 1 row written, 2 bad input lines" same "1 2" \
-  "$(sed -nE 's/^([0-9]+) rows written .*; ([0-9]+) bad input lines.*/\1 \2/p' <<<"$out")"
+  "$(sed -nE 's/^([0-9]+) rows? written .*; ([0-9]+) bad input lines?.*/\1 \2/p' <<<"$out")"
+check "... the summary says '1 row written' (singular) and '2 bad input lines'" \
+  bash -c 'grep -qE "^1 row written in .*; 2 bad input lines, 0 rows rejected$" <<<"$0"' "$out"
 check "... and 1e40 was not stored as inf" same "21" \
   "$("$NYALA" table scan "$M" vals --format=csv --columns=k --predicates='[">=", "k", 20]' | tail -n +2 | tr '\n' ' ' | xargs)"
 printf '{"k": 23, "f": 1e40}\n' >"$WORK/vals-range.jsonl"
@@ -511,6 +523,18 @@ TS0="127.0.0.1:$((BASE + 10))"
 out=$("$NYALA" tserver get_flags "$TS0" --flags=heartbeat_interval_ms --format=json 2>&1) || fail "get_flags: $out"
 check "tserver get_flags shows --heartbeat_interval_ms as started (300)" \
   same "300 false" "$(jq -r '.[] | select(.flag == "heartbeat_interval_ms") | "\(.value) \(.is_default)"' <<<"$out" 2>/dev/null)"
+# Without --flags or --all_flags: the flags whose values differ from their defaults,
+# not every flag that conf/tserver.gflags names at its default.
+out=$("$NYALA" tserver get_flags "$TS0" --format=json 2>&1) || fail "get_flags: $out"
+check "tserver get_flags lists --heartbeat_interval_ms (300, not the default)" \
+  same 300 "$(jq -r '.[] | select(.flag == "heartbeat_interval_ms") | .value' <<<"$out" 2>/dev/null)"
+check "... but not --rocksdb_block_size_bytes, which the flagfile sets to its default" \
+  same "" "$(jq -r '.[] | select(.flag == "rocksdb_block_size_bytes") | .value' <<<"$out" 2>/dev/null)"
+check "... and only flags away from their defaults" \
+  same "" "$(jq -r '.[] | select(.is_default) | .flag' <<<"$out" 2>/dev/null)"
+out=$("$NYALA" tserver get_flags "$TS0" --all_flags --format=json 2>&1) || fail "get_flags --all_flags: $out"
+check "get_flags --all_flags lists --rocksdb_block_size_bytes at its default" \
+  same "8192 true" "$(jq -r '.[] | select(.flag == "rocksdb_block_size_bytes") | "\(.value) \(.is_default)"' <<<"$out" 2>/dev/null)"
 out=$("$NYALA" tserver get_flags "$TS0" --all_flags --tags=runtime --format=csv 2>&1) || fail "get_flags --tags: $out"
 check "get_flags --tags=runtime lists scanner_ttl_ms and not rocksdb_block_size_bytes" \
   bash -c 'grep -q "^scanner_ttl_ms," <<<"$0" && ! grep -q "^rocksdb_block_size_bytes," <<<"$0"' "$out"
@@ -589,6 +613,31 @@ check "... the sum of its 4 tablets' rows, with bytes and rates as numbers" \
 out=$("$NYALA" perf table_scan "$M" vsrc --predicates="$P" 2>&1) || fail "perf table_scan --predicates: $out"
 check "perf table_scan --predicates reports the matching rows in its total" \
   contains "$out" "Total: $("$NYALA" table count "$M" vsrc --predicates="$P") rows,"
+# perf loadgen into an existing table: a run without --key_offset starts one past the
+# table's largest key, so a second run writes all its rows too; --key_offset=0 writes
+# the first run's keys again (all rejected), --key_offset=5000 keys from 5000.
+check "table create lg, with loadgen's columns" "$NYALA" table create "$M" '{"name": "lg",
+  "num_replicas": 1, "hash_partitions": [{"columns": ["key"], "buckets": 2}],
+  "columns": [{"name": "key", "type": "INT64", "key": true}, {"name": "a", "type": "INT32"},
+              {"name": "b", "type": "STRING"}, {"name": "c", "type": "STRING"},
+              {"name": "d", "type": "INT32"}]}'
+for run in 1 2; do
+  out=$("$NYALA" perf loadgen "$M" --table_name=lg --num_threads=2 --num_rows_per_thread=300 2>&1) ||
+    fail "loadgen run $run into lg: $out"
+  check "loadgen run $run into lg writes its 600 rows" contains "$out" "rows written: 600"
+  check "... from key $(((run - 1) * 600)), after the largest key" contains "$out" \
+    "Writing keys from $(((run - 1) * 600)), after the largest key in lg"
+done
+check "lg holds the 1200 rows of both runs" same 1200 "$("$NYALA" table count "$M" lg 2>&1)"
+out=$("$NYALA" perf loadgen "$M" --table_name=lg --num_threads=1 --num_rows_per_thread=100 \
+  --key_offset=0 2>&1) && fail "loadgen --key_offset=0 into lg (keys that exist) exited 0"
+check "loadgen --key_offset=0 writes keys 0-99 again: all 100 rejected" contains "$out" "rejected    : 100"
+out=$("$NYALA" perf loadgen "$M" --table_name=lg --num_threads=1 --num_rows_per_thread=100 \
+  --key_offset=5000 2>&1) || fail "loadgen --key_offset=5000: $out"
+check "loadgen --key_offset=5000 writes keys 5000-5099" same 100 \
+  "$("$NYALA" table count "$M" lg --predicates='["AND", [">=", "key", 5000], ["<", "key", 5100]]' 2>&1)"
+check "table delete lg" "$NYALA" table delete "$M" lg
+
 # The tables of one replica go: the checks below kill tablet servers and expect every
 # tablet to keep a majority.
 for t in vsrc vcopy vpred vexist vbad; do
@@ -631,10 +680,10 @@ check "tablet server 0 runs again" test -s "$DATA/tserver-0.info"
 load_status=0
 wait "$load_pid" || load_status=$?
 out=$(cat "$WORK/load.out")
-echo "load (exit $load_status): $(grep 'rows written' <<<"$out")"
+echo "load (exit $load_status): $(grep -E 'rows? written' <<<"$out")"
 written=$(written_of "$out")
-timed_out=$(sed -nE 's/.*, ([0-9]+) rows timed out .*/\1/p' <<<"$out")
-rejected=$(sed -nE 's/.*bad input lines, ([0-9]+) rows rejected.*/\1/p' <<<"$out")
+timed_out=$(sed -nE 's/.*, ([0-9]+) rows? timed out .*/\1/p' <<<"$out")
+rejected=$(sed -nE 's/.*bad input lines?, ([0-9]+) rows? rejected.*/\1/p' <<<"$out")
 loaded=$(count_of load || true)
 check "the killed load's summary accounts for every row" \
   same "$LOAD_ROWS" "$((${written:-0} + ${rejected:-0} + ${timed_out:-0}))"

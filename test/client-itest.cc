@@ -384,7 +384,8 @@ TEST_F(ClientITest, GetOfADeletedTableIsAnErrorNotAMissingRow) {
 TEST_F(ClientITest, ConcurrentGetsOfOneTabletShareAnRpc) {
   ASSERT_OK(cluster_->Shutdown());
   cluster_ = std::make_unique<itest::ClientTestCluster>(
-      test_dir() + "/slow-get", 1, std::vector<std::string>{"--get_inject_latency_ms=300"});
+      test_dir() + "/slow-get", 1,
+      std::vector<std::string>{"--unlock_unsafe_flags", "--get_inject_latency_ms=300"});
   ASSERT_OK(cluster_->Start());
   client_ = cluster_->client();
   auto t = CreateTable("shared_get", 1);

@@ -70,11 +70,11 @@ ROWS=200000
 code=0
 "$NYALA" table insert "$M" t --file "$WORK/rows.csv" --timeout_ms=5000 \
   >"$WORK/insert.out" 2>&1 || code=$?
-summary=$(grep -E '^[0-9]+ rows written' "$WORK/insert.out" || true)
+summary=$(grep -E '^[0-9]+ rows? written' "$WORK/insert.out" || true)
 echo "insert (exit $code): $summary"
 check "the insert into a filling disk fails (exit $code)" test "$code" -ne 0
 read -r written bad rejected timed_out < <(
-  sed -nE 's/^([0-9]+) rows written.*; ([0-9]+) bad input lines, ([0-9]+) rows rejected, ([0-9]+) rows timed out.*/\1 \2 \3 \4/p' \
+  sed -nE 's/^([0-9]+) rows? written.*; ([0-9]+) bad input lines?, ([0-9]+) rows? rejected, ([0-9]+) rows? timed out.*/\1 \2 \3 \4/p' \
     <<<"$summary")
 written=${written:-0} bad=${bad:-0} rejected=${rejected:-0} timed_out=${timed_out:-0}
 check "the summary accounts for every row ($written + $rejected + $timed_out + $bad bad = $ROWS)" \

@@ -618,6 +618,7 @@ class InterruptedCopyITest : public NoRetentionITest {
     flags.push_back("--tablet_copy_rate_limit_mb=2");
     // The load is over when the follower comes back: every follower behind memory
     // needs a copy, whatever the log on disk still holds.
+    flags.push_back("--unlock_unsafe_flags");
     flags.push_back("--fault_injection_no_catch_up_from_log");
     flags.push_back("--rocksdb_compression=none");
     // A session its receiver abandoned (it died) frees its files soon.

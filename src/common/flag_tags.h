@@ -10,8 +10,13 @@
 //            reads the flag must cope with a change at any moment: read it once per
 //            use, and never hold a reference into a string flag (gflags writes it in
 //            place; a string flag publishes its parsed value from a validator instead).
-//   unsafe   breaks a guarantee the system otherwise gives (fault injection for tests);
-//            listed by GetFlags so that a server running with one stands out.
+//   unsafe   breaks a guarantee the system otherwise gives (fault injection for tests,
+//            measuring flags that are not crash-safe). A daemon refuses to start with
+//            one set away from its default unless --unlock_unsafe_flags is also given
+//            (server::CheckUnsafeFlags); GetFlags lists the tag, so that a server
+//            running with one stands out.
+//   hidden   left out of the daemons' --help (test-only flags an operator has no use
+//            for); gflags' --helpxml and GetFlags still list it.
 //
 // TAG_FLAG is used at namespace scope of the .cc that defines the flag, after its
 // DEFINE_*; it registers at static initialization.
@@ -28,6 +33,7 @@ namespace nyala {
 namespace flag_tags {
 inline constexpr const char runtime[] = "runtime";
 inline constexpr const char unsafe[] = "unsafe";
+inline constexpr const char hidden[] = "hidden";
 }  // namespace flag_tags
 
 // Records that flag `name` carries `tag`; returns true (for the static registrar).

@@ -41,6 +41,7 @@ DEFINE_int32(fault_injection_log_sync_delay_ms, 0,
              "long first, as a slow disk would (changeable while the server runs). 0: off");
 TAG_FLAG(fault_injection_log_sync_delay_ms, runtime);
 TAG_FLAG(fault_injection_log_sync_delay_ms, unsafe);
+TAG_FLAG(fault_injection_log_sync_delay_ms, hidden);
 
 namespace nyala::consensus {
 

@@ -59,6 +59,7 @@ DEFINE_bool(fault_injection_no_catch_up_from_log, false,
             "never sent entries read back from the log on disk, so it needs a copy of the "
             "tablet (tests of tablet copy use it to make copies happen every time).");
 TAG_FLAG(fault_injection_no_catch_up_from_log, unsafe);
+TAG_FLAG(fault_injection_no_catch_up_from_log, hidden);
 
 DEFINE_string(fault_injection_consensus_drop_peers, "",
               "Fault injection, for tests only: comma-separated uuids of tablet servers this "
@@ -75,6 +76,7 @@ bool PublishDroppedPeers(const char* flag, const std::string& value);
 DEFINE_validator(fault_injection_consensus_drop_peers, &nyala::consensus::PublishDroppedPeers);
 TAG_FLAG(fault_injection_consensus_drop_peers, runtime);
 TAG_FLAG(fault_injection_consensus_drop_peers, unsafe);
+TAG_FLAG(fault_injection_consensus_drop_peers, hidden);
 
 namespace nyala::consensus {
 

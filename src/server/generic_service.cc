@@ -51,11 +51,14 @@ void GenericServiceImpl::GetFlags(const GetFlagsRequestPB* req, GetFlagsResponse
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);  // sorted by name
   for (const gflags::CommandLineFlagInfo& f : flags) {
-    if (!req->all_flags() && f.is_default && named.count(f.name) == 0) continue;
+    // By value, not gflags' is_default: that is false for every flag a flagfile names,
+    // and the shipped flagfiles name nearly all of them, most at their defaults.
+    const bool is_default = f.current_value == f.default_value;
+    if (!req->all_flags() && is_default && named.count(f.name) == 0) continue;
     GetFlagsResponsePB::Flag* out = resp->add_flags();
     out->set_name(f.name);
     out->set_value(f.current_value);
-    out->set_is_default_value(f.is_default);
+    out->set_is_default_value(is_default);
     for (std::string& tag : GetFlagTags(f.name)) out->add_tags(std::move(tag));
   }
   ctx->RespondSuccess();

@@ -26,6 +26,9 @@ DEFINE_validator(server_test_runtime_knob,
                  [](const char*, int32_t v) { return v >= 1 && v <= 100; });
 TAG_FLAG(server_test_runtime_knob, runtime);
 DEFINE_int32(server_test_startup_knob, 1, "For tests: a flag GenericService must refuse to change");
+DEFINE_int32(server_test_unsafe_knob, 0, "For tests: a flag tagged unsafe");
+TAG_FLAG(server_test_unsafe_knob, unsafe);
+DECLARE_bool(unlock_unsafe_flags);
 
 namespace nyala::server {
 namespace {
@@ -219,12 +222,26 @@ TEST_F(ServerTest, GenericServiceSetsRuntimeFlagsOnly) {
     EXPECT_EQ(f.tags(0), "runtime");
   }
   EXPECT_TRUE(found);
+  // A flag set to its default value (as a flagfile listing every flag does) is not
+  // listed, and says it is at its default when asked for.
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_startup_knob", "1"));
+  gflags::CommandLineFlagInfo info;
+  ASSERT_TRUE(gflags::GetCommandLineFlagInfo("server_test_startup_knob", &info));
+  ASSERT_FALSE(info.is_default);  // what gflags says: set on the command line
+  gresp.Clear();
+  grpc.Reset();
+  ASSERT_OK(proxy.GetFlags(greq, &gresp, &grpc));
+  for (const auto& f : gresp.flags()) EXPECT_NE(f.name(), "server_test_startup_knob");
   greq.add_flags("server_test_startup_knob");
   gresp.Clear();
   grpc.Reset();
   ASSERT_OK(proxy.GetFlags(greq, &gresp, &grpc));
   found = false;
-  for (const auto& f : gresp.flags()) found |= f.name() == "server_test_startup_knob";
+  for (const auto& f : gresp.flags()) {
+    if (f.name() != "server_test_startup_knob") continue;
+    found = true;
+    EXPECT_TRUE(f.is_default_value());
+  }
   EXPECT_TRUE(found);
   greq.set_all_flags(true);
   GetFlagsResponsePB all;
@@ -233,6 +250,33 @@ TEST_F(ServerTest, GenericServiceSetsRuntimeFlagsOnly) {
   EXPECT_GT(all.flags_size(), gresp.flags_size());
   FLAGS_server_test_runtime_knob = 1;
   server.Shutdown();
+}
+
+// An unsafe flag set away from its default stops a daemon unless --unlock_unsafe_flags
+// is given; the same value as the default does not count.
+TEST_F(ServerTest, UnsafeFlagsNeedUnlocking) {
+  ASSERT_OK(CheckUnsafeFlags());
+  EXPECT_TRUE(UnsafeFlagsSet().empty());
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_unsafe_knob", "0"));
+  EXPECT_OK(CheckUnsafeFlags());  // the default value, set explicitly, does not count
+
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_unsafe_knob", "5"));
+  EXPECT_EQ(UnsafeFlagsSet(), std::vector<std::string>{"--server_test_unsafe_knob=5"});
+  Status s = CheckUnsafeFlags();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("--server_test_unsafe_knob=5"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("--unlock_unsafe_flags"), std::string::npos) << s.ToString();
+  // Flags without the tag never count.
+  ASSERT_NE("", gflags::SetCommandLineOption("server_test_startup_knob", "9"));
+  EXPECT_EQ(UnsafeFlagsSet().size(), 1u);
+
+  FLAGS_unlock_unsafe_flags = true;
+  EXPECT_OK(CheckUnsafeFlags());
+  FLAGS_unlock_unsafe_flags = false;
+  FLAGS_server_test_unsafe_knob = 0;
+  FLAGS_server_test_startup_knob = 1;
+  EXPECT_OK(CheckUnsafeFlags());
 }
 
 }  // namespace

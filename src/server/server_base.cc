@@ -14,6 +14,9 @@
 #include <map>
 #include <sstream>
 
+#include "common/flag_tags.h"
+#include "common/flag_util.h"
+#include "common/version.h"
 #include "server/generic_service.h"
 
 DEFINE_string(rpc_bind_addresses, "0.0.0.0",
@@ -34,10 +37,14 @@ DEFINE_string(server_dump_info_path, "",
               "time.");
 DEFINE_string(webserver_interface, "",
               "Address the web UI binds; empty: the host of the first RPC bind address.");
+DEFINE_bool(unlock_unsafe_flags, false,
+            "Lets the daemon start with flags tagged unsafe (test-only fault injection and "
+            "measuring flags, which break a guarantee Nyala otherwise gives) set away from "
+            "their defaults; without it the daemon refuses to start and names them.");
 
 namespace nyala::server {
 
-const char* const kNyalaVersion = "0.1.0";
+const char* const kNyalaVersion = NYALA_VERSION_STRING;
 
 ServerBaseOptions ServerBaseOptions::FromFlags(const std::string& kind, uint16_t default_rpc_port) {
   ServerBaseOptions o;
@@ -197,7 +204,8 @@ void ServerBase::RegisterDefaultPages() {
     b += "<h2>Flags</h2><table><tr><th>Flag</th><th>Value</th><th>Default</th><th>Description</"
          "th></tr>";
     for (const auto& f : flags) {
-      b += std::string("<tr") + (f.is_default ? "" : " style=\"background:#fff8dc\"") + "><td>" +
+      const bool is_default = f.current_value == f.default_value;
+      b += std::string("<tr") + (is_default ? "" : " style=\"background:#fff8dc\"") + "><td>" +
            EscapeHtml(f.name) + "</td><td>" + EscapeHtml(f.current_value) + "</td><td>" +
            EscapeHtml(f.default_value) + "</td><td>" + EscapeHtml(f.description) + "</td></tr>";
     }
@@ -252,6 +260,12 @@ int WaitForTerminationSignal() {
 }
 
 namespace {
+// The end of an unknown-flag error: the flag meant (`guess`, if any), and --help.
+std::string SeeHelp(const std::string& guess) {
+  if (guess.empty()) return "see --help for the flags this program takes";
+  return "did you mean --" + guess + "? See --help for the flags this program takes";
+}
+
 // Returns the flag names set in `path` (a gflags flagfile), following nested flagfiles.
 void CheckFlagfile(const std::string& path, int depth) {
   std::ifstream in(path);
@@ -279,12 +293,42 @@ void CheckFlagfile(const std::string& path, int depth) {
     std::string bare = name.rfind("no", 0) == 0 ? name.substr(2) : name;
     if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info) &&
         !gflags::GetCommandLineFlagInfo(bare.c_str(), &info)) {
-      fprintf(stderr,
-              "error: unknown flag --%s in flagfile %s (line %d); see --help for the "
-              "flags this program takes\n",
-              name.c_str(), path.c_str(), lineno);
+      const std::string guess = ClosestGflag(name);
+      fprintf(stderr, "error: unknown flag --%s in flagfile %s (line %d); %s\n", name.c_str(),
+              path.c_str(), lineno, SeeHelp(guess).c_str());
       exit(1);
     }
+  }
+}
+
+// Exits with "unknown flag --x; did you mean --y?" for the first word of the command
+// line that names no flag, as gflags would without the suggestion. Words after "--"
+// and a non-boolean flag's value given as the next word are skipped. Left to gflags
+// when --undefok is used.
+void CheckCommandLineFlagNames(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a.rfind("--undefok", 0) == 0 || a.rfind("-undefok", 0) == 0) return;
+  }
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') continue;
+    const std::string body = a.substr(a[1] == '-' ? 2 : 1);
+    const size_t eq = body.find('=');
+    const std::string name = body.substr(0, eq);
+    gflags::CommandLineFlagInfo info;
+    if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      if (info.type != "bool" && eq == std::string::npos) i++;  // `--flag value`
+      continue;
+    }
+    if (name.rfind("no", 0) == 0 && gflags::GetCommandLineFlagInfo(name.c_str() + 2, &info) &&
+        info.type == "bool") {
+      continue;
+    }
+    const std::string guess = ClosestGflag(name);
+    fprintf(stderr, "error: unknown flag --%s; %s\n", name.c_str(), SeeHelp(guess).c_str());
+    exit(1);
   }
 }
 
@@ -301,25 +345,87 @@ std::string FlagGroup(const std::string& file) {
   return rest.substr(0, slash);
 }
 
+// The program's name without its directory: "nyala-master".
+std::string ProgramName(const char* argv0) {
+  const std::string path = argv0;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The group of the daemon's own flags, from the program's name: "master" for
+// nyala-master, "tserver" for nyala-tserver.
+std::string OwnFlagGroup(const char* argv0) {
+  std::string name = ProgramName(argv0);
+  if (name.rfind("nyala-", 0) == 0) name = name.substr(6);
+  return name;
+}
+
 // --help / --helpfull: the usage, then every flag by group and name, with its
-// description and default.
-void PrintHelp(const char* usage) {
+// description and default; flags tagged hidden are left out. The daemon's own group
+// comes first, then the shared daemon flags ("server"), the other modules, and last
+// glog's and gflags' own. With `short_help` (--helpshort), only the first two groups.
+// A flag tagged runtime is marked " [runtime]" (set_flag can change it).
+void PrintHelp(const char* usage, const std::string& own_group, bool short_help) {
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   std::map<std::string, std::vector<const gflags::CommandLineFlagInfo*>> groups;
-  for (const auto& f : flags) groups[FlagGroup(f.filename)].push_back(&f);
+  for (const auto& f : flags) {
+    if (FlagHasTag(f.name, flag_tags::hidden)) continue;
+    groups[FlagGroup(f.filename)].push_back(&f);
+  }
+  auto rank = [&](const std::string& group) {
+    if (group == own_group) return 0;
+    if (group == "server") return 1;
+    if (group == "logging") return 3;
+    if (group == "command-line parsing") return 4;
+    return 2;
+  };
+  std::vector<std::string> order;
+  for (const auto& [group, list] : groups) order.push_back(group);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   printf("%s\n", usage);
-  for (auto& [group, list] : groups) {
+  for (const std::string& group : order) {
+    if (short_help && rank(group) > 1) continue;
+    auto& list = groups[group];
     std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->name < b->name; });
     printf("\nFlags of %s:\n", group.c_str());
     for (const auto* f : list) {
-      printf("  --%s (%s, default: %s)\n      %s\n", f->name.c_str(), f->type.c_str(),
-             f->default_value.empty() ? "\"\"" : f->default_value.c_str(), f->description.c_str());
+      printf("  --%s (%s, default: %s)%s\n      %s\n", f->name.c_str(), f->type.c_str(),
+             f->default_value.empty() ? "\"\"" : f->default_value.c_str(),
+             FlagHasTag(f->name, flag_tags::runtime) ? " [runtime]" : "",
+             f->description.c_str());
     }
   }
+  printf(short_help ? "\nThe main flags only; --help lists every flag.\n"
+                    : "\n[runtime]: can be changed while the daemon runs "
+                      "(nyala <master|tserver> set_flag).\n");
 }
 
 }  // namespace
+
+std::vector<std::string> UnsafeFlagsSet() {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);  // sorted by name
+  std::vector<std::string> set;
+  for (const auto& f : flags) {
+    if (FlagHasTag(f.name, flag_tags::unsafe) && f.current_value != f.default_value) {
+      set.push_back("--" + f.name + "=" + f.current_value);
+    }
+  }
+  return set;
+}
+
+Status CheckUnsafeFlags() {
+  const std::vector<std::string> set = UnsafeFlagsSet();
+  if (set.empty() || FLAGS_unlock_unsafe_flags) return Status::OK();
+  std::string list;
+  for (const auto& f : set) list += (list.empty() ? "" : ", ") + f;
+  return Status::InvalidArgument(
+      "unsafe flag(s) set: " + list +
+      ". They are for tests and break a guarantee Nyala otherwise gives; add "
+      "--unlock_unsafe_flags to start anyway");
+}
 
 void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
   gflags::SetUsageMessage(usage);
@@ -329,19 +435,38 @@ void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage) {
     if (a.rfind("--flagfile=", 0) == 0) CheckFlagfile(a.substr(11), 0);
     if (a.rfind("-flagfile=", 0) == 0) CheckFlagfile(a.substr(10), 0);
   }
-  // gflags' own --help lists flags under their source files' paths: print ours.
+  // gflags' own --help lists flags under their source files' paths, and its
+  // --helpshort those of a source file named after the program (none here): print ours.
+  const std::string own_group = OwnFlagGroup((*argv)[0]);
   for (int i = 1; i < *argc; i++) {
     const std::string a = (*argv)[i];
     if (a == "--help" || a == "-help" || a == "--helpfull" || a == "-helpfull") {
-      PrintHelp(usage);
+      PrintHelp(usage, own_group, /*short_help=*/false);
+      exit(0);
+    }
+    if (a == "--helpshort" || a == "-helpshort") {
+      PrintHelp(usage, own_group, /*short_help=*/true);
+      exit(0);
+    }
+    // gflags' --version would add "Debug build" lines in some builds; one line here.
+    if (a == "--version" || a == "-version") {
+      printf("%s version %s\n", ProgramName((*argv)[0]).c_str(), kNyalaVersion);
       exit(0);
     }
   }
+  CheckCommandLineFlagNames(*argc, *argv);
   gflags::ParseCommandLineFlags(argc, argv, true);
   if (FLAGS_log_dir.empty()) FLAGS_logtostderr = true;
+  if (Status s = CheckUnsafeFlags(); !s.ok()) {
+    fprintf(stderr, "error: %s\n", s.message().c_str());
+    exit(1);
+  }
   google::InitGoogleLogging((*argv)[0]);
   // A crash (SIGSEGV, SIGABRT, ...) prints the signal and a stack trace before dying.
   google::InstallFailureSignalHandler();
+  for (const auto& f : UnsafeFlagsSet()) {
+    LOG(WARNING) << "unsafe flag " << f << " set (allowed by --unlock_unsafe_flags)";
+  }
 }
 
 }  // namespace nyala::server

@@ -100,11 +100,22 @@ void BlockTerminationSignals();
 // Waits for SIGTERM or SIGINT (blocked by BlockTerminationSignals); returns its number.
 int WaitForTerminationSignal();
 
-// Parses the command line like gflags, but first checks every --flagfile for flags
-// this program does not know, and exits with a message naming the flag and the file.
-// Also sets up glog (logs to stderr unless --log_dir is given).
+// Parses the command line like gflags, but first checks the command line and every
+// --flagfile for flags this program does not know, and exits with a message naming
+// the flag (and the file), with the closest known flag when one is close.
+// Then refuses unsafe flags (CheckUnsafeFlags) the same way, and logs a warning for
+// each one --unlock_unsafe_flags let through. Also sets up glog (logs to stderr
+// unless --log_dir is given).
 void ParseFlagsAndInitLogging(int* argc, char*** argv, const char* usage);
 
+// "--name=value" of every flag tagged unsafe (common/flag_tags.h) whose value differs
+// from its default, sorted by name.
+std::vector<std::string> UnsafeFlagsSet();
+// OK when no unsafe flag is set away from its default, or --unlock_unsafe_flags is
+// given; else InvalidArgument naming each such flag and --unlock_unsafe_flags.
+Status CheckUnsafeFlags();
+
+// The project's version (project() in the top-level CMakeLists.txt), e.g. "0.1.0".
 extern const char* const kNyalaVersion;
 
 }  // namespace nyala::server

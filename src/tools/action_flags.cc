@@ -15,8 +15,9 @@
 #include "tools/tool_action.h"
 
 DEFINE_bool(all_flags, false,
-            "get_flags: show every flag; by default only flags set away from their defaults "
-            "(or those named in --flags).");
+            "get_flags: show every flag; by default only flags whose value differs from "
+            "their default (a flagfile setting a flag to its default does not count), or "
+            "those named in --flags.");
 DEFINE_string(flags, "",
               "get_flags: comma-separated flags to show, only these (default or not); "
               "empty: every flag set away from its default (every flag with --all_flags).");
@@ -150,6 +151,8 @@ int SetFlag(const std::vector<std::string>& args, uint16_t default_port) {
 const char kGetFlagsDetails[] =
     "Prints each flag's name, current value, whether it is the default, and its tags\n"
     "('runtime': may be changed with set_flag; 'unsafe': breaks a guarantee, for tests).\n"
+    "Without --all_flags or --flags, only flags whose value differs from their default\n"
+    "are listed: a flag that the daemon's flagfile sets to its default is not.\n"
     "Exit code 1 when the daemon cannot be asked or a flag named in --flags does not exist.";
 
 const char kSetFlagDetails[] =

@@ -2,13 +2,17 @@
 // several threads and reports the time per row (the shape of Kudu's loadgen).
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
 #include <random>
 #include <thread>
 
 #include "common/result.h"
 #include "nyala/monotime.h"
 #include "tools/tool_action.h"
+
+DECLARE_int64(timeout_ms);
 
 DEFINE_int64(num_rows_per_thread, 100000, "loadgen: rows each thread inserts.");
 DEFINE_int32(num_threads, 2,
@@ -28,10 +32,44 @@ DEFINE_int32(num_replicas, 0,
              "--default_num_replicas.");
 DEFINE_validator(num_replicas, [](const char*, int32_t v) { return v >= 0; });
 DEFINE_int32(string_len, 32, "loadgen: length of the generated strings.");
+DEFINE_int64(key_offset, 0,
+             "loadgen: the first key written; thread t writes the --num_rows_per_thread keys "
+             "from key_offset + t * num_rows_per_thread. When not given: 0 for the table "
+             "loadgen creates, and for an existing table (--table_name) one past its largest "
+             "key (found by a scan of the key column), so that every run writes new rows.");
+DEFINE_validator(key_offset, [](const char*, int64_t v) { return v >= 0; });
 
 namespace nyala::tools {
 
 namespace {
+
+// One past the largest value of `table`'s first key column ("key"), or 0 for an empty
+// table, from a scan of that column alone.
+Result<int64_t> KeyAfterLargest(const std::shared_ptr<client::Table>& table) {
+  const ColumnSchema& key = table->schema().column(0);
+  client::Scanner scanner(table);
+  RETURN_NOT_OK(scanner.SetProjectedColumnNames({key.name()}));
+  RETURN_NOT_OK(scanner.SetTimeout(MonoDelta::FromMilliseconds(FLAGS_timeout_ms)));
+  RETURN_NOT_OK(scanner.Open());
+  int64_t largest = -1;
+  bool any = false;
+  while (scanner.HasMoreRows()) {
+    client::ScanBatch batch;
+    RETURN_NOT_OK(scanner.NextBatch(&batch));
+    for (int i = 0; i < batch.num_rows(); i++) {
+      const Cell c = batch.row(i).cell(0);
+      if (c.is_null()) continue;
+      largest = any ? std::max(largest, c.int_value()) : c.int_value();
+      any = true;
+    }
+  }
+  if (!any || largest < 0) return 0;
+  if (largest == std::numeric_limits<int64_t>::max()) {
+    return Status::InvalidArgument("the largest key of the table is the largest INT64; give "
+                                   "--key_offset");
+  }
+  return largest + 1;
+}
 
 Status LoadGen(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(auto client, ConnectToCluster(args[0]));
@@ -58,6 +96,17 @@ Status LoadGen(const std::vector<std::string>& args) {
     printf("Created table %s (%d replicas of each tablet)\n", table_name.c_str(),
            table->num_replicas());
   }
+  int64_t key_offset = FLAGS_key_offset;
+  if (!auto_table && gflags::GetCommandLineFlagInfoOrDie("key_offset").is_default) {
+    ASSIGN_OR_RETURN(key_offset, KeyAfterLargest(table));
+    printf("Writing keys from %lld, after the largest key in %s (--key_offset to choose)\n",
+           static_cast<long long>(key_offset), table_name.c_str());
+  }
+  const int64_t total_rows = FLAGS_num_rows_per_thread * FLAGS_num_threads;
+  if (key_offset > std::numeric_limits<int64_t>::max() - total_rows) {
+    return Status::InvalidArgument("--key_offset " + std::to_string(key_offset) + " plus " +
+                                   Rows(total_rows) + " goes past the largest INT64");
+  }
   // From each session's per-operation outcomes (its kept errors stop at 10000).
   std::atomic<int64_t> written{0}, rejected{0}, timed_out{0};
   std::vector<Status> thread_status(FLAGS_num_threads);
@@ -72,7 +121,7 @@ Status LoadGen(const std::vector<std::string>& args) {
       std::mt19937_64 rng(t * 7919 + 1);
       std::string str(size_t(FLAGS_string_len), 'x');
       for (int64_t i = 0; i < FLAGS_num_rows_per_thread && s.ok(); i++) {
-        const int64_t key = int64_t(t) * FLAGS_num_rows_per_thread + i;
+        const int64_t key = key_offset + int64_t(t) * FLAGS_num_rows_per_thread + i;
         for (char& ch : str) ch = char('a' + rng() % 26);
         auto op = table->NewInsert();
         s = op->Set("key", Cell::Int64(key));
@@ -106,8 +155,8 @@ Status LoadGen(const std::vector<std::string>& args) {
   if (auto_table && !FLAGS_keep_auto_table) RETURN_NOT_OK(client->DeleteTable(table_name));
   for (const auto& s : thread_status) RETURN_NOT_OK(s);
   if (written.load() != rows) {
-    return Status::Incomplete(std::to_string(rows - written.load()) + " of " +
-                              std::to_string(rows) + " rows not written or not acknowledged");
+    return Status::Incomplete(std::to_string(rows - written.load()) + " of " + Rows(rows) +
+                              " not written or not acknowledged");
   }
   return Status::OK();
 }
@@ -122,10 +171,15 @@ void RegisterPerfActions() {
        "time per row.",
        "<master_addresses>",
        {"num_rows_per_thread", "num_threads", "buffer_size_bytes", "buffer_flush_watermark_pct",
-        "table_name", "keep_auto_table", "table_num_hash_buckets", "num_replicas", "string_len"},
+        "table_name", "keep_auto_table", "table_num_hash_buckets", "num_replicas", "string_len",
+        "key_offset"},
        1,
        1,
-       LoadGen});
+       LoadGen,
+       "Keys: thread t inserts keys key_offset + t * num_rows_per_thread onwards. Into an\n"
+       "existing table (--table_name) without --key_offset, loadgen first scans the table's\n"
+       "key column and starts one past its largest key, so a second run writes new rows\n"
+       "instead of duplicates that are all rejected; --key_offset skips that scan."});
 }
 
 }  // namespace nyala::tools

@@ -123,9 +123,9 @@ Status TableScan(const std::vector<std::string>& args) {
   } else {
     out.Print(format);
     if (format == OutputFormat::kTable) {
-      printf("\nTotal: %lld rows, %lld bytes in %.3f s with %d thread(s): %.0f rows/s, %.0f "
+      printf("\nTotal: %s, %lld bytes in %.3f s with %d thread(s): %.0f rows/s, %.0f "
              "bytes/s (%.1f MiB/s)\n",
-             static_cast<long long>(rows), static_cast<long long>(bytes), total_s, nthreads,
+             Rows(rows).c_str(), static_cast<long long>(bytes), total_s, nthreads,
              rows / total_s, bytes / total_s, bytes / total_s / 1048576.0);
     }
   }

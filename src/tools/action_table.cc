@@ -240,8 +240,7 @@ Status ScanTable(const std::vector<std::string>& args) {
   }
   if (!s.ok()) {
     const int64_t printed = out ? out->num_rows() : 0;
-    return s.CloneAndPrepend("the scan failed after " + std::to_string(printed) +
-                             " rows (printed above)");
+    return s.CloneAndPrepend("the scan failed after " + Rows(printed) + " (printed above)");
   }
   if (!out) {
     // No batch at all: print the header of the projection.
@@ -251,7 +250,7 @@ Status ScanTable(const std::vector<std::string>& args) {
   }
   out->Finish();
   if (format == OutputFormat::kTable) {
-    fprintf(stderr, "(%lld rows)\n", static_cast<long long>(out->num_rows()));
+    fprintf(stderr, "(%s)\n", Rows(out->num_rows()).c_str());
   }
   return Status::OK();
 }
@@ -405,8 +404,8 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
       const double secs = (last_progress - start).ToSeconds();
       const int pct = total_bytes > 0 ? int(100 * reader.bytes_read() / total_bytes) : 0;
       const int bar = pct / 4;
-      fprintf(stderr, "\r[%s%s] %3d%% %lld rows, %.0f rows/s", std::string(bar, '=').c_str(),
-              std::string(25 - bar, ' ').c_str(), pct, static_cast<long long>(applied),
+      fprintf(stderr, "\r[%s%s] %3d%% %s, %.0f rows/s", std::string(bar, '=').c_str(),
+              std::string(25 - bar, ' ').c_str(), pct, Rows(applied).c_str(),
               applied / std::max(secs, 1e-3));
     }
   }
@@ -418,19 +417,18 @@ Status WriteRows(const std::vector<std::string>& args, client::Session::FlushMod
   char rate[64];
   snprintf(rate, sizeof(rate), "%.2f s (%.0f rows/s)", secs,
            counts.succeeded / std::max(secs, 1e-3));
-  std::string summary = std::to_string(counts.succeeded) + " rows written in " + rate + "; " +
-                        std::to_string(bad_lines) + " bad input lines, " +
-                        std::to_string(counts.failed) + " rows rejected";
+  std::string summary = Rows(counts.succeeded) + " written in " + rate + "; " +
+                        Count(bad_lines, "bad input line", "bad input lines") + ", " +
+                        Rows(counts.failed) + " rejected";
   if (counts.timed_out > 0) {
-    summary += ", " + std::to_string(counts.timed_out) +
-               " rows timed out (not acknowledged: each may or may not have been written)";
+    summary += ", " + Rows(counts.timed_out) +
+               " timed out (not acknowledged: each may or may not have been written)";
   }
   printf("%s\n", summary.c_str());
   if (!flush.ok() && !flush.IsIOError()) return flush;
   const int64_t not_written = bad_lines + counts.failed + counts.timed_out;
   if (not_written > 0) {
-    return Status::Incomplete(std::to_string(not_written) +
-                              " row(s) not written or not acknowledged; see above");
+    return Status::Incomplete(Rows(not_written) + " not written or not acknowledged; see above");
   }
   return Status::OK();
 }

@@ -250,7 +250,7 @@ Status CopyTable(const std::vector<std::string>& args) {
     if (progress && MonoTime::Now() - last_progress > MonoDelta::FromMilliseconds(200)) {
       last_progress = MonoTime::Now();
       const double secs = (last_progress - start).ToSeconds();
-      fprintf(stderr, "\r\033[K%lld rows copied, %.0f rows/s", static_cast<long long>(read),
+      fprintf(stderr, "\r\033[K%s copied, %.0f rows/s", Rows(read).c_str(),
               read / std::max(secs, 1e-3));
     }
   }
@@ -259,8 +259,8 @@ Status CopyTable(const std::vector<std::string>& args) {
   if (progress) fprintf(stderr, "\r\033[K");
   const double secs = std::max((MonoTime::Now() - start).ToSeconds(), 1e-3);
   const client::Session::WriteCounts counts = session->GetWriteCounts();
-  printf("%lld rows read from %s, %lld written to %s in %.2f s (%.0f rows/s); %lld rejected",
-         static_cast<long long>(read), src_name.c_str(), static_cast<long long>(counts.succeeded),
+  printf("%s read from %s, %lld written to %s in %.2f s (%.0f rows/s); %lld rejected",
+         Rows(read).c_str(), src_name.c_str(), static_cast<long long>(counts.succeeded),
          dst_name.c_str(), secs, counts.succeeded / secs, static_cast<long long>(counts.failed));
   if (counts.timed_out > 0) {
     printf(", %lld timed out (may or may not have been written)",
@@ -269,23 +269,23 @@ Status CopyTable(const std::vector<std::string>& args) {
   printf("\n");
   if (!scan_status.ok()) {
     return scan_status.CloneAndPrepend("the scan of " + src_name + " failed after " +
-                                       std::to_string(read) + " rows");
+                                       Rows(read));
   }
   if (!flush.ok() && !flush.IsIOError()) return flush;
 
   // The row-count check.
   ASSIGN_OR_RETURN(int64_t after, CountAll(dst));
-  printf("%s now holds %lld rows (%lld before)\n", dst_name.c_str(),
-         static_cast<long long>(after), static_cast<long long>(before));
+  printf("%s now holds %s (%lld before)\n", dst_name.c_str(), Rows(after).c_str(),
+         static_cast<long long>(before));
   std::string mismatch;
   if (counts.succeeded != read) {
-    mismatch = std::to_string(read - counts.succeeded) + " of " + std::to_string(read) +
-               " rows read were not written";
+    mismatch = std::to_string(read - counts.succeeded) + " of " + Rows(read) +
+               " read " + (read - counts.succeeded == 1 ? "was" : "were") + " not written";
   } else if (!upsert && after != before + read) {
-    mismatch = "the destination grew by " + std::to_string(after - before) + " rows, not " +
+    mismatch = "the destination grew by " + Rows(after - before) + ", not " +
                std::to_string(read);
   } else if (upsert && (after < read || after > before + read)) {
-    mismatch = "the destination holds " + std::to_string(after) + " rows after upserting " +
+    mismatch = "the destination holds " + Rows(after) + " after upserting " +
                std::to_string(read) + " into " + std::to_string(before);
   }
   if (!mismatch.empty()) {

@@ -17,7 +17,7 @@ FlagKind LookUpGflag(const std::string& name) {
 }
 
 Result<CommandLine> SplitCommandLine(const std::vector<std::string>& words,
-                                     const FlagLookup& lookup) {
+                                     const FlagLookup& lookup, const FlagSuggester& suggest) {
   CommandLine out;
   for (size_t i = 0; i < words.size(); i++) {
     const std::string& w = words[i];
@@ -40,9 +40,10 @@ Result<CommandLine> SplitCommandLine(const std::vector<std::string>& words,
     const FlagKind kind = name.empty() ? FlagKind::kUnknown : lookup(name);
     if (kind == FlagKind::kUnknown) {
       if (two_dashes) {
+        const std::string guess = suggest && !name.empty() ? suggest(name) : "";
         return Status::InvalidArgument(
-            "unknown flag " + w.substr(0, eq == std::string::npos ? w.size() : eq + 2) +
-            "; a value that starts with '--' goes after a '--' word (nyala ... -- " + w + ")");
+            "unknown flag --" + name + (guess.empty() ? "" : "; did you mean --" + guess + "?") +
+            " (a value that starts with '--' goes after a '--' word: nyala ... -- " + w + ")");
       }
       out.positional.push_back(w);
       continue;

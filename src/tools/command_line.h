@@ -12,7 +12,8 @@
 //      `--name=value`, and `--noname` for a boolean. A non-boolean flag written without
 //      '=' takes the next word as its value, as gflags does (`--format csv`).
 //   4. Any other word that starts with "--" (and is not "--" itself) is an error: it is
-//      most likely a mistyped flag, and a value that starts with "--" can follow `--`.
+//      most likely a mistyped flag (the error suggests the closest known one), and a
+//      value that starts with "--" can follow `--`.
 //   5. Any other word is positional, including words that start with a single '-' and
 //      name no flag: negative numbers (`-5`, `-1.5e3`; no flag name starts with a
 //      digit or '.'), strings such as `-dash`, and `-` alone.
@@ -42,6 +43,10 @@ using FlagLookup = std::function<FlagKind(const std::string& name)>;
 // Looks `name` up among the flags linked into this binary (the gflags registry).
 FlagKind LookUpGflag(const std::string& name);
 
+// The known flag closest to the unknown `name` (no dashes, no "=value"), or "" when
+// none is close (common/flag_util.h's ClosestGflag for the real registry).
+using FlagSuggester = std::function<std::string(const std::string& name)>;
+
 struct CommandLine {
   std::vector<std::string> positional;
   // Each flag as one word for gflags: "--name=value", "--name" or "--noname".
@@ -50,8 +55,9 @@ struct CommandLine {
 };
 
 // Splits `words` (argv without the program name) by the rules above. InvalidArgument
-// for rule 4.
+// for rule 4, with "did you mean --x?" when `suggest` (optional) names a flag.
 Result<CommandLine> SplitCommandLine(const std::vector<std::string>& words,
-                                     const FlagLookup& lookup);
+                                     const FlagLookup& lookup,
+                                     const FlagSuggester& suggest = nullptr);
 
 }  // namespace nyala::tools

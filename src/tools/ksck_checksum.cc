@@ -7,6 +7,7 @@
 #include "rpc/messenger.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/sockaddr.h"
+#include "tools/output.h"
 #include "tserver/tserver_admin.proxy.h"
 
 namespace nyala::tools {
@@ -111,9 +112,9 @@ TabletChecksums ChecksumTablet(const std::shared_ptr<rpc::Messenger>& messenger,
     if (s.checksum != first->checksum || s.rows != first->rows) {
       result.mismatch = true;
       result.problems.push_back("replicas disagree at index " + std::to_string(result.index) +
-                                ": " + first->ts_uuid + " has " + std::to_string(first->rows) +
-                                " rows, checksum " + std::to_string(first->checksum) + "; " +
-                                s.ts_uuid + " has " + std::to_string(s.rows) + " rows, checksum " +
+                                ": " + first->ts_uuid + " has " + Rows(first->rows) +
+                                ", checksum " + std::to_string(first->checksum) + "; " +
+                                s.ts_uuid + " has " + Rows(s.rows) + ", checksum " +
                                 std::to_string(s.checksum));
     }
   }

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "common/flag_util.h"
+#include "common/version.h"
 #include "tools/command_line.h"
 #include "tools/tool_action.h"
 
@@ -29,7 +31,7 @@ void PrintTopHelp() {
     printf("  %-9s %s\n", noun.c_str(), v.c_str());
   }
   printf(
-      "\nFlags may come anywhere. A word that starts with '-' is a value (a key such as -5\n"
+      "\n--version prints the version.\nFlags may come anywhere. A word that starts with '-' is a value (a key such as -5\n"
       "or -dash, a table name) unless it names a flag; every word after '--' is a value.\n"
       "\nRun 'nyala <noun> --help' or 'nyala <noun> <verb> --help' for more.\n");
 }
@@ -76,10 +78,16 @@ int main(int argc, char** argv) {
   // Our own split of argv, not gflags': values that start with '-' (keys such as -5 or
   // -dash, table names) stay positional, and `--` keeps the order (command_line.h).
   std::vector<std::string> all(argv + 1, argv + argc);
-  auto cl = nyala::tools::SplitCommandLine(all, nyala::tools::LookUpGflag);
+  auto cl = nyala::tools::SplitCommandLine(all, nyala::tools::LookUpGflag, nyala::ClosestGflag);
   if (!cl.ok()) {
     fprintf(stderr, "error: %s\n", cl.status().message().c_str());
     return 2;
+  }
+  for (const std::string& f : cl->flags) {
+    if (f == "--version" || f == "--version=true") {
+      printf("nyala version %s\n", NYALA_VERSION_STRING);
+      return 0;
+    }
   }
   std::vector<std::string>& words = cl->positional;
   bool help = cl->help;

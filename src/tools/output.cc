@@ -23,6 +23,12 @@ void TableOutput::AddRow(std::vector<std::string> text) {
   AddRow(std::move(text), std::move(values));
 }
 
+std::string Count(int64_t n, const std::string& singular, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 || n == -1 ? singular : plural);
+}
+
+std::string Rows(int64_t n) { return Count(n, "row", "rows"); }
+
 std::string CsvQuote(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos && !s.empty() && s.front() != ' ' &&
       s.back() != ' ') {
@@ -52,17 +58,27 @@ Result<json> ParseJson(const std::string& text, const std::string& what) {
   }
 }
 
+namespace {
+// One row as a JSON object whose members are in the order of `columns` (a json object
+// would sort them by name), printed as DumpJson prints an object.
+std::string JsonRow(const std::vector<std::string>& columns, const std::vector<json>& row) {
+  std::string out = "{";
+  for (size_t i = 0; i < columns.size() && i < row.size(); i++) {
+    out += (i ? "," : "") + DumpJson(json(columns[i])) + ":" + DumpJson(row[i]);
+  }
+  return out + "}";
+}
+}  // namespace
+
 std::string TableOutput::Render(OutputFormat format) const {
   std::string out;
   switch (format) {
     case OutputFormat::kJson: {
-      json arr = json::array();
-      for (const auto& row : values_) {
-        json obj = json::object();
-        for (size_t i = 0; i < columns_.size() && i < row.size(); i++) obj[columns_[i]] = row[i];
-        arr.push_back(std::move(obj));
+      out = "[";
+      for (size_t r = 0; r < values_.size(); r++) {
+        out += (r ? "," : "") + JsonRow(columns_, values_[r]);
       }
-      return DumpJson(arr) + "\n";
+      return out + "]\n";
     }
     case OutputFormat::kCsv: {
       for (size_t i = 0; i < columns_.size(); i++) out += (i ? "," : "") + CsvQuote(columns_[i]);
@@ -134,9 +150,7 @@ void StreamingOutput::EndBatch() {
   switch (format_) {
     case OutputFormat::kJson:
       for (const auto& row : values_) {
-        json obj = json::object();
-        for (size_t i = 0; i < columns_.size() && i < row.size(); i++) obj[columns_[i]] = row[i];
-        out += (started_ ? (num_rows_ > 0 ? "," : "") : "[") + DumpJson(obj);
+        out += (started_ ? (num_rows_ > 0 ? "," : "") : "[") + JsonRow(columns_, row);
         started_ = true;
         num_rows_++;
       }

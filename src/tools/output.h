@@ -1,5 +1,6 @@
 // Tabular output of the CLI in three formats: aligned columns for people
-// ("table"), CSV, and JSON (an array of objects) for scripts. TableOutput collects
+// ("table"), CSV, and JSON (an array of objects, each with its members in the order of
+// the columns, not sorted by name) for scripts. TableOutput collects
 // the rows, then prints them (column widths from every row); StreamingOutput prints
 // them batch by batch as they come, for results of any size.
 #pragma once
@@ -67,6 +68,12 @@ class StreamingOutput {
   bool started_ = false;
   int64_t num_rows_ = 0;
 };
+
+// `n` and a noun for it: "1 row", "0 rows", "2 rows" (`singular` for 1 and -1, else
+// `plural`).
+std::string Count(int64_t n, const std::string& singular, const std::string& plural);
+// Count(n, "row", "rows").
+std::string Rows(int64_t n);
 
 // RFC 4180 quoting when needed.
 std::string CsvQuote(const std::string& s);

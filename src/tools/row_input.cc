@@ -242,7 +242,15 @@ Status RowReader::ParseCsv(const std::string& line, Row* row) {
   for (size_t i = 0; i < fields.size(); i++) {
     const int idx = csv_columns_[i];
     const ColumnSchema& col = schema_->column(idx);
-    if (fields[i].empty() && !quoted[i] && col.is_nullable()) {
+    // An empty unquoted field is NULL whatever the column's type (a quoted "" is the
+    // empty string): for a NOT NULL column that makes the line bad, rather than an
+    // empty string or a zero quietly stored.
+    if (fields[i].empty() && !quoted[i]) {
+      if (!col.is_nullable()) {
+        return Status::InvalidArgument("column '" + col.name() +
+                                       "' is NOT NULL, and an empty unquoted field is NULL "
+                                       "(\"\" is the empty string)");
+      }
       RETURN_NOT_OK(row->SetNull(idx));
       continue;
     }

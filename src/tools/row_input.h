@@ -1,5 +1,6 @@
 // Reads rows for `nyala table insert|upsert|delete_rows` from CSV (a header line of
-// column names, then one row per line; an empty unquoted field is NULL) or JSON:
+// column names, then one row per line; an empty unquoted field is NULL, so a bad line
+// for a NOT NULL column, and a quoted empty field "" is the empty string) or JSON:
 // either JSON Lines (one object per line, column name → value) or one JSON array of
 // such objects, which is what `nyala table scan --format=json` prints (told apart by
 // the first character, '['). Values take the forms of value_parse.h (BINARY in JSON

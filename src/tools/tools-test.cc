@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "common/flag_util.h"
 #include "common/test_util.h"
 #include "tools/cluster_admin.h"
 #include "tools/command_line.h"
@@ -375,6 +376,39 @@ TEST(RowInputTest, CsvWithErrorsByLine) {
   fclose(f);
 }
 
+// An empty unquoted CSV field is NULL for every type: a NOT NULL column (STRING too)
+// makes the line bad; a quoted "" is the empty string.
+TEST(RowInputTest, CsvEmptyFieldIsNull) {
+  auto schema =
+      Schema::Create({ColumnSchema("k", DataType::kInt64), ColumnSchema("s", DataType::kString),
+                      ColumnSchema("ns", DataType::kString, true),
+                      ColumnSchema("n", DataType::kInt32, true)},
+                     1, 0);
+  ASSERT_OK(schema.status());
+  std::string text = "k,s,ns,n\n1,,a,1\n2,\"\",,\n3,x,\"\",\n,y,b,2\n";
+  FILE* f = fmemopen(text.data(), text.size(), "r");
+  RowReader reader(f, RowReader::Format::kCsv, &*schema);
+  Row row(&*schema);
+  Status s = reader.Next(&row);  // line 2: s (NOT NULL STRING) empty and unquoted
+  ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("line 2: column 's' is NOT NULL"), std::string::npos)
+      << s.ToString();
+  ASSERT_OK(reader.Next(&row));  // line 3: "" is the empty string; empty fields are NULL
+  EXPECT_EQ(row.view().cell(0).int_value(), 2);
+  EXPECT_FALSE(row.view().cell(1).is_null());
+  EXPECT_EQ(row.view().cell(1).slice_value().ToString(), "");
+  EXPECT_TRUE(row.view().cell(2).is_null());
+  EXPECT_TRUE(row.view().cell(3).is_null());
+  ASSERT_OK(reader.Next(&row));  // line 4: a nullable STRING quoted "" is not NULL
+  EXPECT_FALSE(row.view().cell(2).is_null());
+  EXPECT_EQ(row.view().cell(2).slice_value().ToString(), "");
+  s = reader.Next(&row);  // line 5: the key empty
+  EXPECT_NE(s.message().find("line 5: column 'k' is NOT NULL"), std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE(reader.Next(&row).IsEndOfFile());
+  fclose(f);
+}
+
 TEST(RowInputTest, JsonLines) {
   auto schema = Schema::Create(
       {ColumnSchema("k", DataType::kInt64), ColumnSchema("n", DataType::kInt32, true)}, 1, 0);
@@ -469,6 +503,16 @@ TEST(RowInputTest, JsonArray) {
   fclose(f);
 }
 
+TEST(OutputTest, CountsInTheSingularForOne) {
+  EXPECT_EQ(Rows(1), "1 row");
+  EXPECT_EQ(Rows(0), "0 rows");
+  EXPECT_EQ(Rows(2), "2 rows");
+  EXPECT_EQ(Rows(-1), "-1 row");
+  EXPECT_EQ(Rows(120000), "120000 rows");
+  EXPECT_EQ(Count(1, "bad input line", "bad input lines"), "1 bad input line");
+  EXPECT_EQ(Count(3, "bad input line", "bad input lines"), "3 bad input lines");
+}
+
 TEST(OutputTest, Formats) {
   TableOutput out({"id", "name"});
   out.AddRow({"1", "a,b"}, {1, "a,b"});
@@ -481,6 +525,32 @@ TEST(OutputTest, Formats) {
             "[{\"id\":1,\"name\":\"a,b\"},{\"id\":22,\"name\":\"c\"}]\n");
   EXPECT_EQ(out.Render(OutputFormat::kTable), " id | name\n----+-----\n 1  | a,b\n 22 | c\n");
   EXPECT_FALSE(ParseOutputFormat("xml").ok());
+}
+
+// JSON objects keep the columns' order (a table's or a projection's), not the names'
+// alphabetical order, in both outputs; special characters in names are escaped.
+TEST(OutputTest, JsonKeepsTheColumnOrder) {
+  const std::vector<std::string> columns = {"zeta", "alpha", "mid \"q\""};
+  TableOutput out(columns);
+  out.AddRow({"1", "x", "NULL"}, {1, "x", nullptr});
+  out.AddRow({"2", "y", "3.5"}, {2, "y", 3.5});
+  const std::string expected =
+      "[{\"zeta\":1,\"alpha\":\"x\",\"mid \\\"q\\\"\":null},"
+      "{\"zeta\":2,\"alpha\":\"y\",\"mid \\\"q\\\"\":3.5}]\n";
+  EXPECT_EQ(out.Render(OutputFormat::kJson), expected);
+  EXPECT_EQ(TableOutput({"b", "a"}).Render(OutputFormat::kJson), "[]\n");
+
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* mem = open_memstream(&buf, &len);
+  StreamingOutput stream(columns, OutputFormat::kJson, mem);
+  stream.AddRow({"1", "x", "NULL"}, {1, "x", nullptr});
+  stream.EndBatch();
+  stream.AddRow({"2", "y", "3.5"}, {2, "y", 3.5});
+  stream.Finish();
+  fclose(mem);
+  EXPECT_EQ(std::string(buf, len), expected);
+  free(buf);
 }
 
 // StreamingOutput writes each batch at EndBatch, before the next one exists; the
@@ -616,10 +686,37 @@ TEST(CommandLineTest, UnknownDoubleDashFlagIsAnError) {
   auto cl = SplitCommandLine({"table", "scan", "M", "t", "--formt=csv"}, FakeFlags);
   ASSERT_FALSE(cl.ok());
   EXPECT_TRUE(cl.status().IsInvalidArgument());
-  EXPECT_NE(cl.status().message().find("unknown flag --formt;"), std::string::npos)
+  EXPECT_NE(cl.status().message().find("unknown flag --formt "), std::string::npos)
       << cl.status().ToString();
   EXPECT_NE(cl.status().message().find("-- --formt=csv"), std::string::npos)
       << cl.status().ToString();
+  EXPECT_EQ(cl.status().message().find("did you mean"), std::string::npos)
+      << cl.status().ToString();
+}
+
+// With a suggester, the error names the closest known flag, and only when one is close.
+TEST(CommandLineTest, UnknownFlagSuggestsTheClosest) {
+  auto suggest = [](const std::string& name) {
+    return ClosestName(name, {"format", "timeout_ms", "verbose"});
+  };
+  auto cl = SplitCommandLine({"table", "scan", "M", "t", "--frmat=json"}, FakeFlags, suggest);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("unknown flag --frmat; did you mean --format?"),
+            std::string::npos)
+      << cl.status().ToString();
+  cl = SplitCommandLine({"--timeout=5", "table"}, FakeFlags, suggest);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("unknown flag --timeout; did you mean --timeout_ms?"),
+            std::string::npos)
+      << cl.status().ToString();
+  cl = SplitCommandLine({"table", "--colour"}, FakeFlags, suggest);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_EQ(cl.status().message().find("did you mean"), std::string::npos)
+      << cl.status().ToString();
+  // Known flags and single-dash values are untouched.
+  cl = SplitCommandLine({"table", "-frmat", "--format=csv"}, FakeFlags, suggest);
+  ASSERT_OK(cl.status());
+  EXPECT_EQ(cl->positional, (std::vector<std::string>{"table", "-frmat"}));
 }
 
 TEST(CommandLineTest, LooksUpTheGflagsRegistry) {

@@ -33,7 +33,8 @@ const char kValueFormsHelp[] =
     "  STRING           as it is (in JSON escaped; bytes that are not UTF-8 print as\n"
     "                   U+FFFD there: keep bytes in BINARY columns).\n"
     "  NULL             NULL in the table format, an empty unquoted field in CSV (\"\"\n"
-    "                   is the empty string), null in JSON.\n"
+    "                   is the empty string; an empty unquoted field for a NOT NULL\n"
+    "                   column is a bad input line), null in JSON.\n"
     "Integers out of their type's range are bad input lines too.";
 
 namespace {
