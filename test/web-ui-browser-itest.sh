@@ -31,7 +31,9 @@ has() { if grep -qF -- "$2" <<<"$1"; then echo "ok: $3"; else fail "$3"; fi; }
 source "$ROOT/test/itest_util.sh"
 BASE=$(pick_base_port 3)
 M="127.0.0.1:$BASE"
-# Three tablet servers: the tables get the master's default of three replicas each.
+# Three tablet servers: the tables get the master's default of three replicas each. A
+# server silent for 3 s is dead (the last checks kill one).
+export NYALA_MASTER_FLAGS="--tserver_unresponsive_timeout_ms=3000"
 "$ROOT/scripts/start-cluster.sh" --tservers 3 --data "$DATA" --base-port "$BASE" >/dev/null
 "$NYALA_BIN_DIR/nyala" table create "$M" \
   '{"name": "<script>alert(1)</script>", "columns": [{"name": "k", "type": "INT64", "key": true}]}' >/dev/null
@@ -58,6 +60,9 @@ TWEB="http://127.0.0.1:$((BASE + 1010))"
 
 home=$(dom "$MWEB/")
 has "$home" "nyala-master" "master home page names the daemon"
+has "$home" "<th>Dead tablet servers</th><td>none</td>" "master home page: no dead tablet server"
+has "$home" "<th>Tablets unavailable</th><td>0</td>" "master home page: no tablet unavailable"
+has "$home" "<th>Tablets under-replicated</th><td>0</td>" "master home page: none under-replicated"
 has "$home" "UUID" "master home page shows the uuid"
 tables=$(dom "$MWEB/tables")
 has "$tables" "&lt;script&gt;alert(1)&lt;/script&gt;" "a table named <script>... is shown as text"
@@ -210,6 +215,23 @@ for page in "$TWEB/" "$MWEB/"; do
     for s in writes rows_written scans reads rows_read; do check_chart "$p" "$what" "$s"; done
   fi
 done
+
+# A tablet server killed: the master's home page says so at a glance, and /tables shows
+# its replicas as dead rather than as followers with their last indexes.
+dead_pid=$(cat "$DATA/pids/tserver-2.pid")
+kill -9 "$dead_pid"
+home=""
+for _ in $(seq 1 40); do
+  home=$(dom "$MWEB/")
+  grep -qF "127.0.0.1:$((BASE + 12))" <<<"$home" && break
+  sleep 0.5  # the master declares it dead after --tserver_unresponsive_timeout_ms
+done
+has "$home" "127.0.0.1:$((BASE + 12))" "master home page lists the dead tablet server with its address"
+under=$(grep -oE '<th>Tablets under-replicated</th><td><b class="bad">[0-9]+' <<<"$home" | grep -oE '[0-9]+$' || true)
+[ "${under:-0}" -gt 0 ] && echo "ok: master home page counts $under tablets under-replicated" ||
+  fail "master home page does not count under-replicated tablets: $(grep -oE '<th>Tablets under[^/]*' <<<"$home")"
+tables=$(dom "$MWEB/tables")
+has "$tables" "DEAD</b> (no report since its server stopped heartbeating)" "/tables marks the dead server's replicas DEAD"
 
 if [ "$failures" -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all checks passed"

@@ -195,6 +195,18 @@ class CatalogManager {
   std::map<std::string, TServerStatePB> TServerStates() const EXCLUDES(state_mu_);
 
   // --- Introspection ---
+  // The cluster at a glance (the master's home page): tablets of live tables that lack a
+  // live leader or a live majority of voters (unavailable) or have fewer live voters
+  // than their table's replication factor (under-replicated), and tables an alteration
+  // is still being carried to.
+  struct HealthSummary {
+    int tables = 0;
+    int tablets = 0;
+    int under_replicated = 0;
+    int unavailable = 0;
+    std::vector<std::string> altering;  // table names
+  };
+  HealthSummary GetHealthSummary() const EXCLUDES(state_mu_);
   std::vector<TableSnapshot> GetTableSnapshots() const EXCLUDES(state_mu_);
   int NumTables() const EXCLUDES(state_mu_);  // not deleted
   // Replicas placed per server (tablets not deleted or replaced).

@@ -2,6 +2,8 @@
 // their tablets (ReportedTabletStatsPB, kept per replica by ProcessTabletReport).
 #include "master/catalog_manager.h"
 
+#include <algorithm>
+
 namespace nyala::master {
 
 bool TabletStatsOf(const std::string& leader_uuid,
@@ -19,6 +21,37 @@ bool TabletStatsOf(const std::string& leader_uuid,
   if (!best) return false;
   *out = *best;
   return true;
+}
+
+CatalogManager::HealthSummary CatalogManager::GetHealthSummary() const {
+  const std::map<std::string, TSManager::Liveness> servers = ts_manager_->LivenessOfAll();
+  auto live = [&](const std::string& uuid) {
+    auto it = servers.find(uuid);
+    return it != servers.end() && it->second.live;
+  };
+  HealthSummary h;
+  SharedLock l(state_mu_);
+  for (const auto& [id, table] : tables_) {
+    if (table->pb.state() == TABLE_DELETED) continue;
+    h.tables++;
+    if (table->pb.state() == TABLE_RUNNING &&
+        TabletsAlteredLocked(*table) < int(table->tablets_by_start.size())) {
+      h.altering.push_back(table->pb.name());
+    }
+    for (const auto& [start, t] : table->tablets_by_start) {
+      h.tablets++;
+      int live_voters = 0;
+      for (const auto& uuid : t->pb.replica_uuids()) live_voters += live(uuid);
+      const int voters = t->pb.replica_uuids_size();
+      if (t->leader_uuid.empty() || !live(t->leader_uuid) || 2 * live_voters <= voters) {
+        h.unavailable++;
+      } else if (live_voters < table->pb.num_replicas()) {
+        h.under_replicated++;
+      }
+    }
+  }
+  std::sort(h.altering.begin(), h.altering.end());
+  return h;
 }
 
 void CatalogManager::GetTableStatistics(const GetTableStatisticsRequestPB& req,

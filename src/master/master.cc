@@ -74,8 +74,31 @@ void Master::AddRateSeries(server::RateHistory* rates) {
 }
 
 void Master::AddOverviewRows(std::vector<std::pair<std::string, std::string>>* rows) {
-  rows->emplace_back("Tables", std::to_string(catalog_->NumTables()));
-  rows->emplace_back("Live tablet servers", std::to_string(ts_manager_->NumLiveServers()));
+  const CatalogManager::HealthSummary h = catalog_->GetHealthSummary();
+  std::string dead;
+  int live = 0;
+  for (const TSDescriptor& d : ts_manager_->GetAll()) {
+    if (d.live) {
+      live++;
+    } else {
+      dead += (dead.empty() ? "" : ", ") + server::EscapeHtml(d.uuid) + " (" +
+              server::EscapeHtml(d.RpcAddressString()) + ")";
+    }
+  }
+  auto flagged = [](int n, const char* what) {
+    return n == 0 ? std::string("0") : "<b class=\"bad\">" + std::to_string(n) + "</b> " + what;
+  };
+  rows->emplace_back("Tables", std::to_string(h.tables));
+  rows->emplace_back("Live tablet servers", std::to_string(live));
+  rows->emplace_back("Dead tablet servers", dead.empty() ? "none" : "<b class=\"bad\">" + dead + "</b>");
+  rows->emplace_back("Tablets", std::to_string(h.tablets) + " (<a href=\"/tables\">by table</a>)");
+  rows->emplace_back("Tablets unavailable",
+                     flagged(h.unavailable, "(no live leader or no live majority)"));
+  rows->emplace_back("Tablets under-replicated",
+                     flagged(h.under_replicated, "(fewer live replicas than the table asks)"));
+  std::string altering;
+  for (const auto& name : h.altering) altering += (altering.empty() ? "" : ", ") + server::EscapeHtml(name);
+  rows->emplace_back("Alterations in progress", altering.empty() ? "none" : altering);
 }
 
 }  // namespace nyala::master

@@ -133,6 +133,13 @@ void Master::RegisterWebPages() {
                        tablet.entry.learner_uuids().end());
         for (const auto& uuid : members) {
           b += ServerCell(uuid, ts_manager_.get(), tablet.id);
+          const std::optional<TSDescriptor> d = ts_manager_->Lookup(uuid);
+          if (d && !d->live) {
+            // Its last report is history: no role, no indexes.
+            b += " <b class=\"bad\">DEAD</b> (no report since its server stopped "
+                 "heartbeating)<br>";
+            continue;
+          }
           auto role = tablet.roles.find(uuid);
           b += " ";
           b += ReplicaRolePB_Name(role == tablet.roles.end() ? UNKNOWN_ROLE : role->second);
