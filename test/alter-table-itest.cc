@@ -424,5 +424,36 @@ TEST_F(AlterTableITest, AColumnDroppedAndAddedAgainDoesNotBringOldValuesBack) {
   EXPECT_EQ(ScanRows("readd")[1]["s"], "NULL");
 }
 
+// A table deleted while a scan of it runs: the scan's next batch fails at once,
+// saying so, instead of retrying until its timeout.
+TEST_F(AlterTableITest, AScanOfATableDeletedMeanwhileFailsAtOnce) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  auto t = CreateTable("gone");
+  auto session = client_->NewSession();
+  ASSERT_OK(session->SetFlushMode(Session::FlushMode::kManualFlush));
+  for (int64_t k = 0; k < 2000; k++) {
+    auto op = t->NewInsert();
+    ASSERT_OK(op->Set("key", Cell::Int64(k)));
+    ASSERT_OK(op->Set("v", Cell::Int64(k)));
+    ASSERT_OK(op->Set("s", Cell::String(std::string(100, 'x'))));
+    ASSERT_OK(session->Apply(std::move(op)));
+  }
+  ASSERT_OK(session->Flush());
+  Scanner scanner(t);
+  ASSERT_OK(scanner.SetBatchSizeBytes(1024));
+  ASSERT_OK(scanner.SetTimeout(MonoDelta::FromSeconds(30)));
+  ASSERT_OK(scanner.Open());
+  ScanBatch batch;
+  ASSERT_OK(scanner.NextBatch(&batch));
+  ASSERT_OK(client_->DeleteTable("gone"));
+  const MonoTime start = MonoTime::Now();
+  Status s;
+  for (int i = 0; i < 10000 && s.ok() && scanner.HasMoreRows(); i++) s = scanner.NextBatch(&batch);
+  ASSERT_FALSE(s.ok()) << "the scan of a deleted table went on";
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(s.ToString().find("was deleted"), std::string::npos) << s.ToString();
+  EXPECT_LT((MonoTime::Now() - start).ToSeconds(), 10) << s.ToString();
+}
+
 }  // namespace
 }  // namespace nyala::client::itest

@@ -157,9 +157,7 @@ Tablet::Tablet(TabletMetadataPB meta, TabletStore* store, RowLocks* locks, TServ
   schema_version_.store(meta_.schema().version());
 }
 
-Tablet::~Tablet() {
-  if (rewriter_ && rows_) store_->SetRowValueRewriter(*rows_, nullptr);
-}
+Tablet::~Tablet() = default;
 
 Result<std::shared_ptr<Tablet>> Tablet::Open(TabletMetadataPB meta, TabletStore* store,
                                              RowLocks* locks, TServerMetrics* metrics) {

@@ -20,6 +20,7 @@ DEFINE_validator(fault_injection_tablet_copy_fail_fetch_one_in,
                  [](const char*, int32_t v) { return v >= 0; });
 TAG_FLAG(fault_injection_tablet_copy_fail_fetch_one_in, runtime);
 TAG_FLAG(fault_injection_tablet_copy_fail_fetch_one_in, unsafe);
+TAG_FLAG(fault_injection_tablet_copy_fail_fetch_one_in, hidden);
 
 DEFINE_int32(fault_injection_tablet_copy_corrupt_fetch_one_in, 0,
              "Fault injection, for tests only: one tablet copy chunk in this many, at random, "
@@ -29,6 +30,7 @@ DEFINE_validator(fault_injection_tablet_copy_corrupt_fetch_one_in,
                  [](const char*, int32_t v) { return v >= 0; });
 TAG_FLAG(fault_injection_tablet_copy_corrupt_fetch_one_in, runtime);
 TAG_FLAG(fault_injection_tablet_copy_corrupt_fetch_one_in, unsafe);
+TAG_FLAG(fault_injection_tablet_copy_corrupt_fetch_one_in, hidden);
 
 namespace nyala::tserver {
 

@@ -45,10 +45,13 @@ void TabletManager::Checksum(const std::string& tablet_id, uint64_t at_index, Mo
   std::future<void> done = taken->get_future();
   TabletStore* store = t->store();
   TabletReplica* replica = &t->replica();
-  const bool posted = replica->RunAtIndex(at_index, [point, taken, store, replica, t](bool at) {
+  // Weak: a function the group never runs (it stopped first) must not keep the tablet,
+  // which owns the group's replica, alive.
+  const bool posted = replica->RunAtIndex(at_index, [point, taken, store, replica,
+                                                     weak = std::weak_ptr<Tablet>(t)](bool at) {
     point->at = at;
     if (at) {
-      point->schema = t->tablet_schema();
+      if (std::shared_ptr<Tablet> tablet = weak.lock()) point->schema = tablet->tablet_schema();
       point->snapshot = store->GetSnapshot();
       point->index = replica->applied_index();
     }

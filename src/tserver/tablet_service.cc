@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/flag_tags.h"
 #include "common/wire_protocol.h"
 #include "consensus/peer_id.h"
 #include "consensus/raft_group.h"
@@ -23,6 +24,8 @@
 DEFINE_int32(get_inject_latency_ms, 0,
              "Fault injection for tests: every Get waits this long on a service thread "
              "before it reads (the reactor fast path then declines all Gets). 0: off.");
+TAG_FLAG(get_inject_latency_ms, unsafe);
+TAG_FLAG(get_inject_latency_ms, hidden);
 
 namespace nyala::tserver {
 

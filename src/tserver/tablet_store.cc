@@ -65,6 +65,7 @@ DEFINE_bool(unsafe_apply_without_rocksdb_wal, false,
             "loses applied rows whose log entries were let go. bench/apply-wal.sh compares "
             "the cost of the WAL with it (docs/storage-format.md has the figures)");
 TAG_FLAG(unsafe_apply_without_rocksdb_wal, unsafe);
+TAG_FLAG(unsafe_apply_without_rocksdb_wal, hidden);
 
 namespace nyala::tserver {
 
@@ -189,13 +190,10 @@ class RowsCompactionFilter : public rocksdb::CompactionFilter {
 // the values through no filter at all).
 class RowsCompactionFilterFactory : public rocksdb::CompactionFilterFactory {
  public:
-  void Set(uint32_t cf_id, std::shared_ptr<const RowValueRewriter> r) {
+  void Set(uint32_t cf_id, std::weak_ptr<const RowValueRewriter> r) {
     MutexLock l(mu_);
-    if (r) {
-      rewriters_[cf_id] = std::move(r);
-    } else {
-      rewriters_.erase(cf_id);
-    }
+    std::erase_if(rewriters_, [](const auto& e) { return e.second.expired(); });
+    rewriters_[cf_id] = std::move(r);
   }
   std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
       const rocksdb::CompactionFilter::Context& context) override {
@@ -204,8 +202,9 @@ class RowsCompactionFilterFactory : public rocksdb::CompactionFilterFactory {
       MutexLock l(mu_);
       auto it = rewriters_.find(context.column_family_id);
       if (it == rewriters_.end()) return nullptr;
-      r = it->second;
+      r = it->second.lock();
     }
+    if (!r) return nullptr;  // its tablet is gone
     RowValueRewriter::Fn fn = r->ForCompaction();
     if (!fn) return nullptr;
     return std::make_unique<RowsCompactionFilter>(std::move(fn));
@@ -214,11 +213,12 @@ class RowsCompactionFilterFactory : public rocksdb::CompactionFilterFactory {
 
  private:
   Mutex mu_;
-  std::unordered_map<uint32_t, std::shared_ptr<const RowValueRewriter>> rewriters_ GUARDED_BY(mu_);
+  // Weak: a tablet's rewriter goes with the tablet.
+  std::unordered_map<uint32_t, std::weak_ptr<const RowValueRewriter>> rewriters_ GUARDED_BY(mu_);
 };
 
 void TabletStore::SetRowValueRewriter(const TabletRows& rows,
-                                      std::shared_ptr<const RowValueRewriter> rewriter) {
+                                      std::weak_ptr<const RowValueRewriter> rewriter) {
   filters_->Set(rows.cf_->GetID(), std::move(rewriter));
 }
 

@@ -301,10 +301,9 @@ class TabletStore {
   // The rows family of tablet `seq`; null when the store has none (the tablet was
   // dropped, or its metadata outlived the family: damage).
   std::shared_ptr<TabletRows> Rows(uint64_t seq) const;
-  // Compactions of `rows` rewrite its values through `rewriter` from now on (null: not
-  // at all). The store keeps it until replaced or the family is dropped.
-  void SetRowValueRewriter(const TabletRows& rows,
-                           std::shared_ptr<const RowValueRewriter> rewriter);
+  // Compactions of `rows` rewrite its values through `rewriter` from now on, while it
+  // lives (its owner, the tablet, keeps it; the store does not).
+  void SetRowValueRewriter(const TabletRows& rows, std::weak_ptr<const RowValueRewriter> rewriter);
   // Applies `batch` atomically through the WAL (fsync with --fsync_writes).
   Status Write(StoreWriteBatch* batch);
   // Looks up `keys[0, n)` in `rows`; `snapshot` may be null (latest). `sorted` when

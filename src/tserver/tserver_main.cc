@@ -12,19 +12,6 @@ DECLARE_string(rpc_bind_addresses);
 DECLARE_int32(webserver_port);
 DECLARE_string(fs_data_dirs);
 
-// Tags that belong beside the definitions of these test-only flags (tablet_service.cc,
-// tablet_store.cc, tablet_copy_service.cc) and are not there yet: unsafe (the daemon
-// refuses the flag without --unlock_unsafe_flags) and hidden (left out of --help).
-DECLARE_int32(get_inject_latency_ms);
-TAG_FLAG(get_inject_latency_ms, unsafe);
-TAG_FLAG(get_inject_latency_ms, hidden);
-DECLARE_bool(unsafe_apply_without_rocksdb_wal);
-TAG_FLAG(unsafe_apply_without_rocksdb_wal, hidden);
-DECLARE_int32(fault_injection_tablet_copy_fail_fetch_one_in);
-TAG_FLAG(fault_injection_tablet_copy_fail_fetch_one_in, hidden);
-DECLARE_int32(fault_injection_tablet_copy_corrupt_fetch_one_in);
-TAG_FLAG(fault_injection_tablet_copy_corrupt_fetch_one_in, hidden);
-
 int main(int argc, char** argv) {
   using nyala::tserver::TabletServer;
   nyala::server::BlockTerminationSignals();
