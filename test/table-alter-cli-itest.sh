@@ -164,6 +164,20 @@ check "... default, comment and ranges" same '[9,"altered",[{"lower":[100],"uppe
 refused "alter with an unknown step" "unknown step" "$NYALA" table alter "$M" t3 '[{"truncate":true}]'
 refused "alter of an unknown table" "not found" "$NYALA" table add_column "$M" nosuch c INT64
 
+# README's "Changing a table" block, every command in order, on the example spec's table.
+"$NYALA" table create "$M" "$("$NYALA" table create --help | awk '/^  \{"name": "metrics"/ {on = 1} on {print} on && /"num_replicas"/ {exit}')" >/dev/null ||
+  fail "create the example spec's metrics table"
+block=$(awk '/<!-- alter tour/ {on = 1; next} on && /^```sh/ {in_block = 1; next} in_block && /^```/ {exit} in_block' "$ROOT/README.md")
+block=${block//build\/bin\/nyala/\"\$NYALA\"}
+block=$(sed "s|^M=.*|M=$M|" <<<"$block")
+if out=$(NYALA="$NYALA" bash -euo pipefail -c "$block" 2>&1); then
+  echo "ok: README's \"Changing a table\" commands run as written"
+else
+  fail "README's \"Changing a table\" commands: $out"
+fi
+check "... and leave the table they describe" same '["host","ts","value","dc"]' \
+  "$(describe host_metrics | jq -c '[.columns[].name]')"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
   exit 1
