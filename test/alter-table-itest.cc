@@ -256,6 +256,12 @@ TEST_F(AlterTableITest, EveryStepUnderLoadWithALeaderChange) {
     ASSERT_OK(session->Apply(std::move(op)));
   }
   ASSERT_NO_FATAL_FAILURE(alter("drop column", [](TableAlterer* a) { a->DropColumn("s2"); }));
+  ASSERT_NO_FATAL_FAILURE(alter("nullable column with a default", [](TableAlterer* a) {
+    a->AddColumn("opt", DataType::kString, true, Value(Cell::String("o")));
+  }));
+  ASSERT_NO_FATAL_FAILURE(alter("remove default, table comment", [](TableAlterer* a) {
+    a->RemoveColumnDefault("opt").SetComment("altered under load");
+  }));
   ASSERT_NO_FATAL_FAILURE(alter("rename table", [](TableAlterer* a) { a->RenameTo("load2"); }));
   {
     Row lo = old_table->NewRow(), hi = old_table->NewRow();
@@ -283,7 +289,7 @@ TEST_F(AlterTableITest, EveryStepUnderLoadWithALeaderChange) {
   EXPECT_EQ(rows.count(kRangeEnd + 5), 0u) << "its range was dropped";
   std::set<std::string> columns;
   for (const auto& [name, v] : rows.begin()->second) columns.insert(name);
-  EXPECT_EQ(columns, (std::set<std::string>{"key", "v", "added"}));
+  EXPECT_EQ(columns, (std::set<std::string>{"key", "v", "added", "opt"}));
   MutexLock l(mu);
   for (int64_t k : acked) {
     auto it = rows.find(k);
@@ -295,10 +301,13 @@ TEST_F(AlterTableITest, EveryStepUnderLoadWithALeaderChange) {
     if (k < before_add) EXPECT_EQ(added, "7") << k;
     if (k >= after_default) EXPECT_EQ(added, "8") << k;
     EXPECT_TRUE(added == "7" || added == "8") << k << ": " << added;
+    const std::string& opt = it->second["opt"];
+    EXPECT_TRUE(opt == "\"o\"" || opt == "NULL") << k << ": " << opt;
   }
   // Every replica, followers included, ends at the last version.
   auto t = client_->OpenTable("load2");
   ASSERT_OK(t.status());
+  EXPECT_EQ((*t)->comment(), "altered under load");
   ASSERT_NO_FATAL_FAILURE(WaitForReplicaVersions((*t)->schema().version(), 6));
   EXPECT_FALSE(client_->OpenTable("load").ok());
 }
