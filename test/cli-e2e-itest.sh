@@ -35,19 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-check() {  # check <description> <command...>: the command must succeed
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else fail "$what"; fi
-}
-contains() { grep -qF -- "$2" <<<"$1"; }
-same() {  # same <expected> <actual>: equal, or both printed
-  [ "$1" = "$2" ] && return 0
-  printf 'expected: %s\n     got: %s\n' "$1" "$2" >&2
-  return 1
-}
+source "$ROOT/test/itest_util.sh"  # fail, check, contains, same, pick_base_port
 
-source "$ROOT/test/itest_util.sh"
 BASE=$(pick_base_port 3)
 M="127.0.0.1:$BASE"
 

@@ -25,18 +25,8 @@ BIN=$(cd "${1:-$ROOT/build/bin}" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/nyala-daemon-flags-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-check() {  # check <description> <command...>: the command must succeed
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else fail "$what"; fi
-}
-contains() { grep -qF -- "$2" <<<"$1"; }
+source "$ROOT/test/itest_util.sh"  # fail, check, contains, same
 lacks() { ! grep -qF -- "$2" <<<"$1"; }
-same() {  # same <expected> <actual>: equal, or both printed
-  [ "$1" = "$2" ] && return 0
-  printf 'expected: %s\n     got: %s\n' "$1" "$2" >&2
-  return 1
-}
 
 # run <daemon> <flags...>: the daemon's output (stdout and stderr) and, last, "exit=N".
 run() {

@@ -1,5 +1,19 @@
-# Sourced by the shell integration tests that start a local cluster with
-# scripts/start-cluster.sh: picking its ports at run time.
+# Sourced by the shell tests: their checks, and for those that start a local cluster
+# with scripts/start-cluster.sh, picking its ports at run time.
+
+# Checks. Each failure is counted in $failures (the test sets it to 0 and exits
+# non-zero when it is not at the end).
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+check() {  # check <description> <command...>: the command must succeed
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; else fail "$what"; fi
+}
+contains() { grep -qF -- "$2" <<<"$1"; }
+same() {  # same <expected> <actual>: equal, or both printed
+  [ "$1" = "$2" ] && return 0
+  printf 'expected: %s\n     got: %s\n' "$1" "$2" >&2
+  return 1
+}
 
 # port_free PORT: nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
