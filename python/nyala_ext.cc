@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "nyala/client.h"
+#include "tools/table_alter.h"
 #include "tools/table_describe.h"
 #include "tools/table_spec.h"
 #include "tools/value_parse.h"
@@ -604,6 +605,28 @@ class PyClient {
     return out;
   }
 
+  // `steps_json`: the JSON `nyala table alter` takes (tools/table_alter.h).
+  void AlterTable(const std::string& name, const std::string& steps_json, bool wait) {
+    nlohmann::json j = nlohmann::json::parse(steps_json, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw StatusError{Status::InvalidArgument("the alteration is not JSON")};
+    Status s;
+    {
+      py::gil_scoped_release release;
+      Result<std::shared_ptr<Table>> t = c_->OpenTable(name);
+      if (!t.ok()) throw StatusError{t.status()};
+      std::unique_ptr<client::TableAlterer> a = c_->NewTableAlterer(name);
+      std::string new_name;
+      s = tools::AddAlterSteps(**t, j, a.get(), &new_name);
+      if (s.ok()) s = a->wait(wait).Alter();
+    }
+    Check(s);
+  }
+
+  bool IsAlterTableInProgress(const std::string& name) {
+    py::gil_scoped_release release;
+    return Take(c_->IsAlterTableInProgress(name));
+  }
+
   void DeleteTable(const std::string& name) {
     py::gil_scoped_release release;
     Check(c_->DeleteTable(name));
@@ -744,6 +767,10 @@ PYBIND11_MODULE(_ext, m) {
       .def("table_exists", &PyClient::TableExists, py::arg("name"))
       .def("_create_table", &PyClient::CreateTable, py::arg("spec_json"), py::arg("wait") = true)
       .def("_describe_table", &PyClient::DescribeTable, py::arg("name"))
+      .def("_alter_table", &PyClient::AlterTable, py::arg("name"), py::arg("steps_json"),
+           py::arg("wait") = true)
+      .def("is_alter_table_in_progress", &PyClient::IsAlterTableInProgress, py::arg("name"),
+           "Whether an alteration of the table is still being carried to its tablets.")
       .def("delete_table", &PyClient::DeleteTable, py::arg("name"))
       .def("table", &PyClient::OpenTable, py::arg("name"))
       .def("list_tablet_servers", &PyClient::ListTabletServers)

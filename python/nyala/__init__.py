@@ -97,6 +97,20 @@ def _describe_table(self, name):
     return json.loads(self._describe_table(name))
 
 
+def _alter_table(self, name, steps, wait=True):
+    """Alters table `name` with the steps `nyala table alter` takes (a list of dicts,
+    each with one key, the step: {"add_column": {"name": "n", "type": "INT64",
+    "nullable": True}}, {"drop_column": "n"}, {"rename_column": {"name": "a",
+    "new_name": "b"}}, {"rename_table": "t2"}, {"column_set_default": {"name": "n",
+    "default": 5}}, {"column_remove_default": "n"}, {"column_set_comment": {"name": "n",
+    "comment": "..."}}, {"set_comment": "..."}, {"add_range_partition": {"lower": [1],
+    "upper": [2]}}, {"drop_range_partition": {...}}), all or none. With wait, returns
+    once every tablet has the change."""
+    if not isinstance(steps, str):
+        steps = json.dumps(steps)
+    self._alter_table(name, steps, wait)
+
+
 def _new_session(self, flush_mode="auto_flush_sync", timeout_ms=0, buffer_bytes=0,
                  flush_interval_ms=0):
     """A Session: flush_mode auto_flush_sync (each write sent and waited for),
@@ -108,6 +122,7 @@ def _new_session(self, flush_mode="auto_flush_sync", timeout_ms=0, buffer_bytes=
 
 Client.create_table = _create_table
 Client.describe_table = _describe_table
+Client.alter_table = _alter_table
 Client.new_session = _new_session
 
 

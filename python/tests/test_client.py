@@ -105,6 +105,32 @@ class ClientTest(unittest.TestCase):
         self.assertFalse(self.client.table_exists("catalog_test"))
         self.assertNotIn("catalog_test", self.client.list_tables())
 
+    def test_alter_table(self):
+        self.client.create_table(dict(PEOPLE, name="alter_test"))
+        people = self.client.table("alter_test")
+        with self.client.new_session() as s:
+            s.insert(people, {"id": 1, "name": "ada", "age": 36})
+        self.client.alter_table("alter_test", [
+            {"add_column": {"name": "email", "type": "STRING", "nullable": True,
+                            "default": "none"}},
+            {"rename_column": {"name": "age", "new_name": "years"}},
+            {"set_comment": "people, altered"}])
+        self.assertFalse(self.client.is_alter_table_in_progress("alter_test"))
+        d = self.client.describe_table("alter_test")
+        self.assertEqual([c["name"] for c in d["columns"]], ["id", "name", "years", "email"])
+        self.assertEqual(d["comment"], "people, altered")
+        fresh = self.client.table("alter_test")
+        self.assertEqual(list(fresh.scan(as_dict=True)),
+                         [{"id": 1, "name": "ada", "years": 36, "email": "none"}])
+        # Refused as a whole, saying why.
+        with self.assertRaises(nyala.InvalidArgument) as e:
+            self.client.alter_table("alter_test", [{"drop_column": "email"},
+                                                   {"drop_column": "id"}])
+        self.assertIn("primary key cannot change", str(e.exception))
+        self.assertIn("email", [c["name"] for c in
+                                self.client.describe_table("alter_test")["columns"]])
+        self.client.delete_table("alter_test")
+
     def test_catalog_errors(self):
         with self.assertRaises(nyala.NotFound):
             self.client.table("no_such_table")
