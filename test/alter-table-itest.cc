@@ -298,8 +298,12 @@ TEST_F(AlterTableITest, EveryStepUnderLoadWithALeaderChange) {
     // Rows written before the column existed read its default then; later ones got
     // the default in force when they were written.
     const std::string& added = it->second["added"];
-    if (k < before_add) EXPECT_EQ(added, "7") << k;
-    if (k >= after_default) EXPECT_EQ(added, "8") << k;
+    if (k < before_add) {
+      EXPECT_EQ(added, "7") << k;
+    }
+    if (k >= after_default) {
+      EXPECT_EQ(added, "8") << k;
+    }
     EXPECT_TRUE(added == "7" || added == "8") << k << ": " << added;
     const std::string& opt = it->second["opt"];
     EXPECT_TRUE(opt == "\"o\"" || opt == "NULL") << k << ": " << opt;
