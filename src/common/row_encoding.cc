@@ -69,7 +69,8 @@ Result<uint32_t> RowValueSchemaVersion(Slice value) {
 namespace {
 
 // Decodes the value of `col` at the front of `in` (or its NULL) into `cell`.
-Status DecodeValue(const ColumnSchema& col, bool is_null, Slice* in, Cell* cell) {
+[[gnu::always_inline]] inline Status DecodeValue(const ColumnSchema& col, bool is_null, Slice* in,
+                                                 Cell* cell) {
   const DataType type = col.type();
   if (is_null) {
     if (!col.is_nullable()) [[unlikely]] {
@@ -101,7 +102,8 @@ Status DecodeValue(const ColumnSchema& col, bool is_null, Slice* in, Cell* cell)
 // Reads the header of a row value written under `schema`'s version (`exact`) or
 // an older one: its version, its number of columns (at most `schema`'s) and its null
 // bitmap, leaving `in` at the first value.
-Status DecodeHeader(Slice* in, const Schema& schema, bool exact, uint32_t* version, uint64_t* n,
+[[gnu::always_inline]] inline Status DecodeHeader(Slice* in, const Schema& schema, bool exact,
+                                                  uint32_t* version, uint64_t* n,
                     const uint8_t** nulls) {
   if (!GetVarint32(in, version) || !GetVarint64(in, n)) [[unlikely]] {
     return Status::Corruption("row value: truncated header");
