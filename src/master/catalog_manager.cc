@@ -32,6 +32,12 @@ void SetError(MasterErrorPB::Code code, const Status& s, MasterErrorPB* err) {
   StatusToPB(s, err->mutable_status());
 }
 
+Status TableNotFound(const TableIdentifierPB& id) {
+  return Status::NotFound(id.table_id().empty() ? "table '" + id.table_name() + "' not found"
+                                                : "table " + id.table_id() + " not found",
+                          "'nyala table list' lists the tables");
+}
+
 namespace {
 std::unique_ptr<TableLocationsCache> MakeCache(MetricRegistry* metrics) {
   if (FLAGS_table_locations_cache_capacity_mb == 0) return nullptr;

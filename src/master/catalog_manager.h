@@ -496,5 +496,8 @@ bool TabletStatsOf(const std::string& leader_uuid,
 
 // Fills `err` with `code` and `s` (tserver's SetError has the same shape).
 void SetError(MasterErrorPB::Code code, const Status& s, MasterErrorPB* err);
+// The NotFound that goes with MasterErrorPB::TABLE_NOT_FOUND: it names the table `id`
+// names (its id, else its name) and says how to list the tables.
+Status TableNotFound(const TableIdentifierPB& id);
 
 }  // namespace nyala::master

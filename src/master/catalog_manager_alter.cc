@@ -41,10 +41,7 @@ void CatalogManager::AlterTable(const AlterTableRequestPB& req, AlterTableRespon
     SharedLock l(state_mu_);
     table = FindTableLocked(req.table());
     if (!table) {
-      SetError(
-          MasterErrorPB::TABLE_NOT_FOUND,
-          Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
-          resp->mutable_error());
+      SetError(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()), resp->mutable_error());
       return;
     }
     current = table->pb;
@@ -151,9 +148,7 @@ void CatalogManager::IsAlterTableDone(const IsAlterTableDoneRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetError(MasterErrorPB::TABLE_NOT_FOUND,
-             Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
-             resp->mutable_error());
+    SetError(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()), resp->mutable_error());
     return;
   }
   const int done = TabletsAlteredLocked(*table);

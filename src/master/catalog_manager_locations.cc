@@ -41,9 +41,7 @@ std::shared_ptr<const std::string> CatalogManager::GetTableLocations(
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    return ErrorResponse(
-        MasterErrorPB::TABLE_NOT_FOUND,
-        Status::NotFound("table not found", req.table().table_id() + req.table().table_name()));
+    return ErrorResponse(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()));
   }
   // The first tablet: the one holding `start`, else (a gap between bounded ranges)
   // the next one.
@@ -163,10 +161,7 @@ void CatalogManager::ListTablets(const ListTabletsRequestPB& req, ListTabletsRes
   if (!req.table().table_id().empty() || !req.table().table_name().empty()) {
     auto table = FindTableLocked(req.table());
     if (!table) {
-      SetError(
-          MasterErrorPB::TABLE_NOT_FOUND,
-          Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
-          resp->mutable_error());
+      SetError(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()), resp->mutable_error());
       return;
     }
     AddTabletsLocked(*table, "", health, resp);

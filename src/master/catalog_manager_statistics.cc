@@ -59,9 +59,7 @@ void CatalogManager::GetTableStatistics(const GetTableStatisticsRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetError(MasterErrorPB::TABLE_NOT_FOUND,
-             Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
-             resp->mutable_error());
+    SetError(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()), resp->mutable_error());
     return;
   }
   resp->set_table_id(table->id);

@@ -239,9 +239,7 @@ void CatalogManager::IsCreateTableDone(const IsCreateTableDoneRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetError(MasterErrorPB::TABLE_NOT_FOUND,
-             Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
-             resp->mutable_error());
+    SetError(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()), resp->mutable_error());
     return;
   }
   int running = 0;
@@ -260,10 +258,7 @@ void CatalogManager::DeleteTable(const DeleteTableRequestPB& req, DeleteTableRes
     SharedLock l(state_mu_);
     table = FindTableLocked(req.table());
     if (!table) {
-      SetError(
-          MasterErrorPB::TABLE_NOT_FOUND,
-          Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
-          resp->mutable_error());
+      SetError(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()), resp->mutable_error());
       return;
     }
     SysTableEntryPB pb = table->pb;
@@ -319,9 +314,7 @@ void CatalogManager::GetTableSchema(const GetTableSchemaRequestPB& req,
   SharedLock l(state_mu_);
   auto table = FindTableLocked(req.table());
   if (!table) {
-    SetError(MasterErrorPB::TABLE_NOT_FOUND,
-             Status::NotFound("table not found", req.table().table_id() + req.table().table_name()),
-             resp->mutable_error());
+    SetError(MasterErrorPB::TABLE_NOT_FOUND, TableNotFound(req.table()), resp->mutable_error());
     return;
   }
   *resp->mutable_schema() = table->pb.schema();
