@@ -32,12 +32,6 @@ namespace {
 
 using nlohmann::json;
 
-// The type and name of column `name` of `table`.
-Result<ColumnSchema> ColumnOf(const client::Table& table, const std::string& name) {
-  ASSIGN_OR_RETURN(int idx, table.schema().ColumnIndex(name));
-  return table.schema().column(idx);
-}
-
 Result<Value> ParseValue(const ColumnSchema& col, const std::string& text) {
   Arena arena;
   Result<Cell> cell = ParseCellText(col, text, &arena);
@@ -46,15 +40,6 @@ Result<Value> ParseValue(const ColumnSchema& col, const std::string& text) {
                                    " column '" + col.name() + "': " + cell.status().message());
   }
   return Value(*cell);
-}
-
-// A range bound row of `table` from a JSON array of range-column values ([] =
-// unbounded).
-Result<Row> BoundRow(const client::Table& table, const json& values, const std::string& what) {
-  Row row = table.NewRow();
-  RETURN_NOT_OK(
-      FillRangeRow(table.schema(), table.partition_schema().range_columns(), values, what, &row));
-  return row;
 }
 
 Result<json> ParseJsonArg(const std::string& text, const std::string& what) {

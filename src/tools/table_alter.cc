@@ -26,23 +26,19 @@ upper exclusive. The primary key and column types cannot change; an added column
 nullable or has a default, which the rows already stored read. Stored rows are not
 rewritten: the change is online, and every tablet takes it through its log.)";
 
-
-namespace {
-
-// The column `name` of `table`.
 Result<ColumnSchema> ColumnOf(const client::Table& table, const std::string& name) {
   ASSIGN_OR_RETURN(int idx, table.schema().ColumnIndex(name));
   return table.schema().column(idx);
 }
 
-// A range bound row of `table` from a JSON array of range-column values ([] =
-// unbounded).
 Result<Row> BoundRow(const client::Table& table, const json& values, const std::string& what) {
   Row row = table.NewRow();
   RETURN_NOT_OK(
       FillRangeRow(table.schema(), table.partition_schema().range_columns(), values, what, &row));
   return row;
 }
+
+namespace {
 
 // One step of `table alter`'s JSON: an object with one key, the verb.
 Status AddStep(const client::Table& table, const json& step, const std::string& path,

@@ -20,6 +20,13 @@ namespace nyala::tools {
 Status AddAlterSteps(const client::Table& table, const nlohmann::json& steps,
                      client::TableAlterer* alterer, std::string* new_name);
 
+// The column `name` of `table` (NotFound naming it otherwise).
+Result<ColumnSchema> ColumnOf(const client::Table& table, const std::string& name);
+// A range bound: a row of `table` with its range columns from `values`, a JSON array
+// of their values ([] = unbounded). Errors name `what`.
+Result<Row> BoundRow(const client::Table& table, const nlohmann::json& values,
+                     const std::string& what);
+
 // Every step, its fields and the rules, for people (`nyala table alter --help`).
 extern const char kAlterStepsHelp[];
 
